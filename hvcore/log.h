@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Logging: one line per event, key=value (DESIGN.md section 5).
+ *
+ *   hv_info("memslot", "op=add slot=%u gfn=0x%llx pages=%llu", ...);
+ *
+ * prints
+ *
+ *   ts=2026-11-30T04:16:25.123Z level=info comp=memslot op=add slot=3 ...
+ *
+ * to stderr (or the sink set with hv_log_set_sink()). Log where an error is
+ * handled, once, naming the object; never per page on a hot path.
+ * Thread-safe: each line is formatted into a local buffer and written with
+ * one write(2).
+ */
+#ifndef HVCORE_LOG_H
+#define HVCORE_LOG_H
+
+#include <stdarg.h>
+
+enum hv_log_level {
+	HV_LOG_INVALID = 0,
+	HV_LOG_ERR,
+	HV_LOG_WARN,
+	HV_LOG_INFO,
+	HV_LOG_DBG,
+};
+
+/* Lines above @level are dropped. Default: HV_LOG_INFO, or $HV_LOG_LEVEL. */
+void hv_log_set_level(enum hv_log_level level);
+enum hv_log_level hv_log_get_level(void);
+
+/* Redirect lines to file descriptor @fd (default 2). */
+void hv_log_set_fd(int fd);
+
+void hv_log(enum hv_log_level level, const char *comp, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void hv_vlog(enum hv_log_level level, const char *comp, const char *fmt,
+	     va_list ap);
+
+#define hv_err(comp, ...) hv_log(HV_LOG_ERR, comp, __VA_ARGS__)
+#define hv_warn(comp, ...) hv_log(HV_LOG_WARN, comp, __VA_ARGS__)
+#define hv_info(comp, ...) hv_log(HV_LOG_INFO, comp, __VA_ARGS__)
+#define hv_dbg(comp, ...) hv_log(HV_LOG_DBG, comp, __VA_ARGS__)
+
+#endif

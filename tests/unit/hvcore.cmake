@@ -1,0 +1,1 @@
+hv_unit_area(hvcore LIBS hvcore LABELS tsan)

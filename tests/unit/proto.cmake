@@ -1,0 +1,1 @@
+hv_unit_area(proto LIBS hv_proto)

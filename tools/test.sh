@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run every test: the unit and integration tests in the ASan+UBSan build,
+# and the concurrency suites (label "tsan") again under ThreadSanitizer.
+# Installs and builds what it needs first (tools/setup.sh).
+#
+#   tools/test.sh            everything
+#   tools/test.sh -R memslot only tests whose name matches (ctest -R)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/tools/setup.sh" asan
+"$top/tools/setup.sh" tsan
+
+rc=0
+echo "== tests: ASan + UBSan build"
+(cd "$top/build/asan" && ctest --output-on-failure "$@") || rc=1
+echo "== tests: ThreadSanitizer build (label tsan)"
+(cd "$top/build/tsan" && ctest --output-on-failure -L tsan "$@") || rc=1
+exit $rc
