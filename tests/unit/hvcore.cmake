@@ -1,1 +1,1 @@
-hv_unit_area(hvcore LIBS hvcore LABELS tsan)
+hv_unit_area(hvcore LIBS hvcore PkgConfig::ZSTD LABELS tsan)

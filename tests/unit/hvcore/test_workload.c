@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The workload (hvcore/workload.c) run on the host against a plain buffer:
+ * the stamps it leaves are what every dirty-log and migration oracle
+ * trusts, so their rules are pinned down here.
+ */
+#include "tests/harness/hv_test.h"
+#include "hvcore/workload.h"
+#include "hvcore/types.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zstd.h>
+
+#define REGION_GPA 0x100000ULL
+
+struct host_env {
+	uint8_t *mem; /* backs [REGION_GPA, REGION_GPA + pages * 4K) */
+	uint64_t pages;
+	uint64_t bad_accesses;
+	uint64_t writes_seen;
+	uint64_t heartbeats;
+};
+
+static uint8_t *page_at(struct host_env *e, uint64_t gpa)
+{
+	if (gpa < REGION_GPA || gpa >= REGION_GPA + e->pages * HV_PAGE_SIZE ||
+	    (gpa & (HV_PAGE_SIZE - 1))) {
+		e->bad_accesses++;
+		return e->mem; /* keep running; the test fails on the count */
+	}
+	return e->mem + (gpa - REGION_GPA);
+}
+
+static uint8_t *env_write(void *ctx, uint64_t gpa)
+{
+	struct host_env *e = ctx;
+
+	e->writes_seen++;
+	return page_at(e, gpa);
+}
+
+static const uint8_t *env_read(void *ctx, uint64_t gpa)
+{
+	return page_at(ctx, gpa);
+}
+
+static uint64_t env_now(void *ctx)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void env_heartbeat(void *ctx, const struct hv_wl_status *st)
+{
+	((struct host_env *)ctx)->heartbeats++;
+}
+
+static void setup(struct hv_wl_params *p, struct host_env *e, uint64_t pages,
+		  uint32_t pattern, uint32_t content)
+{
+	memset(p, 0, sizeof(*p));
+	memset(e, 0, sizeof(*e));
+	e->pages = pages;
+	e->mem = calloc(pages, HV_PAGE_SIZE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->mem);
+	p->magic = HV_WL_MAGIC;
+	p->version = HV_WL_VERSION;
+	p->nr_vcpus = 1;
+	p->tsc_khz = 1000000; /* the env's clock is in ns */
+	p->vcpu[0].pattern = pattern;
+	p->vcpu[0].content = content;
+	p->vcpu[0].region_gpa = REGION_GPA;
+	p->vcpu[0].region_pages = pages;
+	p->vcpu[0].write_pct = 100;
+	p->vcpu[0].seed = 42;
+}
+
+static const struct hv_wl_stamp *stamp(struct host_env *e, uint64_t page)
+{
+	return (const struct hv_wl_stamp *)(e->mem + page * HV_PAGE_SIZE);
+}
+
+static void run(struct hv_wl_params *p, struct hv_wl_status *st,
+		struct host_env *e)
+{
+	struct hv_wl_env env = {
+		.ctx = e,
+		.page_for_write = env_write,
+		.page_for_read = env_read,
+		.now_tsc = env_now,
+		.heartbeat = env_heartbeat,
+	};
+
+	CU_ASSERT_EQUAL(hv_wl_run(p, st, 0, &env), 0);
+}
+
+static void test_sweep_stamps_every_page_in_order(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct host_env e;
+
+	setup(&p, &e, 300, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].max_writes = 750; /* two passes and a half */
+	run(&p, &st, &e);
+	CU_ASSERT_EQUAL(st.seq, 750);
+	CU_ASSERT_EQUAL(st.passes, 2);
+	CU_ASSERT_EQUAL(e.bad_accesses, 0);
+	for (uint64_t i = 0; i < 300; i++) {
+		const struct hv_wl_stamp *s = stamp(&e, i);
+		uint64_t want = i < 150 ? 600 + i + 1 : 300 + i + 1;
+
+		CU_ASSERT_EQUAL(s->magic, HV_WL_STAMP_MAGIC);
+		CU_ASSERT_EQUAL(s->vcpu, 0);
+		CU_ASSERT_EQUAL(s->seq, want);
+	}
+	free(e.mem);
+}
+
+static void test_stamp_only_pages_stay_zero_past_the_stamp(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct host_env e;
+
+	setup(&p, &e, 64, HV_WL_PATTERN_RANDOM, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].max_writes = 1000;
+	run(&p, &st, &e);
+	for (uint64_t i = 0; i < 64; i++)
+		for (unsigned b = sizeof(struct hv_wl_stamp); b < HV_PAGE_SIZE;
+		     b++)
+			if (e.mem[i * HV_PAGE_SIZE + b]) {
+				CU_FAIL("non-zero byte past the stamp");
+				free(e.mem);
+				return;
+			}
+	free(e.mem);
+}
+
+static void test_random_and_hotset_stay_inside_the_region(void)
+{
+	for (uint32_t pat = HV_WL_PATTERN_RANDOM; pat <= HV_WL_PATTERN_HOTSET;
+	     pat++) {
+		struct hv_wl_params p;
+		struct hv_wl_status st = { 0 };
+		struct host_env e;
+
+		setup(&p, &e, 1000, pat, HV_WL_CONTENT_RANDOM);
+		p.vcpu[0].hot_pct = 10;
+		p.vcpu[0].hot_share_pct = 90;
+		p.vcpu[0].max_writes = 20000;
+		run(&p, &st, &e);
+		CU_ASSERT_EQUAL(e.bad_accesses, 0);
+		CU_ASSERT_EQUAL(e.writes_seen, 20000);
+		CU_ASSERT_EQUAL(st.seq, 20000);
+		free(e.mem);
+	}
+}
+
+static void test_hotset_sends_its_share_to_the_hot_pages(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct host_env e;
+	uint64_t hot = 0, total = 0;
+
+	/* Distinct pages written tell where the writes went. */
+	setup(&p, &e, 10000, HV_WL_PATTERN_HOTSET, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].hot_pct = 5;
+	p.vcpu[0].hot_share_pct = 80;
+	p.vcpu[0].max_writes = 2000;
+	run(&p, &st, &e);
+	/* 2000 writes: ~1600 into 500 hot pages (nearly all touched), ~400
+	 * into 9500 cold pages (about 390 distinct). */
+	for (uint64_t i = 0; i < 10000; i++) {
+		if (!stamp(&e, i)->seq)
+			continue;
+		total++;
+		if (i < 500)
+			hot++;
+	}
+	CU_ASSERT(hot >= 450 && hot <= 500);
+	CU_ASSERT(total - hot >= 300 && total - hot <= 450);
+	free(e.mem);
+}
+
+static void test_text_content_compresses_about_three_to_one(void)
+{
+	uint8_t *page = calloc(64, HV_PAGE_SIZE), *out;
+	size_t cap = ZSTD_compressBound(64 * HV_PAGE_SIZE), n;
+	double ratio;
+
+	out = malloc(cap);
+	for (unsigned i = 0; i < 64; i++)
+		hv_wl_fill_page(page + i * HV_PAGE_SIZE, 1, 1000 + i,
+				HV_WL_CONTENT_TEXT);
+	/* Per page, as the stream compresses small batches. */
+	n = 0;
+	for (unsigned i = 0; i < 64; i++)
+		n += ZSTD_compress(out, cap, page + i * HV_PAGE_SIZE,
+				   HV_PAGE_SIZE, 1);
+	ratio = (64.0 * HV_PAGE_SIZE) / n;
+	printf("\n    text content: zstd-1 ratio %.2f per page\n", ratio);
+	CU_ASSERT(ratio > 2.3 && ratio < 4.5);
+
+	for (unsigned i = 0; i < 64; i++)
+		hv_wl_fill_page(page + i * HV_PAGE_SIZE, 1, 1000 + i,
+				HV_WL_CONTENT_RANDOM);
+	n = ZSTD_compress(out, cap, page, 64 * HV_PAGE_SIZE, 1);
+	CU_ASSERT(n > 63 * HV_PAGE_SIZE); /* incompressible */
+	free(out);
+	free(page);
+}
+
+static void test_invalid_params_touch_no_page(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct host_env e;
+	struct hv_wl_env env = { &e, env_write, env_read, env_now, NULL,
+				 NULL };
+
+	setup(&p, &e, 16, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
+	p.magic = 0;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.magic = HV_WL_MAGIC;
+	p.vcpu[0].pattern = HV_WL_PATTERN_COUNT;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.vcpu[0].pattern = HV_WL_PATTERN_SWEEP;
+	p.vcpu[0].content = 0;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.vcpu[0].content = HV_WL_CONTENT_STAMP;
+	p.vcpu[0].region_gpa = REGION_GPA + 1;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.vcpu[0].region_gpa = REGION_GPA;
+	p.vcpu[0].region_pages = 0;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.vcpu[0].region_pages = 16;
+	p.vcpu[0].write_pct = 101;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.vcpu[0].write_pct = 100;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 1, &env), -22); /* vcpu >= nr */
+	p.vcpu[0].pattern = HV_WL_PATTERN_HOTSET;
+	p.vcpu[0].hot_pct = 0;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	CU_ASSERT_EQUAL(e.writes_seen, 0);
+	CU_ASSERT_EQUAL(st.seq, 0);
+	free(e.mem);
+}
+
+static void test_run_resumes_seq_and_sweep_from_status(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct host_env e;
+
+	setup(&p, &e, 100, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].max_writes = 130;
+	run(&p, &st, &e);
+	/* A restored vCPU calls hv_wl_run() again with the same status. */
+	p.vcpu[0].max_writes = 260;
+	run(&p, &st, &e);
+	CU_ASSERT_EQUAL(st.seq, 260);
+	for (uint64_t i = 0; i < 100; i++) {
+		uint64_t want = i < 60 ? 200 + i + 1 : 100 + i + 1;
+
+		CU_ASSERT_EQUAL(stamp(&e, i)->seq, want);
+	}
+	free(e.mem);
+}
+
+struct rate_run {
+	struct hv_wl_params *p;
+	struct hv_wl_status *st;
+	struct host_env *e;
+};
+
+static void *rate_thread(void *arg)
+{
+	struct rate_run *rr = arg;
+
+	run(rr->p, rr->st, rr->e);
+	return NULL;
+}
+
+static uint64_t measure_writes(struct hv_wl_params *p, struct host_env *e,
+			       unsigned ms)
+{
+	struct hv_wl_status st = { 0 };
+	struct rate_run rr = { p, &st, e };
+	struct timespec d = { ms / 1000, (ms % 1000) * 1000000L };
+	pthread_t t;
+	uint64_t seq;
+
+	p->vcpu[0].stop = 0;
+	pthread_create(&t, NULL, rate_thread, &rr);
+	nanosleep(&d, NULL);
+	seq = __atomic_load_n(&st.seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->vcpu[0].stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	return seq;
+}
+
+static void test_rate_limit_holds_the_target_rate(void)
+{
+	struct hv_wl_params p;
+	struct host_env e;
+	uint64_t n;
+
+	setup(&p, &e, 4096, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].rate_pages = 20000;
+	n = measure_writes(&p, &e, 300);
+	/* 6000 expected; the thread's start-up and the sleep's slack. */
+	printf("\n    20000 pages/s for 300 ms: %llu writes\n",
+	       (unsigned long long)n);
+	CU_ASSERT(n >= 5400 && n <= 6300);
+	free(e.mem);
+}
+
+static void test_throttle_cuts_progress(void)
+{
+	struct hv_wl_params p;
+	struct host_env e;
+	uint64_t full, thr;
+
+	setup(&p, &e, 256, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
+	full = measure_writes(&p, &e, 100);
+	p.vcpu[0].throttle_pct = 75;
+	thr = measure_writes(&p, &e, 100);
+	printf("\n    unthrottled %llu, 75%% throttle %llu writes\n",
+	       (unsigned long long)full, (unsigned long long)thr);
+	CU_ASSERT(thr < full / 2);
+	CU_ASSERT(thr > 0);
+	free(e.mem);
+}
+
+static void test_heartbeats_are_paced(void)
+{
+	struct hv_wl_params p;
+	struct host_env e;
+
+	setup(&p, &e, 1, HV_WL_PATTERN_IDLE, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].heartbeat_us = 10000;
+	measure_writes(&p, &e, 200);
+	/* About 20 in 200 ms. */
+	CU_ASSERT(e.heartbeats >= 10 && e.heartbeats <= 22);
+	CU_ASSERT_EQUAL(e.writes_seen, 0);
+	free(e.mem);
+}
+
+static CU_TestInfo tests[] = {
+	{ "sweep_stamps_every_page_in_order",
+	  test_sweep_stamps_every_page_in_order },
+	{ "stamp_only_pages_stay_zero_past_the_stamp",
+	  test_stamp_only_pages_stay_zero_past_the_stamp },
+	{ "random_and_hotset_stay_inside_the_region",
+	  test_random_and_hotset_stay_inside_the_region },
+	{ "hotset_sends_its_share_to_the_hot_pages",
+	  test_hotset_sends_its_share_to_the_hot_pages },
+	{ "text_content_compresses_about_three_to_one",
+	  test_text_content_compresses_about_three_to_one },
+	{ "invalid_params_touch_no_page", test_invalid_params_touch_no_page },
+	{ "run_resumes_seq_and_sweep_from_status",
+	  test_run_resumes_seq_and_sweep_from_status },
+	{ "rate_limit_holds_the_target_rate",
+	  test_rate_limit_holds_the_target_rate },
+	{ "throttle_cuts_progress", test_throttle_cuts_progress },
+	{ "heartbeats_are_paced", test_heartbeats_are_paced },
+	CU_TEST_INFO_NULL,
+};
+
+HV_TEST_SUITE("hvcore/workload", NULL, NULL, tests);
