@@ -98,6 +98,19 @@ void hv_memslots_set_initially_set(struct hv_memslots *set, bool on);
 const struct hv_memslots_snap *hv_memslots_read_lock(struct hv_memslots *set);
 void hv_memslots_read_unlock(struct hv_memslots *set);
 
+/*
+ * Number of updates published before this snapshot: every successful add,
+ * delete, move or flags change makes exactly one new generation, so two
+ * snapshots with the same generation have the same content.
+ */
+uint64_t hv_memslots_generation(const struct hv_memslots_snap *s);
+
+/*
+ * Give back the calling thread's reader slot (hv_rcu_thread_exit()); optional,
+ * thread exit does it too. Outside any read-side section.
+ */
+void hv_memslots_thread_exit(struct hv_memslots *set);
+
 /* NULL when absent. */
 const struct hv_memslot *hv_memslots_by_id(const struct hv_memslots_snap *s,
 					   uint32_t id);

@@ -22,9 +22,18 @@
 
 #include <stdint.h>
 
+/* Reader slots per domain; threads beyond this share the overflow slot. */
+#define HV_RCU_MAX_READERS 128u
+
 struct hv_rcu;
 
+/* A domain with HV_RCU_MAX_READERS reader slots. -ENOMEM. */
 int hv_rcu_create(struct hv_rcu **out);
+/*
+ * A domain with only @nr_slots (1 .. HV_RCU_MAX_READERS) reader slots, so
+ * that tests can drive the overflow path with a few threads. -EINVAL, -ENOMEM.
+ */
+int hv_rcu_create_slots(unsigned nr_slots, struct hv_rcu **out);
 /* All readers must have finished; destroy(NULL) is a no-op. */
 void hv_rcu_destroy(struct hv_rcu *rcu);
 
@@ -35,6 +44,15 @@ void hv_rcu_read_unlock(struct hv_rcu *rcu);
  * Must not be called inside a read-side section. */
 void hv_rcu_synchronize(struct hv_rcu *rcu);
 
+/*
+ * Give back the calling thread's reader slot in @rcu (outside any read-side
+ * section). Optional: a thread's slots are also given back when it exits
+ * (a pthread key destructor), and a thread that uses more domains than it
+ * has room for recycles its idle ones.
+ */
 void hv_rcu_thread_exit(struct hv_rcu *rcu);
+
+/* Number of reader slots currently owned by threads (tests, metrics). */
+unsigned hv_rcu_nr_readers(const struct hv_rcu *rcu);
 
 #endif

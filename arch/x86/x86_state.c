@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: MIT
+/*
+ * x86 vCPU and VM state save/restore on KVM as X86VcpuState / X86VmState
+ * (proto/vmstate.proto). The order of the restore follows KVM's needs and
+ * the kernel selftests' vcpu_load_state(): sregs (CR4/EFER/APIC base)
+ * first, then MSRs, XSAVE, XCRs, LAPIC, events, MP state, debug registers,
+ * the TSC offset and finally the general registers.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "arch/x86/x86_vcpu.h"
+#include "hvcore/log.h"
+#include "proto/vmstate.pb-c.h"
+
+#define X86_STATE_VERSION 1u
+#define NR_REGS 18
+#define NR_SEGS 8
+#define NR_CRS 5
+#define MAX_MSRS 4096
+#define MAX_XCRS 16
+#define MAX_XSAVE (1u << 20)
+
+static void seg_to_pb(const struct kvm_segment *s, Hvstate__X86Segment *p)
+{
+	p->addr = s->base;
+	p->limit = s->limit;
+	p->selector = s->selector;
+	p->attrs = (uint32_t)s->type | (uint32_t)s->s << 4 |
+		   (uint32_t)s->dpl << 5 | (uint32_t)s->present << 7 |
+		   (uint32_t)s->avl << 8 | (uint32_t)s->l << 9 |
+		   (uint32_t)s->db << 10 | (uint32_t)s->g << 11 |
+		   (uint32_t)s->unusable << 12;
+}
+
+static void seg_from_pb(const Hvstate__X86Segment *p, struct kvm_segment *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->base = p->addr;
+	s->limit = p->limit;
+	s->selector = (uint16_t)p->selector;
+	s->type = p->attrs & 0xf;
+	s->s = (p->attrs >> 4) & 1;
+	s->dpl = (p->attrs >> 5) & 3;
+	s->present = (p->attrs >> 7) & 1;
+	s->avl = (p->attrs >> 8) & 1;
+	s->l = (p->attrs >> 9) & 1;
+	s->db = (p->attrs >> 10) & 1;
+	s->g = (p->attrs >> 11) & 1;
+	s->unusable = (p->attrs >> 12) & 1;
+}
+
+static uint64_t *regs_array(struct kvm_regs *r)
+{
+	_Static_assert(sizeof(struct kvm_regs) == NR_REGS * 8, "kvm_regs");
+	return (uint64_t *)r;
+}
+
+static int get_tsc_offset(int fd, uint64_t *off)
+{
+	struct kvm_device_attr a = { .group = KVM_VCPU_TSC_CTRL,
+				     .attr = KVM_VCPU_TSC_OFFSET,
+				     .addr = (uint64_t)(uintptr_t)off };
+
+	if (ioctl(fd, KVM_HAS_DEVICE_ATTR, &a) < 0)
+		return -errno;
+	return ioctl(fd, KVM_GET_DEVICE_ATTR, &a) < 0 ? -errno : 0;
+}
+
+static int set_tsc_offset(int fd, uint64_t off)
+{
+	struct kvm_device_attr a = { .group = KVM_VCPU_TSC_CTRL,
+				     .attr = KVM_VCPU_TSC_OFFSET,
+				     .addr = (uint64_t)(uintptr_t)&off };
+
+	return ioctl(fd, KVM_SET_DEVICE_ATTR, &a) < 0 ? -errno : 0;
+}
+
+int x86_vcpu_state_save(int fd, uint32_t vcpu_id,
+			const struct x86_msr_list *msrs, int xsave_size,
+			struct hv_blob *out)
+{
+	Hvstate__X86VcpuState m = HVSTATE__X86_VCPU_STATE__INIT;
+	Hvstate__X86Segment segs[NR_SEGS], gdt, idt;
+	Hvstate__X86Segment *segp[NR_SEGS];
+	Hvstate__X86Xcr xcr[MAX_XCRS], *xcrp[MAX_XCRS];
+	Hvstate__X86Msr *msr = NULL, **msrp = NULL;
+	struct kvm_msrs *km = NULL;
+	struct kvm_regs regs;
+	struct kvm_sregs sr;
+	struct kvm_xcrs xcrs;
+	struct kvm_lapic_state lapic;
+	struct kvm_vcpu_events ev;
+	struct kvm_mp_state mp;
+	struct kvm_debugregs dr;
+	uint64_t crs[NR_CRS];
+	void *xs = NULL;
+	size_t xs_len = xsave_size > 4096 ? (size_t)xsave_size : 4096;
+	int ret = 0;
+
+	if (ioctl(fd, KVM_GET_REGS, &regs) < 0 ||
+	    ioctl(fd, KVM_GET_SREGS, &sr) < 0 ||
+	    ioctl(fd, KVM_GET_LAPIC, &lapic) < 0 ||
+	    ioctl(fd, KVM_GET_VCPU_EVENTS, &ev) < 0 ||
+	    ioctl(fd, KVM_GET_MP_STATE, &mp) < 0 ||
+	    ioctl(fd, KVM_GET_DEBUGREGS, &dr) < 0 ||
+	    ioctl(fd, KVM_GET_XCRS, &xcrs) < 0)
+		return -errno;
+	xs = calloc(1, xs_len);
+	km = calloc(1, sizeof(*km) + msrs->n * sizeof(km->entries[0]));
+	msr = calloc(msrs->n ? msrs->n : 1, sizeof(*msr));
+	msrp = calloc(msrs->n ? msrs->n : 1, sizeof(*msrp));
+	if (!xs || !km || !msr || !msrp) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (ioctl(fd, xsave_size > 4096 ? KVM_GET_XSAVE2 : KVM_GET_XSAVE, xs) <
+	    0) {
+		ret = -errno;
+		goto out;
+	}
+	km->nmsrs = msrs->n;
+	for (uint32_t i = 0; i < msrs->n; i++)
+		km->entries[i].index = msrs->idx[i];
+	if (ioctl(fd, KVM_GET_MSRS, km) != (int)msrs->n) {
+		ret = -EIO;
+		goto out;
+	}
+
+	m.version = X86_STATE_VERSION;
+	m.vcpu_id = vcpu_id;
+	m.n_regs = NR_REGS;
+	m.regs = regs_array(&regs);
+	{
+		const struct kvm_segment *ks[NR_SEGS] = {
+			&sr.cs, &sr.ds, &sr.es, &sr.fs,
+			&sr.gs, &sr.ss, &sr.tr, &sr.ldt,
+		};
+
+		for (int i = 0; i < NR_SEGS; i++) {
+			hvstate__x86_segment__init(&segs[i]);
+			seg_to_pb(ks[i], &segs[i]);
+			segp[i] = &segs[i];
+		}
+	}
+	m.n_segs = NR_SEGS;
+	m.segs = segp;
+	hvstate__x86_segment__init(&gdt);
+	hvstate__x86_segment__init(&idt);
+	gdt.addr = sr.gdt.base;
+	gdt.limit = sr.gdt.limit;
+	idt.addr = sr.idt.base;
+	idt.limit = sr.idt.limit;
+	m.gdt = &gdt;
+	m.idt = &idt;
+	crs[0] = sr.cr0;
+	crs[1] = sr.cr2;
+	crs[2] = sr.cr3;
+	crs[3] = sr.cr4;
+	crs[4] = sr.cr8;
+	m.n_cr = NR_CRS;
+	m.cr = crs;
+	m.efer = sr.efer;
+	m.apic_base = sr.apic_base;
+	m.xsave.data = xs;
+	m.xsave.len = xs_len;
+	if (xcrs.nr_xcrs > MAX_XCRS)
+		xcrs.nr_xcrs = MAX_XCRS;
+	for (uint32_t i = 0; i < xcrs.nr_xcrs; i++) {
+		hvstate__x86_xcr__init(&xcr[i]);
+		xcr[i].xcr = xcrs.xcrs[i].xcr;
+		xcr[i].value = xcrs.xcrs[i].value;
+		xcrp[i] = &xcr[i];
+	}
+	m.n_xcrs = xcrs.nr_xcrs;
+	m.xcrs = xcrp;
+	for (uint32_t i = 0; i < msrs->n; i++) {
+		hvstate__x86_msr__init(&msr[i]);
+		msr[i].index = km->entries[i].index;
+		msr[i].value = km->entries[i].data;
+		msrp[i] = &msr[i];
+	}
+	m.n_msrs = msrs->n;
+	m.msrs = msrp;
+	m.lapic.data = (uint8_t *)lapic.regs;
+	m.lapic.len = sizeof(lapic.regs);
+	m.events.data = (uint8_t *)&ev;
+	m.events.len = sizeof(ev);
+	m.mp_state = mp.mp_state;
+	m.debugregs.data = (uint8_t *)&dr;
+	m.debugregs.len = sizeof(dr);
+	m.has_tsc_offset = get_tsc_offset(fd, &m.tsc_offset) == 0;
+
+	out->len = hvstate__x86_vcpu_state__get_packed_size(&m);
+	out->data = malloc(out->len);
+	if (!out->data) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	hvstate__x86_vcpu_state__pack(&m, out->data);
+out:
+	free(xs);
+	free(km);
+	free(msr);
+	free(msrp);
+	return ret;
+}
+
+/* Check every length and count before anything is applied. */
+static int check_vcpu_msg(const Hvstate__X86VcpuState *m, uint32_t vcpu_id,
+			  size_t xs_len)
+{
+	if (m->version != X86_STATE_VERSION || m->vcpu_id != vcpu_id ||
+	    m->n_regs != NR_REGS || m->n_segs != NR_SEGS || !m->gdt ||
+	    !m->idt || m->n_cr != NR_CRS || m->xsave.len != xs_len ||
+	    m->n_xcrs > MAX_XCRS || m->n_msrs > MAX_MSRS ||
+	    m->lapic.len != sizeof(((struct kvm_lapic_state *)0)->regs) ||
+	    m->events.len != sizeof(struct kvm_vcpu_events) ||
+	    m->debugregs.len != sizeof(struct kvm_debugregs))
+		return -EINVAL;
+	for (size_t i = 0; i < m->n_segs; i++)
+		if (!m->segs[i])
+			return -EINVAL;
+	return 0;
+}
+
+int x86_vcpu_state_restore(int fd, uint32_t vcpu_id, int xsave_size,
+			   const struct hv_blob *in)
+{
+	size_t xs_len = xsave_size > 4096 ? (size_t)xsave_size : 4096;
+	Hvstate__X86VcpuState *m;
+	struct kvm_msrs *km = NULL;
+	struct kvm_regs regs;
+	struct kvm_sregs sr;
+	struct kvm_xcrs xcrs;
+	struct kvm_lapic_state lapic;
+	struct kvm_vcpu_events ev;
+	struct kvm_mp_state mp;
+	struct kvm_debugregs dr;
+	const char *step = "decode";
+	int ret = 0;
+
+	m = hvstate__x86_vcpu_state__unpack(NULL, in->len, in->data);
+	if (!m)
+		return -EINVAL;
+	ret = check_vcpu_msg(m, vcpu_id, xs_len);
+	if (ret)
+		goto out;
+	km = calloc(1, sizeof(*km) + m->n_msrs * sizeof(km->entries[0]));
+	if (!km) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (ioctl(fd, KVM_GET_SREGS, &sr) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	{
+		struct kvm_segment *ks[NR_SEGS] = {
+			&sr.cs, &sr.ds, &sr.es, &sr.fs,
+			&sr.gs, &sr.ss, &sr.tr, &sr.ldt,
+		};
+
+		for (int i = 0; i < NR_SEGS; i++)
+			seg_from_pb(m->segs[i], ks[i]);
+	}
+	sr.gdt.base = m->gdt->addr;
+	sr.gdt.limit = (uint16_t)m->gdt->limit;
+	sr.idt.base = m->idt->addr;
+	sr.idt.limit = (uint16_t)m->idt->limit;
+	sr.cr0 = m->cr[0];
+	sr.cr2 = m->cr[1];
+	sr.cr3 = m->cr[2];
+	sr.cr4 = m->cr[3];
+	sr.cr8 = m->cr[4];
+	sr.efer = m->efer;
+	sr.apic_base = m->apic_base;
+	memset(sr.interrupt_bitmap, 0, sizeof(sr.interrupt_bitmap));
+	step = "sregs";
+	if (ioctl(fd, KVM_SET_SREGS, &sr) < 0)
+		goto err_errno;
+	km->nmsrs = (uint32_t)m->n_msrs;
+	for (size_t i = 0; i < m->n_msrs; i++) {
+		km->entries[i].index = m->msrs[i]->index;
+		km->entries[i].data = m->msrs[i]->value;
+	}
+	step = "msrs";
+	ret = ioctl(fd, KVM_SET_MSRS, km);
+	if (ret != (int)m->n_msrs) {
+		hv_err("x86_state", "vcpu=%u op=set_msrs set=%d of=%zu "
+				    "failed_index=0x%x",
+		       vcpu_id, ret, m->n_msrs,
+		       ret >= 0 && (size_t)ret < m->n_msrs
+			       ? m->msrs[ret]->index
+			       : 0);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = 0;
+	step = "xsave";
+	/* KVM_SET_XSAVE accepts the larger KVM_GET_XSAVE2 buffer too. */
+	if (ioctl(fd, KVM_SET_XSAVE, m->xsave.data) < 0)
+		goto err_errno;
+	memset(&xcrs, 0, sizeof(xcrs));
+	xcrs.nr_xcrs = (uint32_t)m->n_xcrs;
+	for (size_t i = 0; i < m->n_xcrs; i++) {
+		xcrs.xcrs[i].xcr = m->xcrs[i]->xcr;
+		xcrs.xcrs[i].value = m->xcrs[i]->value;
+	}
+	step = "xcrs";
+	if (ioctl(fd, KVM_SET_XCRS, &xcrs) < 0)
+		goto err_errno;
+	memcpy(lapic.regs, m->lapic.data, sizeof(lapic.regs));
+	step = "lapic";
+	if (ioctl(fd, KVM_SET_LAPIC, &lapic) < 0)
+		goto err_errno;
+	memcpy(&ev, m->events.data, sizeof(ev));
+	step = "events";
+	if (ioctl(fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+		goto err_errno;
+	mp.mp_state = m->mp_state;
+	step = "mp_state";
+	if (ioctl(fd, KVM_SET_MP_STATE, &mp) < 0)
+		goto err_errno;
+	memcpy(&dr, m->debugregs.data, sizeof(dr));
+	step = "debugregs";
+	if (ioctl(fd, KVM_SET_DEBUGREGS, &dr) < 0)
+		goto err_errno;
+	if (m->has_tsc_offset) {
+		step = "tsc_offset";
+		ret = set_tsc_offset(fd, m->tsc_offset);
+		if (ret)
+			goto out_log;
+	}
+	memcpy(regs_array(&regs), m->regs, sizeof(regs));
+	step = "regs";
+	if (ioctl(fd, KVM_SET_REGS, &regs) < 0)
+		goto err_errno;
+	goto out;
+err_errno:
+	ret = -errno;
+out_log:
+	hv_err("x86_state", "vcpu=%u op=restore step=%s err=%d", vcpu_id,
+	       step, ret);
+out:
+	free(km);
+	hvstate__x86_vcpu_state__free_unpacked(m, NULL);
+	return ret;
+}
+
+int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
+{
+	Hvstate__X86VmState m = HVSTATE__X86_VM_STATE__INIT;
+	struct kvm_clock_data clk = { 0 };
+	struct kvm_irqchip chip[3];
+	int khz;
+
+	if (ioctl(vm_fd, KVM_GET_CLOCK, &clk) < 0)
+		return -errno;
+	khz = ioctl(vcpu0_fd, KVM_GET_TSC_KHZ);
+	if (khz < 0)
+		return -errno;
+	for (int i = 0; i < 3; i++) {
+		memset(&chip[i], 0, sizeof(chip[i]));
+		chip[i].chip_id = (uint32_t)i;
+		if (ioctl(vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
+			return -errno;
+	}
+	m.version = X86_STATE_VERSION;
+	m.kvmclock = clk.clock;
+	m.kvmclock_flags = clk.flags;
+	m.tsc_khz = (uint32_t)khz;
+	m.pic_master.data = (uint8_t *)&chip[0].chip;
+	m.pic_master.len = sizeof(chip[0].chip);
+	m.pic_slave.data = (uint8_t *)&chip[1].chip;
+	m.pic_slave.len = sizeof(chip[1].chip);
+	m.ioapic.data = (uint8_t *)&chip[2].chip;
+	m.ioapic.len = sizeof(chip[2].chip);
+	out->len = hvstate__x86_vm_state__get_packed_size(&m);
+	out->data = malloc(out->len);
+	if (!out->data)
+		return -ENOMEM;
+	hvstate__x86_vm_state__pack(&m, out->data);
+	return 0;
+}
+
+int x86_vm_state_restore(int vm_fd, int vcpu0_fd, const struct hv_blob *in)
+{
+	Hvstate__X86VmState *m;
+	struct kvm_clock_data clk = { 0 };
+	struct kvm_irqchip chip;
+	const ProtobufCBinaryData *chips[3];
+	int ret = 0, khz;
+
+	m = hvstate__x86_vm_state__unpack(NULL, in->len, in->data);
+	if (!m)
+		return -EINVAL;
+	chips[0] = &m->pic_master;
+	chips[1] = &m->pic_slave;
+	chips[2] = &m->ioapic;
+	if (m->version != X86_STATE_VERSION || !m->tsc_khz) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (int i = 0; i < 3; i++)
+		if (chips[i]->len != sizeof(chip.chip)) {
+			ret = -EINVAL;
+			goto out;
+		}
+	khz = ioctl(vcpu0_fd, KVM_GET_TSC_KHZ);
+	if (khz > 0 && (uint32_t)khz != m->tsc_khz)
+		hv_warn("x86_state", "op=restore tsc_khz_saved=%u tsc_khz=%d "
+				     "note=guest_tsc_rate_differs",
+			m->tsc_khz, khz);
+	for (int i = 0; i < 3; i++) {
+		memset(&chip, 0, sizeof(chip));
+		chip.chip_id = (uint32_t)i;
+		memcpy(&chip.chip, chips[i]->data, sizeof(chip.chip));
+		if (ioctl(vm_fd, KVM_SET_IRQCHIP, &chip) < 0) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	clk.clock = m->kvmclock;
+	if (ioctl(vm_fd, KVM_SET_CLOCK, &clk) < 0)
+		ret = -errno;
+out:
+	hvstate__x86_vm_state__free_unpacked(m, NULL);
+	return ret;
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Guest RAM: a memfd mapped shared, 2 MiB aligned (see guest_mem.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hvcore/guest_mem.h"
+#include "hvcore/log.h"
+
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21 << 26)
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define HUGE_2M (2ULL << 20)
+
+static const char *const backing_names[HV_BACKING_COUNT] = {
+	[HV_BACKING_INVALID] = "invalid",
+	[HV_BACKING_ANON] = "anon",
+	[HV_BACKING_THP] = "thp",
+	[HV_BACKING_HUGETLB] = "hugetlb",
+};
+
+const char *hv_mem_backing_name(enum hv_mem_backing backing)
+{
+	if ((unsigned)backing >= HV_BACKING_COUNT)
+		return "?";
+	return backing_names[backing];
+}
+
+/*
+ * Reserve @bytes + 2 MiB of address space and return a 2 MiB aligned
+ * address inside it, so that the fixed mapping of the memfd lines up with
+ * huge pages; the slack is unmapped again.
+ */
+static void *reserve_aligned(uint64_t bytes)
+{
+	uint64_t len = bytes + HUGE_2M;
+	uint8_t *p = mmap(NULL, len, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uint8_t *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (uint8_t *)HV_ALIGN_UP((uintptr_t)p, HUGE_2M);
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + bytes < p + len)
+		munmap(a + bytes, (size_t)(p + len - (a + bytes)));
+	return a;
+}
+
+int hv_guest_mem_create(uint64_t bytes, enum hv_mem_backing backing,
+			struct hv_guest_mem **out)
+{
+	struct hv_guest_mem *mem;
+	unsigned mfd_flags = MFD_CLOEXEC;
+	void *want, *p;
+	int fd, ret;
+
+	if (!bytes || bytes % HUGE_2M || backing == HV_BACKING_INVALID ||
+	    backing >= HV_BACKING_COUNT)
+		return -EINVAL;
+	if (backing == HV_BACKING_HUGETLB)
+		mfd_flags |= MFD_HUGETLB | MFD_HUGE_2MB;
+	mem = calloc(1, sizeof(*mem));
+	if (!mem)
+		return -ENOMEM;
+	fd = memfd_create("hv-guest-ram", mfd_flags);
+	if (fd < 0) {
+		ret = -errno;
+		hv_err("guest_mem", "op=memfd_create backing=%s err=%d",
+		       hv_mem_backing_name(backing), ret);
+		goto err_free;
+	}
+	if (ftruncate(fd, (off_t)bytes) < 0) {
+		ret = -errno;
+		hv_err("guest_mem", "op=ftruncate bytes=%llu err=%d",
+		       (unsigned long long)bytes, ret);
+		goto err_close;
+	}
+	want = reserve_aligned(bytes);
+	if (!want) {
+		ret = -ENOMEM;
+		goto err_close;
+	}
+	p = mmap(want, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fd, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		munmap(want, bytes);
+		hv_err("guest_mem", "op=mmap bytes=%llu backing=%s err=%d",
+		       (unsigned long long)bytes,
+		       hv_mem_backing_name(backing), ret);
+		goto err_close;
+	}
+	if (backing == HV_BACKING_THP && madvise(p, bytes, MADV_HUGEPAGE) < 0)
+		hv_warn("guest_mem", "op=madvise_hugepage err=%d", -errno);
+	mem->fd = fd;
+	mem->hva = p;
+	mem->bytes = bytes;
+	mem->backing = backing;
+	*out = mem;
+	return 0;
+
+err_close:
+	close(fd);
+err_free:
+	free(mem);
+	return ret;
+}
+
+void hv_guest_mem_destroy(struct hv_guest_mem *mem)
+{
+	if (!mem)
+		return;
+	munmap(mem->hva, mem->bytes);
+	close(mem->fd);
+	free(mem);
+}
+
+int hv_guest_mem_populate(struct hv_guest_mem *mem)
+{
+	if (madvise(mem->hva, mem->bytes, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* Kernels before 5.14: touch one byte per page. */
+	for (uint64_t off = 0; off < mem->bytes; off += HV_PAGE_SIZE)
+		((volatile uint8_t *)mem->hva)[off] =
+			((volatile uint8_t *)mem->hva)[off];
+	return 0;
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * KVM dirty logging: the dirty ring and the manual-protect dirty bitmap,
+ * both harvested into the memslot bitmaps (DESIGN.md section 2).
+ *
+ * Bitmap mode, one round (vCPUs running):
+ *   harvest: KVM_GET_DIRTY_LOG per slot (with manual protect it does not
+ *            clear or re-protect anything) OR-ed into the memslot bitmap;
+ *   fetch_clear (vm.c): take bits out of the memslot bitmap a chunk at a
+ *            time and KVM_CLEAR_DIRTY_LOG exactly those bits.
+ * A page first written after GET but before CLEAR is set in KVM's bitmap
+ * and not in our mask, so CLEAR leaves it set for the next GET; a page
+ * harvested and written again before CLEAR was re-armed after the write,
+ * and its content is read after the CLEAR. Nothing is lost either way.
+ *
+ * Ring mode: each vCPU pushes (slot, offset) entries; harvest collects
+ * every ring into the bitmaps and then KVM_RESET_DIRTY_RINGS re-protects
+ * the collected pages, so dirty_clear has nothing to do.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+
+#include "hvcore/kvm/kvm_priv.h"
+#include "hvcore/kvm/kvm_ring.h"
+#include "hvcore/log.h"
+#include "hvcore/memslots.h"
+#include "hvcore/vcpu.h"
+#include "hvcore/vm.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int hv_kvm_dirty_start(struct hv_vm *vm, enum hv_dirty_mode mode)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+
+	switch (mode) {
+	case HV_DIRTY_RING:
+		if (!k->ring_entries) {
+			hv_err("kvm", "vm=%p op=dirty_start mode=ring err=%d "
+				      "reason=cfg.dirty_ring_entries=0",
+			       (void *)vm, -EOPNOTSUPP);
+			return -EOPNOTSUPP;
+		}
+		break;
+	case HV_DIRTY_BITMAP:
+		if (!k->manual_protect) {
+			hv_err("kvm", "vm=%p op=dirty_start mode=bitmap err=%d "
+				      "missing=KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2"
+				      " ring=%u",
+			       (void *)vm, -EOPNOTSUPP, k->ring_entries);
+			return -EOPNOTSUPP;
+		}
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	k->mode = mode;
+	return 0;
+}
+
+void hv_kvm_dirty_stop(struct hv_vm *vm)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+
+	/* Drain the rings so that a later start begins empty. */
+	if (k->mode == HV_DIRTY_RING)
+		hv_kvm_dirty_harvest(vm);
+	k->mode = HV_DIRTY_INVALID;
+}
+
+uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
+				  bool full_exit)
+{
+	bool desync = false;
+	struct hv_kvm_vm *k = kvm_of(vm);
+	struct hv_kvm_vcpu *c = vcpu->accel;
+	struct hv_kvm_ring_result res = { 0 };
+	const struct hv_memslots_snap *snap;
+	uint64_t t0 = now_ns();
+	bool per_entry = __atomic_load_n(&k->ring_per_entry, __ATOMIC_RELAXED);
+
+	snap = hv_memslots_read_lock(vm->slots);
+	pthread_mutex_lock(&c->ring_lock);
+	hv_kvm_ring_collect(c->ring, k->ring_entries, &c->fetch, snap,
+			    per_entry, &res);
+	if (!res.entries && full_exit &&
+	    hv_kvm_ring_resync_fetch(c->ring, k->ring_entries, &c->fetch)) {
+		desync = true;
+		hv_kvm_ring_collect(c->ring, k->ring_entries, &c->fetch, snap,
+				    per_entry, &res);
+	}
+	pthread_mutex_unlock(&c->ring_lock);
+	if (desync) {
+		__atomic_fetch_add(&k->rstats.desyncs, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
+	}
+	hv_memslots_read_unlock(vm->slots);
+	/* Every entry dirty: the ring was hard-full, and KVM may have
+	 * written past it over entries we had not handed back, losing their
+	 * re-protection. The harvester resyncs (see resync_after_overflow). */
+	if (res.entries == k->ring_entries)
+		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
+	if (res.bad)
+		hv_warn("kvm", "vm=%p vcpu=%u op=ring_collect bad_entries=%u",
+			(void *)vm, vcpu->id, res.bad);
+	__atomic_fetch_add(&k->rstats.entries, res.entries, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&k->rstats.lookups, res.lookups, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&k->rstats.collect_ns, now_ns() - t0,
+			   __ATOMIC_RELAXED);
+	return res.entries;
+}
+
+int hv_kvm_ring_reset(struct hv_vm *vm)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+	uint64_t t0 = now_ns();
+	int ret = 0;
+
+	if (ioctl(k->vm_fd, KVM_RESET_DIRTY_RINGS, 0) < 0) {
+		ret = -errno;
+		hv_err("kvm", "vm=%p op=reset_dirty_rings err=%d", (void *)vm,
+		       ret);
+	}
+	__atomic_fetch_add(&k->rstats.reset_ns, now_ns() - t0,
+			   __ATOMIC_RELAXED);
+	return ret;
+}
+
+static int64_t harvest_bitmap(struct hv_vm *vm, struct hv_kvm_vm *k)
+{
+	const struct hv_memslots_snap *snap = hv_memslots_read_lock(vm->slots);
+	unsigned n = hv_memslots_count(snap);
+	int64_t total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct hv_memslot *m = hv_memslots_at(snap, i);
+		struct kvm_slot *s = m->id < k->nr_slots ? &k->slots[m->id]
+							 : NULL;
+		struct kvm_dirty_log log = { .slot = m->id };
+		uint64_t words = HV_DIV_ROUND_UP(m->npages, 64);
+
+		if (!m->dirty || !s || !s->scratch)
+			continue;
+		log.dirty_bitmap = s->scratch;
+		if (ioctl(k->vm_fd, KVM_GET_DIRTY_LOG, &log) < 0) {
+			total = -errno;
+			hv_err("kvm", "vm=%p op=get_dirty_log slot=%u err=%d",
+			       (void *)vm, m->id, (int)total);
+			break;
+		}
+		for (uint64_t w = 0; w < words; w++)
+			total += __builtin_popcountll(s->scratch[w]);
+		hv_dirty_bitmap_or(m->dirty, s->scratch, m->npages);
+	}
+	hv_memslots_read_unlock(vm->slots);
+	return total;
+}
+
+/*
+ * After a possible ring overflow, trust nothing: re-protect every page by
+ * turning logging off and on for each slot (KVM write-protects the whole
+ * slot when the flag is set), then mark every page dirty. Writes between
+ * the two ioctls are covered by the marking, which comes last.
+ */
+static int64_t resync_after_overflow(struct hv_vm *vm, struct hv_kvm_vm *k)
+{
+	const struct hv_memslots_snap *snap = hv_memslots_read_lock(vm->slots);
+	unsigned n = hv_memslots_count(snap);
+	int64_t total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct hv_memslot *m = hv_memslots_at(snap, i);
+		struct kvm_userspace_memory_region r = {
+			.slot = m->id,
+			.flags = 0,
+			.guest_phys_addr = hv_gfn_to_gpa(m->base_gfn),
+			.memory_size = m->npages << HV_PAGE_SHIFT,
+			.userspace_addr = m->hva,
+		};
+
+		if (!m->dirty)
+			continue;
+		if (ioctl(k->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0)
+			goto err;
+		r.flags = m->flags;
+		if (ioctl(k->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0)
+			goto err;
+		hv_dirty_bitmap_set_all(m->dirty);
+		total += (int64_t)m->npages;
+	}
+	hv_memslots_read_unlock(vm->slots);
+	__atomic_fetch_add(&k->rstats.resyncs, 1, __ATOMIC_RELAXED);
+	hv_warn("kvm", "vm=%p op=ring_resync pages=%lld reason=ring_overflow",
+		(void *)vm, (long long)total);
+	return total;
+err:
+	total = -errno;
+	hv_memslots_read_unlock(vm->slots);
+	hv_err("kvm", "vm=%p op=ring_resync err=%d", (void *)vm, (int)total);
+	return total;
+}
+
+int64_t hv_kvm_dirty_harvest(struct hv_vm *vm)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+	int64_t total = 0;
+	int ret;
+
+	if (k->mode == HV_DIRTY_BITMAP)
+		return harvest_bitmap(vm, k);
+	if (k->mode != HV_DIRTY_RING)
+		return -EINVAL;
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		total += hv_kvm_ring_harvest_vcpu(vm, vm->vcpus[i], false);
+	if (total) {
+		ret = hv_kvm_ring_reset(vm);
+		if (ret)
+			return ret;
+	}
+	if (__atomic_exchange_n(&k->ring_overflow, false, __ATOMIC_ACQ_REL)) {
+		int64_t r = resync_after_overflow(vm, k);
+
+		if (r < 0)
+			return r;
+		total += r;
+	}
+	return total;
+}
+
+int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,
+		       uint64_t count, const uint64_t *mask)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+	struct kvm_clear_dirty_log c = {
+		.slot = slot_id,
+		.num_pages = (uint32_t)count,
+		.first_page = first,
+		.dirty_bitmap = (void *)(uintptr_t)mask,
+	};
+
+	if (k->mode != HV_DIRTY_BITMAP)
+		return 0; /* ring: re-armed by KVM_RESET_DIRTY_RINGS */
+	if (count > UINT32_MAX)
+		return -EINVAL;
+	if (ioctl(k->vm_fd, KVM_CLEAR_DIRTY_LOG, &c) < 0) {
+		int ret = -errno;
+
+		hv_err("kvm", "vm=%p op=clear_dirty_log slot=%u first=%llu "
+			      "count=%llu err=%d",
+		       (void *)vm, slot_id, (unsigned long long)first,
+		       (unsigned long long)count, ret);
+		return ret;
+	}
+	return 0;
+}

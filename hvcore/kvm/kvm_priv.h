@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private state of the KVM accelerator, shared by its files:
+ * kvm_vm.c (VM, capabilities, memslots), kvm_vcpu.c (vCPUs, exits),
+ * kvm_dirty.c (ring and bitmap logging), kvm_state.c (save/restore).
+ */
+#ifndef HVCORE_KVM_KVM_PRIV_H
+#define HVCORE_KVM_KVM_PRIV_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+
+#include "arch/x86/x86_vcpu.h"
+#include "hvcore/kvm/kvm.h"
+#include "hvcore/kvm/kvm_caps.h"
+#include "hvcore/vm.h"
+
+/* Signal that interrupts KVM_RUN (a no-op handler, no SA_RESTART). */
+#define HV_KVM_KICK_SIGNAL SIGUSR1
+
+/* What the accelerator knows about one memslot (by id). */
+struct kvm_slot {
+	bool used;
+	uint32_t id;
+	uint32_t flags;
+	uint64_t npages;
+	uint64_t *scratch; /* KVM_GET_DIRTY_LOG buffer (bitmap mode) */
+};
+
+struct hv_kvm_vm {
+	/* immutable after vm_init */
+	int sys_fd;
+	int vm_fd;
+	size_t run_size;
+	uint32_t ring_entries; /* 0: no dirty ring */
+	bool ring_acq_rel;
+	bool manual_protect;
+	int xsave_size;	       /* KVM_CAP_XSAVE2 size, 0 if absent */
+	void *cpuid;	       /* struct kvm_cpuid2 from GET_SUPPORTED */
+	uint32_t entry32;
+	uint64_t ap_entry64;
+
+	/* control thread (memslot updates) and harvester, under vm->dirty_lock
+	 * for the harvester's reads */
+	struct kvm_slot *slots;
+	uint32_t nr_slots; /* array size, indexed by slot id */
+	enum hv_dirty_mode mode;
+
+	/* probed once by vCPU 0, then immutable */
+	struct x86_msr_list *msrs;
+
+	/* atomics */
+	bool ring_per_entry;
+	bool ring_overflow; /* set by a collector, consumed by harvest */
+	struct hv_kvm_ring_stats rstats;
+};
+
+struct hv_kvm_vcpu {
+	int fd;
+	struct kvm_run *run;
+	/* dirty ring: the harvester and this vCPU's thread (ring full) take
+	 * ring_lock around a collection */
+	struct kvm_dirty_gfn *ring;
+	uint32_t fetch;
+	pthread_mutex_t ring_lock;
+};
+
+static inline struct hv_kvm_vm *kvm_of(struct hv_vm *vm)
+{
+	return vm->accel;
+}
+
+/* kvm_vm.c */
+int hv_kvm_check_cap(struct hv_kvm_vm *k, long cap);
+
+/* kvm_dirty.c */
+int hv_kvm_dirty_start(struct hv_vm *vm, enum hv_dirty_mode mode);
+void hv_kvm_dirty_stop(struct hv_vm *vm);
+int64_t hv_kvm_dirty_harvest(struct hv_vm *vm);
+int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,
+		       uint64_t count, const uint64_t *mask);
+/* Collect one vCPU's ring (takes its ring_lock); entries collected.
+ * @full_exit: called for KVM_EXIT_DIRTY_RING_FULL, so an empty ring means
+ * our position is out of step with the kernel's (resynchronised, and the
+ * log marked incomplete). */
+uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
+				  bool full_exit);
+int hv_kvm_ring_reset(struct hv_vm *vm);
+
+/* kvm_vcpu.c */
+int hv_kvm_vcpu_init(struct hv_vcpu *vcpu);
+void hv_kvm_vcpu_fini(struct hv_vcpu *vcpu);
+int hv_kvm_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit);
+void hv_kvm_vcpu_kick(struct hv_vcpu *vcpu);
+
+/* kvm_state.c */
+int hv_kvm_vm_state_save(struct hv_vm *vm, struct hv_blob *out);
+int hv_kvm_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in);
+int hv_kvm_vcpu_state_save(struct hv_vcpu *vcpu, struct hv_blob *out);
+int hv_kvm_vcpu_state_restore(struct hv_vcpu *vcpu, const struct hv_blob *in);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collecting one KVM dirty ring into the memslot bitmaps. Pure over its
+ * arguments (no ioctls), so that it is unit-tested and benchmarked on
+ * synthetic rings too.
+ *
+ * Protocol (KVM api.rst, "KVM_CAP_DIRTY_LOG_RING"): entry i is owned by
+ * userspace once its flags have KVM_DIRTY_GFN_F_DIRTY (load-acquire, the
+ * kernel publishes with a release); userspace reads slot/offset, then
+ * stores KVM_DIRTY_GFN_F_RESET (store-release) and, after a batch,
+ * KVM_RESET_DIRTY_RINGS re-protects the pages of every reset entry. We set
+ * the page's bit in the memslot bitmap before marking the entry reset, so
+ * a page is re-armed only once it is in the bitmap.
+ */
+#ifndef HVCORE_KVM_KVM_RING_H
+#define HVCORE_KVM_KVM_RING_H
+
+#include <linux/kvm.h>
+
+#include "hvcore/memslots.h"
+
+struct hv_kvm_ring_result {
+	uint32_t entries; /* entries collected */
+	uint32_t lookups; /* memslot lookups made */
+	uint32_t bad;	  /* entries naming no slot / out of range */
+};
+
+/*
+ * Collect entries from @ring (@size entries, power of two) starting at
+ * *@fetch, stopping at the first entry not yet dirty or after @size
+ * entries; *@fetch advances. @per_entry: look the slot up for every entry
+ * (baseline) instead of once per run of entries with the same slot.
+ * Must be called inside a memslots read section (@snap).
+ */
+void hv_kvm_ring_collect(struct kvm_dirty_gfn *ring, uint32_t size,
+			 uint32_t *fetch, const struct hv_memslots_snap *snap,
+			 bool per_entry, struct hv_kvm_ring_result *res);
+
+/*
+ * Find the kernel's next entry when ours (*@fetch) is empty although the
+ * ring reported full: on the nested KVM of our build machines the kernel's
+ * ring position has been seen to run ahead of userspace's (entries reset
+ * that were never collected). Advances *@fetch to the first dirty entry
+ * within one lap and returns how far it moved (0: in sync, or nothing
+ * dirty). A move means entries may have been lost: the caller must treat
+ * the log as incomplete.
+ */
+uint32_t hv_kvm_ring_resync_fetch(struct kvm_dirty_gfn *ring, uint32_t size,
+				  uint32_t *fetch);
+
+#endif

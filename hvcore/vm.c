@@ -1,0 +1,802 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hv_vm: generic VM object over an accelerator ops table (see vm.h).
+ * Guest memory, memslots and their dirty bitmaps, vCPU life cycle, the
+ * workload ABI pages and the composed VM state live here; no ioctls.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hvcore/bug.h"
+#include "hvcore/guest_mem.h"
+#include "hvcore/log.h"
+#include "hvcore/memslots.h"
+#include "hvcore/vcpu.h"
+#include "hvcore/vm.h"
+#include "proto/vmstate.pb-c.h"
+
+#ifdef HV_HAVE_KVM
+#include "hvcore/kvm/kvm.h"
+#endif
+#ifdef HV_HAVE_SOFT
+#include "hvcore/soft/soft.h"
+#endif
+
+#define VMSTATE_MAGIC 0x54534d48u /* "HMST" */
+#define VMSTATE_VERSION 1u
+/* Decode limit: 64 vCPUs with XSAVE areas of a few KiB and MSR lists. */
+#define VMSTATE_MAX_BYTES (8u << 20)
+
+static const struct hv_accel_ops *const accel_ops[HV_ACCEL_COUNT] = {
+#ifdef HV_HAVE_KVM
+	[HV_ACCEL_KVM] = &hv_kvm_ops,
+#endif
+#ifdef HV_HAVE_SOFT
+	[HV_ACCEL_SOFT] = &hv_soft_ops,
+#endif
+};
+
+static const char *const accel_names[HV_ACCEL_COUNT] = {
+	[HV_ACCEL_INVALID] = "invalid",
+	[HV_ACCEL_KVM] = "kvm",
+	[HV_ACCEL_SOFT] = "soft",
+};
+
+static const char *const dirty_mode_names[HV_DIRTY_COUNT] = {
+	[HV_DIRTY_INVALID] = "off",  [HV_DIRTY_RING] = "ring",
+	[HV_DIRTY_BITMAP] = "bitmap", [HV_DIRTY_WP] = "wp",
+	[HV_DIRTY_PML] = "pml",
+};
+
+static const char *const exit_kind_names[HV_EXIT_COUNT] = {
+	[HV_EXIT_INVALID] = "invalid",	 [HV_EXIT_KICK] = "kick",
+	[HV_EXIT_LOG_FULL] = "log_full", [HV_EXIT_SYNC] = "sync",
+	[HV_EXIT_HEARTBEAT] = "heartbeat", [HV_EXIT_DONE] = "done",
+	[HV_EXIT_ASSERT] = "assert",	 [HV_EXIT_SHUTDOWN] = "shutdown",
+	[HV_EXIT_ERROR] = "error",
+};
+
+const char *hv_accel_kind_name(enum hv_accel_kind kind)
+{
+	return (unsigned)kind < HV_ACCEL_COUNT ? accel_names[kind] : "?";
+}
+
+const char *hv_dirty_mode_name(enum hv_dirty_mode mode)
+{
+	return (unsigned)mode < HV_DIRTY_COUNT ? dirty_mode_names[mode] : "?";
+}
+
+const char *hv_exit_kind_name(enum hv_exit_kind kind)
+{
+	return (unsigned)kind < HV_EXIT_COUNT ? exit_kind_names[kind] : "?";
+}
+
+void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
+		    uint64_t mem_bytes, uint32_t nr_vcpus)
+{
+	uint64_t pages, per;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->accel = accel;
+	cfg->mem_bytes = mem_bytes;
+	cfg->nr_vcpus = nr_vcpus;
+	cfg->backing = HV_BACKING_ANON;
+	if (!nr_vcpus || nr_vcpus > HV_VM_MAX_VCPUS ||
+	    mem_bytes <= HV_VM_WL_BASE)
+		return;
+	pages = (mem_bytes - HV_VM_WL_BASE) >> HV_PAGE_SHIFT;
+	per = pages / nr_vcpus;
+	for (uint32_t i = 0; i < nr_vcpus; i++) {
+		struct hv_wl_vcpu_params *w = &cfg->wl[i];
+
+		w->pattern = HV_WL_PATTERN_SWEEP;
+		w->content = HV_WL_CONTENT_STAMP;
+		w->region_gpa = HV_VM_WL_BASE + i * per * HV_PAGE_SIZE;
+		w->region_pages = per;
+		w->write_pct = 100;
+		w->seed = 0x5eed0000u + i;
+	}
+}
+
+static int check_cfg(const struct hv_vm_cfg *c)
+{
+	const uint64_t two_m = 2ULL << 20;
+
+	if (c->accel == HV_ACCEL_INVALID || c->accel >= HV_ACCEL_COUNT)
+		return -EINVAL;
+	if (c->mem_bytes < HV_VM_MIN_MEM || c->mem_bytes > HV_VM_MAX_MEM ||
+	    c->mem_bytes % two_m)
+		return -EINVAL;
+	if (c->slot_bytes % two_m)
+		return -EINVAL;
+	if (!c->nr_vcpus || c->nr_vcpus > HV_VM_MAX_VCPUS)
+		return -EINVAL;
+	if (c->backing == HV_BACKING_INVALID || c->backing >= HV_BACKING_COUNT)
+		return -EINVAL;
+	if (c->dirty_ring_entries &&
+	    (c->dirty_ring_entries & (c->dirty_ring_entries - 1)))
+		return -EINVAL;
+	if (c->clear_chunk_pages % HV_DIRTY_WORD_PAGES)
+		return -EINVAL;
+	for (uint32_t i = 0; i < c->nr_vcpus; i++) {
+		const struct hv_wl_vcpu_params *w = &c->wl[i];
+
+		if (w->pattern == HV_WL_PATTERN_IDLE)
+			continue;
+		if (w->region_gpa < HV_VM_WL_BASE || !w->region_pages ||
+		    w->region_gpa + w->region_pages * HV_PAGE_SIZE >
+			    c->mem_bytes)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int add_slots(struct hv_vm *vm)
+{
+	uint64_t step = vm->cfg.slot_bytes ? vm->cfg.slot_bytes
+					   : vm->cfg.mem_bytes;
+	uint32_t id = 0;
+
+	for (uint64_t off = 0; off < vm->cfg.mem_bytes; off += step, id++) {
+		struct hv_memslot_desc d = {
+			.id = id,
+			.flags = 0,
+			.base_gfn = off >> HV_PAGE_SHIFT,
+			.npages = HV_MIN(step, vm->cfg.mem_bytes - off) >>
+				  HV_PAGE_SHIFT,
+			.hva = (hva_t)(uintptr_t)(vm->mem->hva + off),
+		};
+		int ret = hv_memslots_add(vm->slots, &d);
+
+		if (ret)
+			return ret;
+		ret = vm->ops->memslot_update(vm, NULL, &d);
+		if (ret) {
+			hv_memslots_delete(vm->slots, id);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int write_params(struct hv_vm *vm)
+{
+	struct hv_wl_params *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	p->magic = HV_WL_MAGIC;
+	p->version = HV_WL_VERSION;
+	p->nr_vcpus = vm->cfg.nr_vcpus;
+	p->tsc_khz = vm->tsc_khz;
+	memcpy(p->vcpu, vm->cfg.wl, sizeof(p->vcpu));
+	ret = hv_vm_write_guest(vm, HV_WL_PARAMS_GPA, p, sizeof(*p));
+	free(p);
+	return ret;
+}
+
+static void destroy_vcpus(struct hv_vm *vm)
+{
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		if (vm->vcpus[i])
+			hv_vcpu_stop(vm->vcpus[i]);
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		hv_vcpu_destroy(vm->vcpus[i]);
+	free(vm->vcpus);
+	vm->vcpus = NULL;
+}
+
+int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
+{
+	struct hv_vm *vm;
+	int ret;
+
+	ret = check_cfg(cfg);
+	if (ret) {
+		hv_err("vm", "op=create err=%d reason=bad_cfg", ret);
+		return ret;
+	}
+	if (!accel_ops[cfg->accel]) {
+		hv_err("vm", "op=create accel=%s err=%d reason=not_built",
+		       hv_accel_kind_name(cfg->accel), -ENODEV);
+		return -ENODEV;
+	}
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return -ENOMEM;
+	vm->ops = accel_ops[cfg->accel];
+	vm->cfg = *cfg;
+	vm->state = HV_VM_CREATED;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_mutex_init(&vm->dirty_lock, NULL);
+	vm->vcpus = calloc(cfg->nr_vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = hv_guest_mem_create(cfg->mem_bytes, cfg->backing, &vm->mem);
+	if (ret)
+		goto err_free;
+	ret = hv_memslots_create(&vm->slots);
+	if (ret)
+		goto err_mem;
+	/* Like KVM_DIRTY_LOG_INITIALLY_SET: a fresh log names every page. */
+	hv_memslots_set_initially_set(vm->slots, true);
+	ret = vm->ops->vm_init(vm);
+	if (ret)
+		goto err_slots;
+	ret = add_slots(vm);
+	if (ret)
+		goto err_accel;
+	for (uint32_t i = 0; i < cfg->nr_vcpus; i++) {
+		ret = hv_vcpu_create(vm, i, &vm->vcpus[i]);
+		if (ret)
+			goto err_vcpus;
+	}
+	/* After the vCPUs: the accelerator may learn tsc_khz from one. */
+	ret = write_params(vm);
+	if (ret)
+		goto err_vcpus;
+	hv_info("vm", "op=create vm=%p accel=%s mem=%llu vcpus=%u slots=%u "
+		      "backing=%s ring=%u",
+		(void *)vm, vm->ops->name, (unsigned long long)cfg->mem_bytes,
+		cfg->nr_vcpus, hv_vm_slot_count(vm),
+		hv_mem_backing_name(cfg->backing), cfg->dirty_ring_entries);
+	*out = vm;
+	return 0;
+
+err_vcpus:
+	destroy_vcpus(vm);
+err_accel:
+	vm->ops->vm_fini(vm);
+err_slots:
+	hv_memslots_destroy(vm->slots);
+err_mem:
+	hv_guest_mem_destroy(vm->mem);
+err_free:
+	free(vm->vcpus);
+	pthread_mutex_destroy(&vm->dirty_lock);
+	pthread_mutex_destroy(&vm->lock);
+	free(vm);
+	hv_err("vm", "op=create accel=%s err=%d", hv_accel_kind_name(cfg->accel),
+	       ret);
+	return ret;
+}
+
+void hv_vm_destroy(struct hv_vm *vm)
+{
+	if (!vm)
+		return;
+	hv_vm_stop(vm);
+	destroy_vcpus(vm);
+	vm->ops->vm_fini(vm);
+	hv_memslots_destroy(vm->slots);
+	hv_guest_mem_destroy(vm->mem);
+	pthread_mutex_destroy(&vm->dirty_lock);
+	pthread_mutex_destroy(&vm->lock);
+	free(vm);
+}
+
+int hv_vm_start(struct hv_vm *vm)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != HV_VM_CREATED) {
+		ret = -EBUSY;
+		goto out;
+	}
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		ret = hv_vcpu_start(vm->vcpus[i], false);
+		if (ret) {
+			/* Threads already started are stopped by stop. */
+			vm->state = HV_VM_RUNNING;
+			pthread_mutex_unlock(&vm->lock);
+			hv_vm_stop(vm);
+			return ret;
+		}
+	}
+	vm->state = HV_VM_RUNNING;
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int hv_vm_pause(struct hv_vm *vm)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != HV_VM_RUNNING) {
+		ret = -EBUSY;
+		goto out;
+	}
+	/* Ask all first, then wait: the vCPUs park in parallel. */
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		hv_vcpu_request_pause(vm->vcpus[i]);
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		hv_vcpu_wait_parked(vm->vcpus[i]);
+	vm->state = HV_VM_PAUSED;
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int hv_vm_resume(struct hv_vm *vm)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != HV_VM_PAUSED) {
+		ret = -EBUSY;
+		goto out;
+	}
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		hv_vcpu_resume(vm->vcpus[i]);
+	vm->state = HV_VM_RUNNING;
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int hv_vm_stop(struct hv_vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		if (vm->vcpus[i])
+			hv_vcpu_stop(vm->vcpus[i]);
+	vm->state = HV_VM_STOPPED;
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+enum hv_vm_state hv_vm_get_state(struct hv_vm *vm)
+{
+	enum hv_vm_state s;
+
+	pthread_mutex_lock(&vm->lock);
+	s = vm->state;
+	pthread_mutex_unlock(&vm->lock);
+	return s;
+}
+
+int hv_vm_wait(struct hv_vm *vm, unsigned timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct hv_vcpu *v = vm->vcpus[i];
+
+		pthread_mutex_lock(&v->lock);
+		while (v->state != HV_VCPU_STOPPED && ret == 0)
+			ret = -pthread_cond_timedwait(&v->cond, &v->lock, &dl);
+		if (v->stats.asserted || v->stats.error)
+			ret = ret ? ret : -EIO;
+		pthread_mutex_unlock(&v->lock);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int hv_vm_vcpu_stats(struct hv_vm *vm, uint32_t idx, struct hv_vcpu_stats *out)
+{
+	if (idx >= vm->cfg.nr_vcpus)
+		return -EINVAL;
+	hv_vcpu_get_stats(vm->vcpus[idx], out);
+	return 0;
+}
+
+void hv_vm_get_stats(struct hv_vm *vm, struct hv_vm_stats *out)
+{
+	out->harvests = __atomic_load_n(&vm->stats.harvests, __ATOMIC_RELAXED);
+	out->harvested =
+		__atomic_load_n(&vm->stats.harvested, __ATOMIC_RELAXED);
+	out->fetched = __atomic_load_n(&vm->stats.fetched, __ATOMIC_RELAXED);
+	out->clear_calls =
+		__atomic_load_n(&vm->stats.clear_calls, __ATOMIC_RELAXED);
+	out->vmm_writes =
+		__atomic_load_n(&vm->stats.vmm_writes, __ATOMIC_RELAXED);
+}
+
+/* ---- dirty logging -------------------------------------------------- */
+
+/* Set or clear HV_MEMSLOT_F_DIRTY_LOG on every slot, telling the accel. */
+static int set_logging(struct hv_vm *vm, bool on)
+{
+	unsigned n = hv_vm_slot_count(vm);
+	int ret = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct hv_memslot_desc old, nd;
+		const struct hv_memslots_snap *s;
+		const struct hv_memslot *m;
+
+		s = hv_memslots_read_lock(vm->slots);
+		m = hv_memslots_at(s, i);
+		old = (struct hv_memslot_desc){ m->id, m->flags, m->base_gfn,
+						m->npages, m->hva };
+		hv_memslots_read_unlock(vm->slots);
+		nd = old;
+		nd.flags = on ? old.flags | HV_MEMSLOT_F_DIRTY_LOG
+			      : old.flags & ~HV_MEMSLOT_F_DIRTY_LOG;
+		ret = hv_memslots_set_flags(vm->slots, old.id, nd.flags);
+		if (ret)
+			break;
+		ret = vm->ops->memslot_update(vm, &old, &nd);
+		if (ret) {
+			hv_memslots_set_flags(vm->slots, old.id, old.flags);
+			break;
+		}
+	}
+	return ret;
+}
+
+int hv_vm_dirty_log_start(struct hv_vm *vm, enum hv_dirty_mode mode)
+{
+	int ret;
+
+	if (mode == HV_DIRTY_INVALID || mode >= HV_DIRTY_COUNT)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->dirty_lock);
+	if (vm->dirty_mode != HV_DIRTY_INVALID) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = vm->ops->dirty_log_start(vm, mode);
+	if (ret)
+		goto out;
+	ret = set_logging(vm, true);
+	if (ret) {
+		set_logging(vm, false);
+		vm->ops->dirty_log_stop(vm);
+		goto out;
+	}
+	vm->dirty_mode = mode;
+out:
+	pthread_mutex_unlock(&vm->dirty_lock);
+	if (ret)
+		hv_err("vm", "vm=%p op=dirty_log_start mode=%s err=%d",
+		       (void *)vm, hv_dirty_mode_name(mode), ret);
+	return ret;
+}
+
+int hv_vm_dirty_log_stop(struct hv_vm *vm)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->dirty_lock);
+	if (vm->dirty_mode == HV_DIRTY_INVALID) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = set_logging(vm, false);
+	vm->ops->dirty_log_stop(vm);
+	vm->dirty_mode = HV_DIRTY_INVALID;
+out:
+	pthread_mutex_unlock(&vm->dirty_lock);
+	return ret;
+}
+
+int64_t hv_vm_dirty_harvest(struct hv_vm *vm)
+{
+	int64_t n;
+
+	pthread_mutex_lock(&vm->dirty_lock);
+	if (vm->dirty_mode == HV_DIRTY_INVALID)
+		n = -EINVAL;
+	else
+		n = vm->ops->dirty_harvest(vm);
+	pthread_mutex_unlock(&vm->dirty_lock);
+	if (n >= 0) {
+		__atomic_fetch_add(&vm->stats.harvests, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&vm->stats.harvested, (uint64_t)n,
+				   __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+/*
+ * Fetch-and-clear one chunk at a time and re-arm it at once, so that the
+ * window in which a harvested page is neither in our bitmap nor protected
+ * stays one chunk wide, and the accelerator (KVM's mmu_lock, the soft MMU's
+ * lock) is held for one chunk at a time while vCPUs keep running.
+ */
+int64_t hv_vm_dirty_fetch_clear(struct hv_vm *vm, uint32_t slot_id,
+				uint64_t first, uint64_t count, uint64_t *dst)
+{
+	const struct hv_memslots_snap *s;
+	const struct hv_memslot *m;
+	uint64_t chunk, done = 0;
+	int64_t total = 0;
+
+	pthread_mutex_lock(&vm->dirty_lock);
+	s = hv_memslots_read_lock(vm->slots);
+	m = hv_memslots_by_id(s, slot_id);
+	if (!m) {
+		total = -ENOENT;
+		goto out;
+	}
+	if (!m->dirty || first % HV_DIRTY_WORD_PAGES || first >= m->npages ||
+	    count > m->npages - first ||
+	    (count % HV_DIRTY_WORD_PAGES && first + count != m->npages)) {
+		total = -EINVAL;
+		goto out;
+	}
+	chunk = vm->cfg.clear_chunk_pages ? vm->cfg.clear_chunk_pages : count;
+	while (done < count) {
+		uint64_t n = HV_MIN(chunk, count - done);
+		uint64_t *d = dst + done / HV_DIRTY_WORD_PAGES;
+		int64_t got;
+
+		got = hv_dirty_bitmap_fetch_clear(m->dirty, first + done, n, d);
+		if (got < 0) {
+			total = got;
+			goto out;
+		}
+		if (got && vm->ops->dirty_clear) {
+			int ret = vm->ops->dirty_clear(vm, slot_id,
+						       first + done, n, d);
+
+			__atomic_fetch_add(&vm->stats.clear_calls, 1,
+					   __ATOMIC_RELAXED);
+			if (ret) {
+				/* Not re-armed: put the bits back so that
+				 * nothing is lost, and report the error. */
+				for (uint64_t k = 0;
+				     k < HV_DIV_ROUND_UP(n, 64); k++)
+					hv_dirty_bitmap_set_mask(
+						m->dirty,
+						(first + done) / 64 + k, d[k]);
+				total = ret;
+				goto out;
+			}
+		}
+		total += got;
+		done += n;
+	}
+	__atomic_fetch_add(&vm->stats.fetched, (uint64_t)total,
+			   __ATOMIC_RELAXED);
+out:
+	hv_memslots_read_unlock(vm->slots);
+	pthread_mutex_unlock(&vm->dirty_lock);
+	return total;
+}
+
+unsigned hv_vm_slot_count(struct hv_vm *vm)
+{
+	unsigned n = hv_memslots_count(hv_memslots_read_lock(vm->slots));
+
+	hv_memslots_read_unlock(vm->slots);
+	return n;
+}
+
+int hv_vm_slot_info(struct hv_vm *vm, unsigned idx, uint32_t *id,
+		    gfn_t *base_gfn, uint64_t *npages)
+{
+	const struct hv_memslots_snap *s = hv_memslots_read_lock(vm->slots);
+	int ret = -ENOENT;
+
+	if (idx < hv_memslots_count(s)) {
+		const struct hv_memslot *m = hv_memslots_at(s, idx);
+
+		*id = m->id;
+		*base_gfn = m->base_gfn;
+		*npages = m->npages;
+		ret = 0;
+	}
+	hv_memslots_read_unlock(vm->slots);
+	return ret;
+}
+
+/* ---- guest memory access -------------------------------------------- */
+
+void *hv_vm_gpa_to_hva(struct hv_vm *vm, gpa_t gpa, uint64_t len)
+{
+	if (gpa >= vm->mem->bytes || len > vm->mem->bytes - gpa)
+		return NULL;
+	return vm->mem->hva + gpa;
+}
+
+int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,
+		      uint64_t len)
+{
+	uint8_t *p = hv_vm_gpa_to_hva(vm, gpa, len);
+	const struct hv_memslots_snap *s;
+	const struct hv_memslot *m = NULL;
+	uint64_t marked = 0;
+
+	if (!p)
+		return -EFAULT;
+	if (!len)
+		return 0;
+	memcpy(p, buf, len);
+	/* Data first, then the bit (release in the bitmap): a harvester that
+	 * sees the bit reads the new data. */
+	s = hv_memslots_read_lock(vm->slots);
+	for (gfn_t g = hv_gpa_to_gfn(gpa); g <= hv_gpa_to_gfn(gpa + len - 1);
+	     g++) {
+		if (!m || g < m->base_gfn || g >= m->base_gfn + m->npages)
+			m = hv_memslots_by_gfn(s, g);
+		if (m && m->dirty) {
+			hv_dirty_bitmap_set(m->dirty, g - m->base_gfn);
+			marked++;
+		}
+	}
+	hv_memslots_read_unlock(vm->slots);
+	if (marked)
+		__atomic_fetch_add(&vm->stats.vmm_writes, marked,
+				   __ATOMIC_RELAXED);
+	return 0;
+}
+
+int hv_vm_read_guest(struct hv_vm *vm, gpa_t gpa, void *buf, uint64_t len)
+{
+	const uint8_t *p = hv_vm_gpa_to_hva(vm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+int hv_vm_wl_set_vcpu(struct hv_vm *vm, uint32_t idx,
+		      const struct hv_wl_vcpu_params *p)
+{
+	if (idx >= vm->cfg.nr_vcpus)
+		return -EINVAL;
+	return hv_vm_write_guest(vm,
+				 HV_WL_PARAMS_GPA +
+					 offsetof(struct hv_wl_params, vcpu) +
+					 idx * sizeof(*p),
+				 p, sizeof(*p));
+}
+
+const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
+						    uint32_t idx)
+{
+	if (idx >= vm->cfg.nr_vcpus)
+		return NULL;
+	return hv_vm_gpa_to_hva(vm,
+				HV_WL_STATUS_GPA +
+					idx * sizeof(struct hv_wl_status),
+				sizeof(struct hv_wl_status));
+}
+
+/* ---- state ---------------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t state_digest(const ProtobufCBinaryData *vm,
+			     const ProtobufCBinaryData *vcpus, size_t n)
+{
+	uint64_t h = fnv1a(0xcbf29ce484222325ULL, vm->data, vm->len);
+
+	for (size_t i = 0; i < n; i++)
+		h = fnv1a(h, vcpus[i].data, vcpus[i].len);
+	return h;
+}
+
+static bool state_allowed(struct hv_vm *vm)
+{
+	enum hv_vm_state s = hv_vm_get_state(vm);
+
+	return s == HV_VM_CREATED || s == HV_VM_PAUSED;
+}
+
+int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
+{
+	Hvstate__VmState msg = HVSTATE__VM_STATE__INIT;
+	uint32_t n = vm->cfg.nr_vcpus;
+	struct hv_blob vb = { 0 };
+	struct hv_blob *cb;
+	ProtobufCBinaryData *bins;
+	size_t len;
+	int ret = 0;
+
+	if (!state_allowed(vm))
+		return -EBUSY;
+	cb = calloc(n, sizeof(*cb));
+	bins = calloc(n, sizeof(*bins));
+	if (!cb || !bins) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = vm->ops->vm_state_save(vm, &vb);
+	for (uint32_t i = 0; i < n && !ret; i++)
+		ret = vm->ops->vcpu_state_save(vm->vcpus[i], &cb[i]);
+	if (ret)
+		goto out;
+	msg.magic = VMSTATE_MAGIC;
+	msg.version = VMSTATE_VERSION;
+	msg.accel = vm->cfg.accel == HV_ACCEL_KVM ? HVSTATE__ACCEL__ACCEL_KVM
+						  : HVSTATE__ACCEL__ACCEL_SOFT;
+	msg.nr_vcpus = n;
+	msg.mem_bytes = vm->cfg.mem_bytes;
+	msg.vm.data = vb.data;
+	msg.vm.len = vb.len;
+	for (uint32_t i = 0; i < n; i++) {
+		bins[i].data = cb[i].data;
+		bins[i].len = cb[i].len;
+	}
+	msg.n_vcpus = n;
+	msg.vcpus = bins;
+	msg.digest = state_digest(&msg.vm, bins, n);
+	len = hvstate__vm_state__get_packed_size(&msg);
+	out->data = malloc(len ? len : 1);
+	if (!out->data) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	out->len = hvstate__vm_state__pack(&msg, out->data);
+out:
+	free(vb.data);
+	for (uint32_t i = 0; cb && i < n; i++)
+		free(cb[i].data);
+	free(cb);
+	free(bins);
+	if (ret)
+		hv_err("vm", "vm=%p op=state_save err=%d", (void *)vm, ret);
+	return ret;
+}
+
+int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
+{
+	Hvstate__VmState *msg;
+	int ret = 0;
+
+	if (!state_allowed(vm))
+		return -EBUSY;
+	if (!in->len || in->len > VMSTATE_MAX_BYTES)
+		return -EINVAL;
+	msg = hvstate__vm_state__unpack(NULL, in->len, in->data);
+	if (!msg)
+		return -EINVAL;
+	if (msg->magic != VMSTATE_MAGIC ||
+	    (msg->version != VMSTATE_VERSION &&
+	     msg->version != VMSTATE_VERSION - 1) ||
+	    msg->version == 0 || msg->nr_vcpus != vm->cfg.nr_vcpus ||
+	    msg->n_vcpus != vm->cfg.nr_vcpus ||
+	    msg->mem_bytes != vm->cfg.mem_bytes ||
+	    msg->accel != (vm->cfg.accel == HV_ACCEL_KVM
+				   ? HVSTATE__ACCEL__ACCEL_KVM
+				   : HVSTATE__ACCEL__ACCEL_SOFT) ||
+	    msg->digest != state_digest(&msg->vm, msg->vcpus, msg->n_vcpus)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	{
+		struct hv_blob b = { msg->vm.data, msg->vm.len };
+
+		ret = vm->ops->vm_state_restore(vm, &b);
+	}
+	for (uint32_t i = 0; i < msg->n_vcpus && !ret; i++) {
+		struct hv_blob b = { msg->vcpus[i].data, msg->vcpus[i].len };
+
+		ret = vm->ops->vcpu_state_restore(vm->vcpus[i], &b);
+	}
+out:
+	hvstate__vm_state__free_unpacked(msg, NULL);
+	if (ret)
+		hv_err("vm", "vm=%p op=state_restore err=%d", (void *)vm, ret);
+	return ret;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hv_vm: one virtual machine on one accelerator (hvcore/accel.h).
+ *
+ * A VM owns its guest RAM (memfd-backed, hvcore/guest_mem.h), its memslot
+ * set with the per-slot dirty bitmaps (hvcore/memslots.h), its vCPUs and
+ * their threads (hvcore/vcpu.h) and the accelerator's private state. Guest
+ * RAM starts at gpa 0 and is cut into memslots of cfg.slot_bytes (the last
+ * may be shorter). Every vCPU runs the parametric workload of
+ * hvcore/workload.h on its own region; the params page lives in guest RAM
+ * at HV_WL_PARAMS_GPA, written by hv_vm_create() and by
+ * hv_vm_wl_set_vcpu().
+ *
+ * Life cycle (vm->lock; one control thread drives it):
+ *
+ *   CREATED --start--> RUNNING --pause--> PAUSED --resume--> RUNNING
+ *      |                  |                  |
+ *      +------------------+--------stop------+--> STOPPED --destroy
+ *
+ * pause returns once every vCPU is parked outside guest code with any
+ * pending guest I/O completed, so its state can be saved. A vCPU whose
+ * guest finished (DONE), failed (ASSERT) or hit an error parks as STOPPED
+ * on its own; hv_vm_wait() waits for that.
+ *
+ * Dirty tracking: the memslot bitmaps are the one dirty set. The
+ * accelerator's logs are moved into them by hv_vm_dirty_harvest(); a
+ * consumer (migration, dirty-rate monitor, test oracle) takes pages out
+ * with hv_vm_dirty_fetch_clear(), which also re-arms logging for exactly
+ * those pages, chunk by chunk while vCPUs run. Pages the VMM writes with
+ * hv_vm_write_guest() are marked in the same bitmaps.
+ *
+ * Threads: all functions are for the control thread unless noted; harvest
+ * and fetch_clear may run on another thread (one harvester at a time, they
+ * serialise on vm->dirty_lock) concurrently with pause/resume.
+ */
+#ifndef HVCORE_VM_H
+#define HVCORE_VM_H
+
+#include <pthread.h>
+
+#include "hvcore/accel.h"
+#include "hvcore/types.h"
+#include "hvcore/workload.h"
+
+struct hv_vcpu;
+struct hv_memslots;
+struct hv_guest_mem;
+
+enum hv_mem_backing {
+	HV_BACKING_INVALID = 0,
+	HV_BACKING_ANON,    /* memfd, 4 KiB pages */
+	HV_BACKING_THP,	    /* memfd + madvise(MADV_HUGEPAGE) */
+	HV_BACKING_HUGETLB, /* memfd MFD_HUGETLB, 2 MiB pages (reserved) */
+	HV_BACKING_COUNT,
+};
+
+enum hv_vm_state {
+	HV_VM_INVALID = 0,
+	HV_VM_CREATED,
+	HV_VM_RUNNING,
+	HV_VM_PAUSED,
+	HV_VM_STOPPED,
+};
+
+/* Limits checked by hv_vm_create(). RAM stays below the x86 MMIO hole
+ * (IOAPIC/LAPIC at 0xfec00000) so one contiguous range needs no split. */
+#define HV_VM_MIN_MEM (16ULL << 20)
+#define HV_VM_MAX_MEM (3ULL << 30)
+#define HV_VM_MAX_VCPUS HV_WL_MAX_VCPUS
+/* Guest RAM below this belongs to the guest image, its page tables and
+ * stacks and the workload ABI pages; workload regions start here. */
+#define HV_VM_WL_BASE (8ULL << 20)
+
+struct hv_vm_cfg {
+	enum hv_accel_kind accel;
+	uint64_t mem_bytes;  /* multiple of 2 MiB, MIN..MAX_MEM */
+	uint64_t slot_bytes; /* 0: one slot; else multiple of 2 MiB */
+	uint32_t nr_vcpus;   /* 1..HV_VM_MAX_VCPUS */
+	enum hv_mem_backing backing;
+	/* kvm: dirty ring entries per vCPU (power of two, 0 = no ring). KVM
+	 * fixes this at VM creation; with a ring, bitmap mode needs
+	 * KVM_CAP_DIRTY_LOG_RING_WITH_BITMAP and is refused otherwise. */
+	uint32_t dirty_ring_entries;
+	/* hv_vm_dirty_fetch_clear() re-arms in chunks of this many pages
+	 * (multiple of 64; 0 = whole range at once). */
+	uint64_t clear_chunk_pages;
+	/* kvm: guest image; NULL = the one built with the project. */
+	const char *guest_elf;
+	/* Workload of each vCPU (only [0, nr_vcpus) used). */
+	struct hv_wl_vcpu_params wl[HV_WL_MAX_VCPUS];
+};
+
+/* Per-VM counters (racy snapshot). */
+struct hv_vm_stats {
+	uint64_t harvests;
+	uint64_t harvested;    /* log entries/pages moved by harvests */
+	uint64_t fetched;      /* pages returned by fetch_clear */
+	uint64_t clear_calls;  /* ops->dirty_clear calls */
+	uint64_t vmm_writes;   /* pages marked by hv_vm_write_guest */
+};
+
+/*
+ * The VM object. Fields are for accelerators and vm.c/vcpu.c; other users
+ * go through the functions below.
+ */
+struct hv_vm {
+	/* immutable after create */
+	const struct hv_accel_ops *ops;
+	struct hv_vm_cfg cfg;
+	struct hv_guest_mem *mem;
+	struct hv_memslots *slots;
+	struct hv_vcpu **vcpus; /* cfg.nr_vcpus entries */
+	void *accel;		/* accelerator-private, set by vm_init */
+	uint64_t tsc_khz;	/* set by vm_init (guest TSC rate) */
+
+	/* protected by lock */
+	pthread_mutex_t lock;
+	enum hv_vm_state state;
+
+	/* protected by dirty_lock (the harvester) */
+	pthread_mutex_t dirty_lock;
+	enum hv_dirty_mode dirty_mode; /* INVALID when not logging */
+	uint64_t *clear_buf;	       /* one chunk of bits */
+
+	/* atomic counters */
+	struct hv_vm_stats stats;
+};
+
+/*
+ * Fill @cfg with defaults for @accel, @mem_bytes and @nr_vcpus: one slot,
+ * anonymous memfd backing, no dirty ring (bitmap mode), whole-range
+ * clears, and each vCPU sweeping an equal share of
+ * [HV_VM_WL_BASE, mem_bytes) flat out, stamp-only content, 100% writes.
+ * The caller adjusts fields afterwards.
+ */
+void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
+		    uint64_t mem_bytes, uint32_t nr_vcpus);
+
+/*
+ * Create a VM: memory, memslots, accelerator, vCPUs (not yet running), the
+ * guest image loaded and the workload params page written. -EINVAL for a
+ * bad cfg, -ENODEV when the accelerator is unavailable, -EOPNOTSUPP when a
+ * required capability is missing (logged by name), -ENOMEM.
+ * *out untouched on failure.
+ */
+int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out);
+
+/* Stops the vCPUs if needed, frees everything. destroy(NULL) no-op. */
+void hv_vm_destroy(struct hv_vm *vm);
+
+/* CREATED -> RUNNING: start one thread per vCPU. -EBUSY otherwise. */
+int hv_vm_start(struct hv_vm *vm);
+/* RUNNING -> PAUSED, waiting until every vCPU is parked. */
+int hv_vm_pause(struct hv_vm *vm);
+/* PAUSED -> RUNNING. */
+int hv_vm_resume(struct hv_vm *vm);
+/* Any -> STOPPED: vCPU threads asked to stop and joined. Idempotent. */
+int hv_vm_stop(struct hv_vm *vm);
+enum hv_vm_state hv_vm_get_state(struct hv_vm *vm);
+/*
+ * Wait up to @timeout_ms until every vCPU stopped on its own (workload
+ * done, assert, error). 0 when all did, -ETIMEDOUT otherwise, -EIO when a
+ * guest asserted or a vCPU failed (details in hv_vm_vcpu_stats()).
+ */
+int hv_vm_wait(struct hv_vm *vm, unsigned timeout_ms);
+
+/* Dirty logging (see accel.h for the modes). The first harvest after
+ * start reports every page (initially-set semantics). */
+int hv_vm_dirty_log_start(struct hv_vm *vm, enum hv_dirty_mode mode);
+int hv_vm_dirty_log_stop(struct hv_vm *vm);
+
+/* Move the accelerator's logs into the memslot bitmaps. Returns entries /
+ * pages moved or a negative errno. Any thread (one harvester). */
+int64_t hv_vm_dirty_harvest(struct hv_vm *vm);
+
+/*
+ * Fetch-and-clear pages [first, first + count) of slot @slot_id into @dst
+ * (DIV_ROUND_UP(count, 64) words, bit 0 = page @first), then re-arm
+ * logging for exactly those pages, cfg.clear_chunk_pages at a time.
+ * @first multiple of 64; @count multiple of 64 or reaching the slot end.
+ * Returns the number of dirty pages, -ENOENT (slot), -EINVAL (range).
+ * Any thread (one harvester).
+ */
+int64_t hv_vm_dirty_fetch_clear(struct hv_vm *vm, uint32_t slot_id,
+				uint64_t first, uint64_t count, uint64_t *dst);
+
+/* Memslot layout: count, and id/base/npages of slot @idx (gfn order). */
+unsigned hv_vm_slot_count(struct hv_vm *vm);
+int hv_vm_slot_info(struct hv_vm *vm, unsigned idx, uint32_t *id,
+		    gfn_t *base_gfn, uint64_t *npages);
+
+/*
+ * Host pointer to [gpa, gpa + len) when it lies inside guest RAM, else
+ * NULL. Writes through it are NOT logged: use hv_vm_write_guest().
+ */
+void *hv_vm_gpa_to_hva(struct hv_vm *vm, gpa_t gpa, uint64_t len);
+/* Copy into guest RAM and mark the pages dirty (when logging is on).
+ * -EFAULT when the range is outside guest RAM. Any thread. */
+int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,
+		      uint64_t len);
+int hv_vm_read_guest(struct hv_vm *vm, gpa_t gpa, void *buf, uint64_t len);
+
+/* Workload: replace vCPU @idx's parameters (logged VMM write; the guest
+ * picks them up at its next batch). Any thread. */
+int hv_vm_wl_set_vcpu(struct hv_vm *vm, uint32_t idx,
+		      const struct hv_wl_vcpu_params *p);
+/* The guest-written status line of vCPU @idx, in guest RAM. */
+const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
+						    uint32_t idx);
+
+struct hv_vcpu_stats;
+/* Copy vCPU @idx's counters (exits by kind, heartbeats, assert). */
+int hv_vm_vcpu_stats(struct hv_vm *vm, uint32_t idx,
+		     struct hv_vcpu_stats *out);
+void hv_vm_get_stats(struct hv_vm *vm, struct hv_vm_stats *out);
+
+/*
+ * Save the complete VM state (every component of the accelerator, every
+ * vCPU) as one versioned message (proto/vmstate.proto, VmState) into
+ * @out (malloc'd, caller frees out->data). Guest RAM is not included.
+ * The VM must be CREATED or PAUSED (-EBUSY).
+ */
+int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out);
+/*
+ * Load a state saved by hv_vm_state_save() into a VM created with the same
+ * accelerator, vCPU count and RAM size, CREATED or PAUSED. -EINVAL for a
+ * malformed or mismatched message (nothing applied then), -EBUSY.
+ * After restore, hv_vm_start()/hv_vm_resume() continue the guest.
+ */
+int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in);
+
+#endif

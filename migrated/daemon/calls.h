@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control RPC handlers, one per Request.call case (the dispatch table
+ * is in server.c): VM calls in calls_vm.c, migration and subscription
+ * calls in calls_mig.c. Each runs on the loop thread, fills call->resp or
+ * fails the call (server.h).
+ */
+#ifndef MIGD_CALLS_H
+#define MIGD_CALLS_H
+
+#include "migrated/daemon/registry.h"
+#include "migrated/daemon/server.h"
+
+struct migd;
+
+void migd_call_ping(struct migd_call *call);
+void migd_call_vm_create(struct migd_call *call);
+void migd_call_vm_list(struct migd_call *call);
+void migd_call_vm_inspect(struct migd_call *call);
+void migd_call_vm_pause(struct migd_call *call);
+void migd_call_vm_resume(struct migd_call *call);
+void migd_call_vm_destroy(struct migd_call *call);
+
+void migd_call_mig_incoming(struct migd_call *call);
+void migd_call_mig_start(struct migd_call *call);
+void migd_call_mig_status(struct migd_call *call);
+void migd_call_mig_watch(struct migd_call *call);
+void migd_call_mig_cancel(struct migd_call *call);
+void migd_call_mig_tune(struct migd_call *call);
+void migd_call_subscribe(struct migd_call *call);
+void migd_call_unsubscribe(struct migd_call *call);
+
+/* A VmInfo of @v in @call's arena (NULL: call failed). */
+Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);
+/* Fill @info (strings point into @v: use before @v changes). */
+void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v);
+
+/* Publish a VM_STATE event for @v (before it is freed when @destroyed). */
+void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
+			   Migd__VmState old_state, bool destroyed);
+
+#endif

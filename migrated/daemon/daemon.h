@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * struct migd: one migrated daemon -- its libuv loop, configuration, VM
+ * registry, control server and migrations. main.c parses options into a
+ * struct migd_cfg and calls migd_run().
+ *
+ * Start-up order (undone in reverse by shutdown): state directory (0700),
+ * default accelerator, TLS material, VM registry, control socket (0600),
+ * signal handlers. Shutdown (SIGTERM/SIGINT, or a fatal loop error):
+ * cancel and reap migrations, stop the control server (socket removed),
+ * stop and destroy every VM, close every handle, and return from the loop.
+ *
+ * Threads: everything here runs on the loop thread. The only other
+ * threads are vCPU threads (hvcore) and, per migration, the engine's
+ * thread and a waiter thread (migration.h), which reach the loop through
+ * uv_async_send only.
+ */
+#ifndef MIGD_DAEMON_H
+#define MIGD_DAEMON_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "hvcore/accel.h"
+#include "migrated/daemon/parse.h"
+#include "migrated/daemon/registry.h"
+#include "migrated/daemon/server.h"
+
+#define MIGD_VERSION "0.1.0"
+
+struct migd_mig;
+
+struct migd_cfg {
+	char state_dir[PATH_MAX];
+	char socket_path[108]; /* sun_path; "" = <state_dir>/control.sock */
+	enum hv_accel_kind accel; /* HV_ACCEL_INVALID = auto */
+	/* Default listen address of incoming migrations. */
+	char mig_host[MIGD_HOST_MAX + 1];
+	uint16_t mig_port;
+	/* TLS material of migration channels: <tls_dir>/{ca,host}.pem,
+	 * host.key; generated there when @dev_tls. "" = <state_dir>/tls. */
+	char tls_dir[PATH_MAX];
+	bool dev_tls;
+};
+
+struct migd {
+	/* immutable after start-up */
+	uv_loop_t *loop;
+	struct migd_cfg cfg;
+	enum hv_accel_kind accel; /* resolved default */
+	bool tls_ready;		  /* TLS files present */
+	char tls_ca[PATH_MAX + 16];
+	char tls_cert[PATH_MAX + 16];
+	char tls_key[PATH_MAX + 16];
+	uint64_t start_ns;
+
+	/* loop thread */
+	struct migd_registry reg;
+	struct migd_server srv;
+	struct migd_mig *migs; /* newest first */
+	uint64_t next_mig_id;
+	uv_signal_t sig_term, sig_int;
+	bool stopping;
+	int exit_code;
+};
+
+/*
+ * Run a daemon with @cfg until a signal stops it. Returns the process exit
+ * code: 0 after a clean shutdown, 1 when start-up failed (logged).
+ */
+int migd_run(const struct migd_cfg *cfg);
+
+/* Begin a clean shutdown (idempotent); migd_run() returns afterwards. */
+void migd_shutdown(struct migd *d);
+
+/* Monotonic nanoseconds. */
+uint64_t migd_now_ns(void);
+uint64_t migd_now_unix_ns(void);
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * migd_registry: the VMs one daemon owns, by name.
+ *
+ * Each entry wraps one struct hv_vm with what the control API shows about
+ * it: its name, the workload it was created with, when and how it came
+ * (created here or migrated in), and whether an outgoing migration owns it
+ * (then every call that would touch it is refused with
+ * FAILED_PRECONDITION, because mig/session.h forbids it).
+ *
+ * Threads: loop thread only. VM creation, pause, resume and destroy run on
+ * it too; they wait for vCPUs to park (milliseconds), never for the
+ * network.
+ */
+#ifndef MIGD_REGISTRY_H
+#define MIGD_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hvcore/vm.h"
+#include "migrated/daemon/parse.h"
+#include "proto/control.pb-c.h"
+
+#define MIGD_VMS_MAX 256
+#define MIGD_HEARTBEAT_US_DEFAULT 10000u
+
+/* The workload as the client asked for it, defaults filled in. */
+struct migd_wl {
+	uint32_t pattern; /* enum hv_wl_pattern */
+	uint32_t content; /* enum hv_wl_content */
+	uint64_t rate_pages;
+	uint64_t region_offset;
+	uint64_t region_bytes;
+	uint32_t write_pct;
+	uint32_t hot_pct;
+	uint32_t hot_share_pct;
+	uint32_t heartbeat_us;
+	uint64_t seed;
+};
+
+struct migd_vm {
+	struct migd_vm *next;
+	char name[MIGD_NAME_MAX + 1];
+	struct hv_vm *vm; /* owned */
+	struct migd_wl wl;
+	uint64_t created_unix_ms;
+	bool migrated_in;
+	/* Non-zero while outgoing migration @mig_id owns the VM. */
+	uint64_t mig_id;
+};
+
+struct migd_registry {
+	struct migd_vm *head;
+	unsigned count;
+};
+
+/*
+ * Turn a create request into a VM configuration, defaults applied and
+ * every field checked. @accel is the resolved accelerator. Returns 0, or
+ * -EINVAL with a reason in @err. Pure: tested without a hypervisor.
+ */
+int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
+		      enum hv_accel_kind accel, struct hv_vm_cfg *cfg,
+		      struct migd_wl *wl, char *err, size_t err_size);
+
+/* "kvm" / "soft" -> kind; "" -> @dflt; else HV_ACCEL_INVALID. */
+enum hv_accel_kind migd_accel_parse(const char *s, enum hv_accel_kind dflt);
+
+void migd_registry_init(struct migd_registry *reg);
+/* Destroys every VM (vCPUs stopped first). */
+void migd_registry_fini(struct migd_registry *reg);
+
+struct migd_vm *migd_registry_find(struct migd_registry *reg,
+				   const char *name);
+
+/*
+ * Take ownership of @vm under @name. -EEXIST (name taken), -ENOSPC
+ * (MIGD_VMS_MAX), -ENOMEM; on failure @vm stays the caller's.
+ */
+int migd_registry_add(struct migd_registry *reg, const char *name,
+		      struct hv_vm *vm, const struct migd_wl *wl,
+		      bool migrated_in, struct migd_vm **out);
+
+/* Unlink and destroy the entry and its VM. */
+void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v);
+
+/* The state the API reports (MIGRATING while a migration owns it). */
+Migd__VmState migd_vm_api_state(struct migd_vm *v);
+
+#endif

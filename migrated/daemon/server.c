@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migd_server: control RPC over a Unix socket (server.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "hvcore/log.h"
+#include "migrated/daemon/calls.h"
+#include "migrated/daemon/daemon.h"
+#include "migrated/daemon/server.h"
+
+#define COMP "migd.rpc"
+#define READ_CHUNK (64u << 10)
+
+struct call_handler {
+	const char *name;
+	migd_call_fn fn;
+};
+
+/* Indexed by Migd__Request__CallCase (STYLE.md rule 11). */
+static const struct call_handler handlers[] = {
+	[MIGD__REQUEST__CALL_PING] = { "ping", migd_call_ping },
+	[MIGD__REQUEST__CALL_VM_CREATE] = { "vm_create", migd_call_vm_create },
+	[MIGD__REQUEST__CALL_VM_LIST] = { "vm_list", migd_call_vm_list },
+	[MIGD__REQUEST__CALL_VM_INSPECT] = { "vm_inspect",
+					     migd_call_vm_inspect },
+	[MIGD__REQUEST__CALL_VM_PAUSE] = { "vm_pause", migd_call_vm_pause },
+	[MIGD__REQUEST__CALL_VM_RESUME] = { "vm_resume", migd_call_vm_resume },
+	[MIGD__REQUEST__CALL_VM_DESTROY] = { "vm_destroy",
+					     migd_call_vm_destroy },
+	[MIGD__REQUEST__CALL_MIG_INCOMING] = { "mig_incoming",
+					       migd_call_mig_incoming },
+	[MIGD__REQUEST__CALL_MIG_START] = { "mig_start", migd_call_mig_start },
+	[MIGD__REQUEST__CALL_MIG_STATUS] = { "mig_status",
+					     migd_call_mig_status },
+	[MIGD__REQUEST__CALL_MIG_WATCH] = { "mig_watch", migd_call_mig_watch },
+	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel",
+					     migd_call_mig_cancel },
+	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
+	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },
+	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = { "unsubscribe",
+					      migd_call_unsubscribe },
+};
+
+/* ---- call helpers ------------------------------------------------------ */
+
+struct arena_blk {
+	struct arena_blk *next;
+	max_align_t data[];
+};
+
+void *migd_call_alloc(struct migd_call *call, size_t size)
+{
+	struct arena_blk *b = calloc(1, sizeof(*b) + size);
+
+	if (!b) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
+			       "out of memory");
+		return NULL;
+	}
+	b->next = call->arena;
+	call->arena = b;
+	return b->data;
+}
+
+char *migd_call_strdup(struct migd_call *call, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = migd_call_alloc(call, n);
+
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+Migd__Status migd_call_fail(struct migd_call *call, Migd__Status status,
+			    const char *fmt, ...)
+{
+	va_list ap;
+
+	if (call->status != MIGD__STATUS__STATUS_OK)
+		return status;
+	call->status = status;
+	va_start(ap, fmt);
+	vsnprintf(call->message, sizeof(call->message), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+Migd__Status migd_status_from_errno(int err)
+{
+	switch (err) {
+	case 0:
+		return MIGD__STATUS__STATUS_OK;
+	case -EINVAL:
+	case -ERANGE:
+	case -EMSGSIZE:
+		return MIGD__STATUS__STATUS_INVALID_ARGUMENT;
+	case -ENOENT:
+		return MIGD__STATUS__STATUS_NOT_FOUND;
+	case -EEXIST:
+		return MIGD__STATUS__STATUS_ALREADY_EXISTS;
+	case -EBUSY:
+	case -EALREADY:
+		return MIGD__STATUS__STATUS_FAILED_PRECONDITION;
+	case -ENOMEM:
+	case -ENOSPC:
+	case -EMFILE:
+		return MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED;
+	case -ENODEV:
+	case -EOPNOTSUPP:
+	case -EADDRINUSE:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+		return MIGD__STATUS__STATUS_UNAVAILABLE;
+	case -ECANCELED:
+		return MIGD__STATUS__STATUS_CANCELLED;
+	default:
+		return MIGD__STATUS__STATUS_INTERNAL;
+	}
+}
+
+static void arena_free(void *arena)
+{
+	while (arena) {
+		struct arena_blk *b = arena;
+
+		arena = b->next;
+		free(b);
+	}
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+struct write_req {
+	uv_write_t req;
+	uint8_t *buf;
+};
+
+static void conn_close(struct migd_conn *conn, const char *why);
+
+static void write_done(uv_write_t *req, int status)
+{
+	struct write_req *w = (struct write_req *)req;
+
+	free(w->buf);
+	free(w);
+	(void)status; /* a failed write shows up as a read error / EOF */
+}
+
+static int conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
+{
+	struct write_req *w;
+	uv_buf_t b;
+	size_t len;
+	int ret;
+
+	if (conn->closing)
+		return -EPIPE;
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) >
+	    MIGD_CONN_WQ_MAX) {
+		conn_close(conn, "client not reading");
+		return -ENOBUFS;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	ret = migd_frame_pack(msg, MIGD_FRAME_MAX, &w->buf, &len);
+	if (ret) {
+		free(w);
+		return ret;
+	}
+	b = uv_buf_init((char *)w->buf, (unsigned)len);
+	ret = uv_write(&w->req, (uv_stream_t *)&conn->pipe, &b, 1,
+		       write_done);
+	if (ret) {
+		free(w->buf);
+		free(w);
+		conn_close(conn, uv_err_name(ret));
+		return ret;
+	}
+	return 0;
+}
+
+static int send_response(struct migd_conn *conn, Migd__Response *resp)
+{
+	Migd__ServerMessage sm = MIGD__SERVER_MESSAGE__INIT;
+
+	sm.msg_case = MIGD__SERVER_MESSAGE__MSG_RESPONSE;
+	sm.response = resp;
+	return conn_send(conn, &sm.base);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void serve(struct migd_conn *conn, const Migd__Request *req)
+{
+	struct migd_server *srv = conn->srv;
+	Migd__Response resp = MIGD__RESPONSE__INIT;
+	Migd__Error err = MIGD__ERROR__INIT;
+	struct migd_call call = {
+		.d = srv->d,
+		.conn = conn,
+		.req = req,
+		.resp = &resp,
+		.status = MIGD__STATUS__STATUS_OK,
+	};
+	unsigned cs = (unsigned)req->call_case;
+	const char *name = "?";
+	int ret;
+
+	resp.id = req->id;
+	if (req->id == 0) {
+		migd_call_fail(&call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "request id must not be 0");
+	} else if (cs >= HV_ARRAY_SIZE(handlers) || !handlers[cs].fn) {
+		migd_call_fail(&call, MIGD__STATUS__STATUS_UNIMPLEMENTED,
+			       "unknown call (case %u)", cs);
+	} else {
+		name = handlers[cs].name;
+		handlers[cs].fn(&call);
+	}
+	srv->requests++;
+	if (call.status != MIGD__STATUS__STATUS_OK) {
+		/* A failed call carries no result. */
+		resp.result_case = MIGD__RESPONSE__RESULT__NOT_SET;
+		err.status = call.status;
+		err.message = call.message;
+		hv_dbg(COMP, "event=call_failed conn=%llu id=%llu call=%s "
+			     "status=%s msg=\"%s\"",
+		       (unsigned long long)conn->id,
+		       (unsigned long long)req->id, name,
+		       protobuf_c_enum_descriptor_get_value(
+			       &migd__status__descriptor, call.status)
+			       ->name,
+		       call.message);
+	} else {
+		err.status = MIGD__STATUS__STATUS_OK;
+		err.message = (char *)"";
+	}
+	resp.error = &err;
+	ret = send_response(conn, &resp);
+	if (ret && ret != -EPIPE && ret != -ENOBUFS)
+		hv_warn(COMP, "event=send_failed conn=%llu id=%llu err=%d",
+			(unsigned long long)conn->id,
+			(unsigned long long)req->id, ret);
+	arena_free(call.arena);
+}
+
+static void refuse_malformed(struct migd_conn *conn, const char *why)
+{
+	Migd__Response resp = MIGD__RESPONSE__INIT;
+	Migd__Error err = MIGD__ERROR__INIT;
+
+	err.status = MIGD__STATUS__STATUS_INVALID_ARGUMENT;
+	err.message = (char *)why;
+	resp.error = &err;
+	send_response(conn, &resp);
+	conn_close(conn, why);
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static void conn_closed(uv_handle_t *h)
+{
+	struct migd_conn *conn = (struct migd_conn *)h;
+
+	while (conn->subs) {
+		struct migd_sub *s = conn->subs;
+
+		conn->subs = s->next;
+		free(s);
+	}
+	migd_framer_fini(&conn->framer);
+	free(conn);
+}
+
+static void conn_close(struct migd_conn *conn, const char *why)
+{
+	struct migd_server *srv = conn->srv;
+
+	if (conn->closing)
+		return;
+	conn->closing = true;
+	for (struct migd_conn **pp = &srv->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == conn) {
+			*pp = conn->next;
+			srv->nr_conns--;
+			break;
+		}
+	}
+	hv_dbg(COMP, "event=conn_closed conn=%llu why=\"%s\"",
+	       (unsigned long long)conn->id, why);
+	uv_close((uv_handle_t *)&conn->pipe, conn_closed);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	buf->base = malloc(READ_CHUNK);
+	buf->len = buf->base ? READ_CHUNK : 0;
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct migd_conn *conn = (struct migd_conn *)s;
+	const uint8_t *msg;
+	uint32_t len;
+	int ret;
+
+	if (n < 0) {
+		free(buf->base);
+		if (n != UV_EOF)
+			conn_close(conn, uv_err_name((int)n));
+		else
+			conn_close(conn, migd_framer_pending(&conn->framer)
+						 ? "eof inside a frame"
+						 : "eof");
+		return;
+	}
+	ret = migd_framer_feed(&conn->framer, buf->base, (size_t)n);
+	free(buf->base);
+	if (ret) {
+		conn_close(conn, "out of memory");
+		return;
+	}
+	while (!conn->closing &&
+	       (ret = migd_framer_next(&conn->framer, &msg, &len)) == 1) {
+		Migd__Request *req = migd__request__unpack(NULL, len, msg);
+
+		if (!req) {
+			hv_warn(COMP, "event=bad_request conn=%llu len=%u",
+				(unsigned long long)conn->id, len);
+			refuse_malformed(conn, "malformed request");
+			return;
+		}
+		serve(conn, req);
+		migd__request__free_unpacked(req, NULL);
+	}
+	if (ret < 0) {
+		hv_warn(COMP, "event=bad_frame conn=%llu err=%d",
+			(unsigned long long)conn->id, ret);
+		refuse_malformed(conn, "bad frame length");
+	}
+}
+
+static void accept_cb(uv_stream_t *listener, int status)
+{
+	struct migd_server *srv = listener->data;
+	struct migd_conn *conn;
+	int ret;
+
+	if (status < 0) {
+		hv_warn(COMP, "event=accept_failed err=%s",
+			uv_err_name(status));
+		return;
+	}
+	conn = calloc(1, sizeof(*conn));
+	if (!conn)
+		return;
+	uv_pipe_init(srv->d->loop, &conn->pipe, 0);
+	conn->srv = srv;
+	conn->id = ++srv->next_conn_id;
+	migd_framer_init(&conn->framer, MIGD_FRAME_MAX);
+	ret = uv_accept(listener, (uv_stream_t *)&conn->pipe);
+	if (ret || srv->nr_conns >= MIGD_CONNS_MAX) {
+		hv_warn(COMP, "event=conn_refused conn=%llu why=%s",
+			(unsigned long long)conn->id,
+			ret ? uv_err_name(ret) : "too many connections");
+		conn->closing = true;
+		uv_close((uv_handle_t *)&conn->pipe, conn_closed);
+		return;
+	}
+	conn->next = srv->conns;
+	srv->conns = conn;
+	srv->nr_conns++;
+	ret = uv_read_start((uv_stream_t *)&conn->pipe, alloc_cb, read_cb);
+	if (ret)
+		conn_close(conn, uv_err_name(ret));
+}
+
+/* ---- listener ---------------------------------------------------------- */
+
+/* True when something accepts connections at @path. */
+static bool socket_alive(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool alive;
+
+	if (fd < 0)
+		return false;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return alive;
+}
+
+int migd_server_start(struct migd_server *srv, struct migd *d,
+		      const char *path)
+{
+	struct stat st;
+	mode_t old;
+	int ret;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->d = d;
+	if (strlen(path) >= sizeof(srv->path))
+		return -ENAMETOOLONG;
+	strcpy(srv->path, path);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		if (socket_alive(path))
+			return -EADDRINUSE;
+		unlink(path); /* stale, from a daemon that died */
+	}
+	ret = uv_pipe_init(d->loop, &srv->listener, 0);
+	if (ret)
+		return ret;
+	srv->listener.data = srv;
+	/* Born 0600: no window in which another user could connect. Start-up
+	 * is single-threaded, so the process-wide umask is safe to flip. */
+	old = umask(0177);
+	ret = uv_pipe_bind(&srv->listener, path);
+	umask(old);
+	if (!ret)
+		ret = chmod(path, 0600) ? -errno : 0;
+	if (!ret)
+		ret = uv_listen((uv_stream_t *)&srv->listener, 128, accept_cb);
+	if (ret) {
+		uv_close((uv_handle_t *)&srv->listener, NULL);
+		unlink(path);
+		return ret;
+	}
+	srv->listening = true;
+	hv_info(COMP, "event=listening socket=%s", path);
+	return 0;
+}
+
+void migd_server_stop(struct migd_server *srv)
+{
+	while (srv->conns)
+		conn_close(srv->conns, "shutdown");
+	if (srv->listening) {
+		uv_close((uv_handle_t *)&srv->listener, NULL);
+		unlink(srv->path);
+		srv->listening = false;
+		hv_info(COMP, "event=socket_removed socket=%s requests=%llu",
+			srv->path, (unsigned long long)srv->requests);
+	}
+}
+
+/* ---- subscriptions and events ------------------------------------------ */
+
+struct migd_sub *migd_server_subscribe(struct migd_call *call)
+{
+	struct migd_conn *conn = call->conn;
+	struct migd_sub *s;
+
+	for (s = conn->subs; s; s = s->next) {
+		if (s->id == call->req->id) {
+			migd_call_fail(call,
+				       MIGD__STATUS__STATUS_ALREADY_EXISTS,
+				       "subscription %llu exists",
+				       (unsigned long long)s->id);
+			return NULL;
+		}
+	}
+	if (conn->nr_subs >= MIGD_SUBS_PER_CONN) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
+			       "at most %u subscriptions per connection",
+			       MIGD_SUBS_PER_CONN);
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
+			       "out of memory");
+		return NULL;
+	}
+	s->id = call->req->id;
+	s->interval_ns = MIGD_PROGRESS_INTERVAL_MS * 1000000ull;
+	s->next = conn->subs;
+	conn->subs = s;
+	conn->nr_subs++;
+	return s;
+}
+
+int migd_server_unsubscribe(struct migd_conn *conn, uint64_t id)
+{
+	for (struct migd_sub **pp = &conn->subs; *pp; pp = &(*pp)->next) {
+		struct migd_sub *s = *pp;
+
+		if (s->id == id) {
+			*pp = s->next;
+			conn->nr_subs--;
+			free(s);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static bool sub_matches(const struct migd_sub *s, const Migd__Event *ev,
+			const char *vm, uint64_t mig_id)
+{
+	if (s->kinds && !(s->kinds & (1u << ev->kind)))
+		return false;
+	if (s->vm[0] && (!vm || strcmp(s->vm, vm)))
+		return false;
+	if (s->mig_id && s->mig_id != mig_id)
+		return false;
+	return true;
+}
+
+static void send_event(struct migd_conn *conn, struct migd_sub *s,
+		       Migd__Event *ev)
+{
+	Migd__ServerMessage sm = MIGD__SERVER_MESSAGE__INIT;
+
+	ev->subscription = s->id;
+	ev->seq = ++conn->event_seq;
+	sm.msg_case = MIGD__SERVER_MESSAGE__MSG_EVENT;
+	sm.event = ev;
+	conn_send(conn, &sm.base);
+}
+
+void migd_server_publish(struct migd_server *srv, Migd__Event *ev,
+			 const char *vm, uint64_t mig_id, bool mig_final)
+{
+	uint64_t now = migd_now_ns();
+	struct migd_conn *conn, *cnext;
+
+	ev->time_unix_ns = migd_now_unix_ns();
+	for (conn = srv->conns; conn; conn = cnext) {
+		struct migd_sub **pp = &conn->subs;
+
+		cnext = conn->next; /* a send may close the connection */
+		while (*pp && !conn->closing) {
+			struct migd_sub *s = *pp;
+
+			if (!sub_matches(s, ev, vm, mig_id)) {
+				pp = &s->next;
+				continue;
+			}
+			if (ev->kind == MIGD__EVENT_KIND__EVENT_KIND_MIG_PROGRESS) {
+				if (now - s->last_progress_ns < s->interval_ns) {
+					pp = &s->next;
+					continue;
+				}
+				s->last_progress_ns = now;
+			}
+			send_event(conn, s, ev);
+			if (mig_final && s->end_with_mig &&
+			    s->mig_id == mig_id && !conn->closing) {
+				Migd__Event end = MIGD__EVENT__INIT;
+				Migd__EndEvent body = MIGD__END_EVENT__INIT;
+
+				body.status = MIGD__STATUS__STATUS_OK;
+				body.message = (char *)"migration finished";
+				end.kind = MIGD__EVENT_KIND__EVENT_KIND_END;
+				end.time_unix_ns = ev->time_unix_ns;
+				end.body_case = MIGD__EVENT__BODY_END;
+				end.end = &body;
+				send_event(conn, s, &end);
+				*pp = s->next;
+				conn->nr_subs--;
+				free(s);
+				continue;
+			}
+			pp = &s->next;
+		}
+	}
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * migd_server: the control RPC server on a Unix socket (proto/control.proto,
+ * framing in ctl_frame.h).
+ *
+ * Each accepted connection reassembles frames, decodes one Request per
+ * frame and runs its handler (calls.h) on the loop thread; the handler
+ * fills a Response that is packed and written before the next request of
+ * that connection is read, so responses come in request order. A frame of
+ * a bad length, an undecodable message or a write queue above
+ * MIGD_CONN_WQ_MAX (a client that does not read) closes the connection;
+ * the daemon carries on.
+ *
+ * Subscriptions (SubscribeRequest, MigWatchRequest) hang off their
+ * connection and die with it. migd_server_publish() delivers one event to
+ * every matching subscription; progress events are paced per
+ * subscription.
+ *
+ * Threads: loop thread only.
+ */
+#ifndef MIGD_SERVER_H
+#define MIGD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "migrated/daemon/ctl_frame.h"
+#include "migrated/daemon/parse.h"
+#include "proto/control.pb-c.h"
+
+#define MIGD_CONNS_MAX 512
+#define MIGD_SUBS_PER_CONN 64
+#define MIGD_CONN_WQ_MAX (16u << 20)
+#define MIGD_PROGRESS_INTERVAL_MS 500u
+#define MIGD_PROGRESS_INTERVAL_MIN_MS 50u
+
+struct migd;
+
+struct migd_sub {
+	struct migd_sub *next;
+	uint64_t id;	/* the request id that opened it */
+	uint32_t kinds; /* bit per Migd__EventKind; 0 = every kind */
+	char vm[MIGD_NAME_MAX + 1];
+	uint64_t mig_id;
+	uint64_t interval_ns;
+	uint64_t last_progress_ns;
+	bool end_with_mig; /* MigWatch: ends after the terminal phase */
+};
+
+struct migd_conn {
+	uv_pipe_t pipe; /* first: handle->data is not needed */
+	struct migd_server *srv;
+	struct migd_conn *next;
+	uint64_t id; /* for logs */
+	struct migd_framer framer;
+	struct migd_sub *subs;
+	unsigned nr_subs;
+	uint64_t event_seq;
+	bool closing;
+};
+
+struct migd_server {
+	struct migd *d;
+	uv_pipe_t listener;
+	bool listening;
+	char path[108];
+	struct migd_conn *conns;
+	unsigned nr_conns;
+	uint64_t next_conn_id;
+	uint64_t requests; /* served, for logs */
+};
+
+/*
+ * One request being served. A handler sets the result oneof of @resp,
+ * allocating what it points to with migd_call_alloc() (freed after the
+ * response is sent), or fails the call with migd_call_fail().
+ */
+struct migd_call {
+	struct migd *d;
+	struct migd_conn *conn;
+	const Migd__Request *req;
+	Migd__Response *resp;
+	Migd__Status status; /* OK unless failed */
+	char message[512];
+	void *arena; /* chain of allocations */
+};
+
+typedef void (*migd_call_fn)(struct migd_call *call);
+
+/* Zeroed memory that lives until the response is sent; NULL on OOM (the
+ * call is then failed with RESOURCE_EXHAUSTED). */
+void *migd_call_alloc(struct migd_call *call, size_t size);
+char *migd_call_strdup(struct migd_call *call, const char *s);
+/* Fail the call (first failure wins); returns @status for brevity. */
+Migd__Status migd_call_fail(struct migd_call *call, Migd__Status status,
+			    const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Map a negative errno to a status (-ENOENT -> NOT_FOUND, ...). */
+Migd__Status migd_status_from_errno(int err);
+
+/*
+ * Listen on @path: refuses (-EADDRINUSE) when a live daemon answers there,
+ * removes a stale socket file otherwise; the socket is mode 0600.
+ */
+int migd_server_start(struct migd_server *srv, struct migd *d,
+		      const char *path);
+/* Close every connection and the listener; remove the socket file. */
+void migd_server_stop(struct migd_server *srv);
+
+/*
+ * Add a subscription to @conn from @call (id = request id). Returns the
+ * subscription, or NULL with the call failed (limit, OOM).
+ */
+struct migd_sub *migd_server_subscribe(struct migd_call *call);
+
+/* Remove subscription @id of @conn: 0 or -ENOENT. */
+int migd_server_unsubscribe(struct migd_conn *conn, uint64_t id);
+
+/*
+ * Deliver @ev (kind and body set; subscription, seq and time filled here)
+ * to every subscription that matches its kind, @vm and @mig_id (a
+ * subscription's empty filter matches anything). @mig_final: the
+ * migration reached its terminal phase; MigWatch subscriptions of it get
+ * an END event after @ev and are removed.
+ */
+void migd_server_publish(struct migd_server *srv, Migd__Event *ev,
+			 const char *vm, uint64_t mig_id, bool mig_final);
+
+#endif

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+#include "migrated/mig/batch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvcore/bug.h"
+#include "migrated/mig/compress.h"
+
+/*
+ * Room in front of the payload for the frame header and the PageBatch
+ * message (at most 45 bytes packed), so a batch is written as one buffer.
+ */
+#define BATCH_HEADROOM 64u
+#define NR_ENCODINGS 3u
+/* After a batch that did not compress, skip zstd for up to this many. */
+#define SKIP_MAX 16u
+
+struct mig_batch_enc {
+	const struct mig_comp_ops *ops; /* preferred method */
+	void *ctx;
+	unsigned skip_left; /* batches still sent raw without trying */
+	unsigned skip_next; /* backoff after the next failure */
+	uint8_t *buf;	    /* BATCH_HEADROOM + MIG_BATCH_PAYLOAD_MAX */
+};
+
+struct mig_batch_dec {
+	void *ctx[NR_ENCODINGS]; /* by Mig__Encoding */
+	uint8_t *scratch;	 /* MIG_BATCH_PAYLOAD_MAX */
+};
+
+bool mig_page_is_zero(const void *p)
+{
+	const uint64_t *w = p;
+
+	/* A cache line at a time: stamped pages exit on the first line. */
+	for (unsigned i = 0; i < HV_PAGE_SIZE / 8; i += 8) {
+		if (w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] |
+		    w[i + 5] | w[i + 6] | w[i + 7])
+			return false;
+	}
+	return true;
+}
+
+int mig_batch_enc_create(const struct mig_batch_enc_cfg *cfg,
+			 struct mig_batch_enc **out)
+{
+	unsigned enc = cfg && cfg->encoding ? cfg->encoding
+					    : MIG__ENCODING__ENCODING_ZSTD;
+	const struct mig_comp_ops *ops = mig_comp_get(enc);
+	struct mig_batch_enc *e;
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->ops = ops;
+	e->skip_next = 1;
+	e->buf = malloc(BATCH_HEADROOM + MIG_BATCH_PAYLOAD_MAX);
+	if (!e->buf) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = ops->ctx_create(cfg ? cfg->level : 0, &e->ctx);
+	if (ret)
+		goto fail;
+	*out = e;
+	return 0;
+fail:
+	free(e->buf);
+	free(e);
+	return ret;
+}
+
+void mig_batch_enc_destroy(struct mig_batch_enc *enc)
+{
+	if (!enc)
+		return;
+	enc->ops->ctx_destroy(enc->ctx);
+	free(enc->buf);
+	free(enc);
+}
+
+/* Append page @p to the runs, merging it with the last run if adjacent. */
+static void runs_add(struct mig_run *runs, unsigned *nr, uint8_t *p)
+{
+	struct mig_run *last = *nr ? &runs[*nr - 1] : NULL;
+
+	if (last && last->ptr + ((size_t)last->npages << HV_PAGE_SHIFT) == p) {
+		last->npages++;
+		return;
+	}
+	runs[(*nr)++] = (struct mig_run){ p, 1 };
+}
+
+/* Try the preferred method; -ENOSPC means "send raw". */
+static ssize_t enc_try_compress(struct mig_batch_enc *e,
+				const struct mig_run *runs, unsigned nr,
+				size_t raw_len, uint8_t *dst)
+{
+	ssize_t n;
+
+	if (e->ops == &mig_comp_raw)
+		return -ENOSPC;
+	if (e->skip_left) {
+		e->skip_left--;
+		return -ENOSPC;
+	}
+	/* Compression pays only if it saves at least 1/16. */
+	n = e->ops->compress(e->ctx, runs, nr, dst, raw_len - raw_len / 16);
+	if (n == -ENOSPC) {
+		/*
+		 * Incompressible data usually comes in long stretches
+		 * (random content): back off exponentially instead of
+		 * paying zstd for every batch of it.
+		 */
+		e->skip_left = e->skip_next;
+		e->skip_next = HV_MIN(e->skip_next * 2, SKIP_MAX);
+	} else if (n > 0) {
+		e->skip_next = 1;
+	}
+	return n;
+}
+
+int mig_batch_encode(struct mig_batch_enc *e, const struct mig_memmap *map,
+		     uint32_t slot, gfn_t gfn, uint64_t mask,
+		     const uint8_t **frame, size_t *len,
+		     struct mig_batch_info *info)
+{
+	Mig__PageBatch b = MIG__PAGE_BATCH__INIT;
+	struct mig_run runs[MIG_BATCH_MAX_PAGES];
+	uint8_t *payload = e->buf + BATCH_HEADROOM, *base, *start;
+	struct mig_frame_hdr h;
+	unsigned nr = 0, shift, npages, nonzero = 0;
+	uint64_t zero = 0;
+	ssize_t n = 0;
+	size_t mlen;
+
+	if (!mask)
+		return -EINVAL;
+	shift = (unsigned)__builtin_ctzll(mask);
+	gfn += shift;
+	mask >>= shift;
+	npages = 64 - (unsigned)__builtin_clzll(mask);
+	base = mig_memmap_range(map, slot, gfn, npages);
+	if (!base)
+		return -ERANGE;
+
+	for (uint64_t m = mask; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		uint8_t *p = base + ((size_t)i << HV_PAGE_SHIFT);
+
+		if (mig_page_is_zero(p)) {
+			zero |= 1ULL << i;
+			continue;
+		}
+		runs_add(runs, &nr, p);
+		nonzero++;
+	}
+
+	b.encoding = MIG__ENCODING__ENCODING_RAW;
+	if (nonzero) {
+		size_t raw_len = (size_t)nonzero << HV_PAGE_SHIFT;
+
+		n = enc_try_compress(e, runs, nr, raw_len, payload);
+		if (n > 0) {
+			b.encoding = e->ops->encoding;
+		} else if (n == -ENOSPC) {
+			n = mig_comp_raw.compress(NULL, runs, nr, payload,
+						  MIG_BATCH_PAYLOAD_MAX);
+		}
+		if (n < 0)
+			return (int)n;
+	}
+	b.slot = slot;
+	b.first_gfn = gfn;
+	b.npages = npages;
+	b.page_mask = mask;
+	b.zero_mask = zero;
+	b.payload_len = (uint32_t)n;
+
+	/* Header and message go right in front of the payload. */
+	mlen = mig__page_batch__get_packed_size(&b);
+	HV_BUG_ON(MIG_FRAME_HDR_SIZE + mlen > BATCH_HEADROOM);
+	start = payload - mlen - MIG_FRAME_HDR_SIZE;
+	h = (struct mig_frame_hdr){
+		.magic = MIG_FRAME_MAGIC,
+		.version = MIG_FRAME_VERSION,
+		.type = MIG__MSG_TYPE__MSG_PAGE_BATCH,
+		.len = (uint32_t)mlen,
+	};
+	mig_frame_hdr_encode(&h, start);
+	mig__page_batch__pack(&b, start + MIG_FRAME_HDR_SIZE);
+
+	*frame = start;
+	*len = (size_t)(payload - start) + (size_t)n;
+	if (info) {
+		*info = (struct mig_batch_info){
+			.pages = (uint32_t)__builtin_popcountll(mask),
+			.zero = (uint32_t)__builtin_popcountll(zero),
+			.payload = (uint32_t)n,
+			.wire = (uint32_t)*len,
+		};
+		if (b.encoding == MIG__ENCODING__ENCODING_RAW)
+			info->raw = nonzero;
+		else
+			info->compressed = nonzero;
+	}
+	return 0;
+}
+
+int mig_batch_dec_create(struct mig_batch_dec **out)
+{
+	struct mig_batch_dec *d = calloc(1, sizeof(*d));
+	int ret = -ENOMEM;
+
+	if (!d)
+		return -ENOMEM;
+	d->scratch = malloc(MIG_BATCH_PAYLOAD_MAX);
+	if (!d->scratch)
+		goto fail;
+	for (unsigned i = 1; i < NR_ENCODINGS; i++) {
+		ret = mig_comp_get(i)->ctx_create(0, &d->ctx[i]);
+		if (ret)
+			goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	mig_batch_dec_destroy(d);
+	return ret;
+}
+
+void mig_batch_dec_destroy(struct mig_batch_dec *d)
+{
+	if (!d)
+		return;
+	for (unsigned i = 1; i < NR_ENCODINGS; i++)
+		if (d->ctx[i])
+			mig_comp_get(i)->ctx_destroy(d->ctx[i]);
+	free(d->scratch);
+	free(d);
+}
+
+int mig_batch_check(const Mig__PageBatch *b, const struct mig_memmap *map)
+{
+	uint64_t window, nonzero_len;
+	unsigned nonzero;
+
+	if (b->npages < 1 || b->npages > MIG_BATCH_MAX_PAGES)
+		return -EPROTO;
+	window = b->npages == 64 ? ~0ULL : (1ULL << b->npages) - 1;
+	if (!b->page_mask || (b->page_mask & ~window) ||
+	    (b->zero_mask & ~b->page_mask))
+		return -EPROTO;
+	if (!mig_comp_get(b->encoding))
+		return -EPROTO;
+	nonzero = (unsigned)__builtin_popcountll(b->page_mask & ~b->zero_mask);
+	if (b->encoding == MIG__ENCODING__ENCODING_ZSTD && !nonzero)
+		return -EPROTO;
+	if (!mig_memmap_find(map, b->slot))
+		return -ENOENT;
+	if (!mig_memmap_range(map, b->slot, b->first_gfn, b->npages))
+		return -ERANGE;
+	nonzero_len = (uint64_t)nonzero << HV_PAGE_SHIFT;
+	if (b->encoding == MIG__ENCODING__ENCODING_RAW) {
+		if (b->payload_len != nonzero_len)
+			return -EMSGSIZE;
+	} else if (!b->payload_len || b->payload_len >= nonzero_len) {
+		/* A sender sends raw when compression does not pay. */
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+int mig_batch_decode(struct mig_batch_dec *d, const struct mig_memmap *map,
+		     const Mig__PageBatch *b, const uint8_t *payload,
+		     size_t len, struct mig_batch_info *info)
+{
+	struct mig_run runs[MIG_BATCH_MAX_PAGES];
+	const struct mig_comp_ops *ops;
+	unsigned nr = 0, nonzero = 0;
+	uint8_t *base;
+	int ret;
+
+	ret = mig_batch_check(b, map);
+	if (ret)
+		return ret;
+	if (len != b->payload_len)
+		return -EMSGSIZE;
+	base = mig_memmap_range(map, b->slot, b->first_gfn, b->npages);
+	for (uint64_t m = b->page_mask & ~b->zero_mask; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+
+		runs_add(runs, &nr, base + ((size_t)i << HV_PAGE_SHIFT));
+		nonzero++;
+	}
+	ops = mig_comp_get(b->encoding);
+	if (nonzero) {
+		ret = ops->decompress(d->ctx[b->encoding], payload, len, runs,
+				      nr, d->scratch);
+		if (ret)
+			return ret;
+	}
+	for (uint64_t m = b->zero_mask; m; m &= m - 1) {
+		uint8_t *p = base + ((size_t)__builtin_ctzll(m) << HV_PAGE_SHIFT);
+
+		/* Reading first keeps untouched memory unfaulted. */
+		if (!mig_page_is_zero(p))
+			memset(p, 0, HV_PAGE_SIZE);
+	}
+	if (info) {
+		*info = (struct mig_batch_info){
+			.pages = (uint32_t)__builtin_popcountll(b->page_mask),
+			.zero = (uint32_t)__builtin_popcountll(b->zero_mask),
+			.payload = (uint32_t)len,
+		};
+		if (b->encoding == MIG__ENCODING__ENCODING_RAW)
+			info->raw = nonzero;
+		else
+			info->compressed = nonzero;
+	}
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mig_conn: one connected migration channel -- a TCP socket, with TLS
+ * (migrated/mig/tls.h) unless the caller explicitly asked for insecure
+ * plain TCP (tls == NULL) -- carrying frames (migrated/mig/frame.h).
+ *
+ * I/O is blocking, with a per-connection timeout (SO_RCVTIMEO and
+ * SO_SNDTIMEO; 0 = none) after which the channel is considered dead. Data
+ * channels run each in its own thread doing blocking I/O: for bulk
+ * transfer this is the simplest and the fastest (no readiness round trips,
+ * full TLS records, one thread per core of compression and encryption);
+ * the daemon's libuv loop drives only the control channel.
+ *
+ * A connection keeps its first error, as QEMU's QEMUFile does: once a call
+ * fails (I/O error, timeout, peer closed, bad frame, shutdown), every later
+ * send/recv returns that same error without touching the socket, so a
+ * caller can issue several calls and check once.
+ *
+ * Threads: one thread at a time does I/O on a connection (an SSL object is
+ * not safe for concurrent use). mig_conn_shutdown() may be called from any
+ * thread at any time: it wakes a thread blocked in I/O, which then returns
+ * -ECANCELED. The process must ignore SIGPIPE (OpenSSL writes with
+ * write(2)); the daemon, the tools, the tests and hvbench do.
+ */
+#ifndef MIG_CONN_H
+#define MIG_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "migrated/mig/frame.h"
+#include "migrated/mig/tls.h"
+
+struct mig_conn;
+
+/*
+ * Listen on numeric address @host ("127.0.0.1", "::1", "0.0.0.0", "::")
+ * and @port (0: any; the port chosen goes to *@port_out if non-NULL).
+ * *@fd_out gets the listening socket (the caller closes it). Returns 0,
+ * -EINVAL (not a numeric address) or -errno.
+ */
+int mig_listen(const char *host, uint16_t port, int *fd_out,
+	       uint16_t *port_out);
+
+/*
+ * Accept one connection on @lfd within @timeout_ms (0: wait forever) and,
+ * if @tls (a server mig_tls) is non-NULL, complete the TLS handshake,
+ * verifying the client's certificate. Returns 0, -ETIMEDOUT, -EACCES (the
+ * peer's certificate was missing or refused), -EPROTO (other handshake
+ * failure), -ENOMEM or -errno. Nothing is read from a refused peer.
+ */
+int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
+		    struct mig_conn **out);
+
+/*
+ * Connect to numeric @host:@port and, with @tls (a client mig_tls),
+ * handshake and verify the server. Errors as mig_conn_accept(), plus
+ * -ECONNREFUSED. With TLS 1.3 the server checks the client's certificate
+ * after the client has finished: a refused client learns it on its first
+ * recv (-EACCES or -EPROTO or -ECONNRESET).
+ */
+int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
+		     unsigned timeout_ms, struct mig_conn **out);
+
+/* Close the connection (TLS close_notify first, best effort). NULL ok. */
+void mig_conn_destroy(struct mig_conn *c);
+
+/*
+ * Send one frame: @type's message @msg, then @len bytes of @payload (may
+ * be NULL/0; only MSG_PAGE_BATCH carries one). Returns 0 or the first
+ * error of the connection.
+ */
+int mig_conn_send(struct mig_conn *c, unsigned type,
+		  const ProtobufCMessage *msg, const void *payload,
+		  size_t len);
+
+/* Send bytes already framed (the batch encoder's output). */
+int mig_conn_send_frame(struct mig_conn *c, const void *buf, size_t len);
+
+/*
+ * Receive one frame: validates the header (mig_frame_hdr_decode(): a bad
+ * magic, version, type or length fails the connection with -EPROTO or
+ * -EMSGSIZE before allocating), reads and unpacks the message. *@msg is
+ * freed by the caller with mig_frame_msg_free(). A batch's payload is read
+ * next with mig_conn_read(). Returns 0 or the connection's first error;
+ * -EPIPE when the peer closed the connection.
+ */
+int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
+		  ProtobufCMessage **msg);
+
+/* Read exactly @len bytes (a batch payload). 0 or the first error. */
+int mig_conn_read(struct mig_conn *c, void *buf, size_t len);
+
+/*
+ * Record @err as the connection's error if it has none (a caller that
+ * found a received frame bad fails the stream with it). Returns the
+ * connection's first error.
+ */
+int mig_conn_set_error(struct mig_conn *c, int err);
+
+/* The first error, 0 while none. Any thread. */
+int mig_conn_error(const struct mig_conn *c);
+
+/* Fail the connection with -ECANCELED and wake blocked I/O. Any thread. */
+void mig_conn_shutdown(struct mig_conn *c);
+
+/* Bytes written/read by frames, before TLS. Owner thread only. */
+uint64_t mig_conn_bytes_sent(const struct mig_conn *c);
+uint64_t mig_conn_bytes_recv(const struct mig_conn *c);
+
+bool mig_conn_is_tls(const struct mig_conn *c);
+
+#endif

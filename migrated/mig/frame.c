@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+#include "migrated/mig/frame.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "hvcore/types.h"
+
+/*
+ * Per-type contract: message descriptor and the length cap checked before
+ * any allocation. A type missing here is refused by every reader.
+ */
+static const struct frame_type {
+	const char *name;
+	const ProtobufCMessageDescriptor *desc;
+	uint32_t max_len;
+} frame_types[] = {
+	[MIG__MSG_TYPE__MSG_HELLO] = { "hello", &mig__hello__descriptor,
+				       4096 },
+	[MIG__MSG_TYPE__MSG_SETUP] = { "setup", &mig__vm_layout__descriptor,
+				       MIG_FRAME_SMALL_MAX },
+	[MIG__MSG_TYPE__MSG_SETUP_ACCEPT] = { "setup_accept",
+					      &mig__setup_accept__descriptor,
+					      256 },
+	[MIG__MSG_TYPE__MSG_SETUP_REFUSE] = { "setup_refuse",
+					      &mig__setup_refuse__descriptor,
+					      4096 },
+	[MIG__MSG_TYPE__MSG_ITER_START] = { "iter_start",
+					    &mig__iter_start__descriptor,
+					    256 },
+	[MIG__MSG_TYPE__MSG_ITER_END] = { "iter_end",
+					  &mig__iter_end__descriptor, 65536 },
+	[MIG__MSG_TYPE__MSG_PAGE_BATCH] = { "page_batch",
+					    &mig__page_batch__descriptor,
+					    256 },
+	[MIG__MSG_TYPE__MSG_DATA_END] = { "data_end",
+					  &mig__data_end__descriptor, 256 },
+	[MIG__MSG_TYPE__MSG_SWITCHOVER] = { "switchover",
+					    &mig__switchover__descriptor,
+					    256 },
+	[MIG__MSG_TYPE__MSG_VM_STATE] = { "vm_state",
+					  &mig__vm_state_envelope__descriptor,
+					  MIG_FRAME_MSG_MAX },
+	[MIG__MSG_TYPE__MSG_DIGEST] = { "digest", &mig__digest__descriptor,
+					1024 },
+	[MIG__MSG_TYPE__MSG_ACK] = { "ack", &mig__ack__descriptor, 256 },
+	[MIG__MSG_TYPE__MSG_COMMIT] = { "commit", &mig__commit__descriptor,
+					256 },
+	[MIG__MSG_TYPE__MSG_ABORT] = { "abort", &mig__abort__descriptor,
+				       4096 },
+	[MIG__MSG_TYPE__MSG_CANCEL] = { "cancel", &mig__cancel__descriptor,
+					4096 },
+};
+
+static const struct frame_type *type_get(unsigned type)
+{
+	if (type >= HV_ARRAY_SIZE(frame_types) || !frame_types[type].desc)
+		return NULL;
+	return &frame_types[type];
+}
+
+const char *mig_frame_type_name(unsigned type)
+{
+	const struct frame_type *t = type_get(type);
+
+	return t ? t->name : "invalid";
+}
+
+uint32_t mig_frame_max_len(unsigned type)
+{
+	const struct frame_type *t = type_get(type);
+
+	return t ? t->max_len : 0;
+}
+
+const ProtobufCMessageDescriptor *mig_frame_descriptor(unsigned type)
+{
+	const struct frame_type *t = type_get(type);
+
+	return t ? t->desc : NULL;
+}
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (unsigned i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+void mig_frame_hdr_encode(const struct mig_frame_hdr *hdr,
+			  uint8_t out[MIG_FRAME_HDR_SIZE])
+{
+	put_le32(out, hdr->magic);
+	put_le16(out + 4, hdr->version);
+	put_le16(out + 6, hdr->type);
+	put_le32(out + 8, hdr->len);
+	put_le16(out + 12, hdr->flags);
+	put_le16(out + 14, hdr->reserved);
+}
+
+int mig_frame_hdr_decode(const uint8_t in[MIG_FRAME_HDR_SIZE],
+			 struct mig_frame_hdr *out)
+{
+	struct mig_frame_hdr h = {
+		.magic = get_le32(in),
+		.version = get_le16(in + 4),
+		.type = get_le16(in + 6),
+		.len = get_le32(in + 8),
+		.flags = get_le16(in + 12),
+		.reserved = get_le16(in + 14),
+	};
+
+	if (h.magic != MIG_FRAME_MAGIC)
+		return -EPROTO;
+	if (h.version < MIG_FRAME_VERSION_MIN || h.version > MIG_FRAME_VERSION)
+		return -EPROTO;
+	if (!type_get(h.type))
+		return -EPROTO;
+	if (h.flags & ~MIG_FRAME_F_ALL || h.reserved)
+		return -EPROTO;
+	if (h.len > mig_frame_max_len(h.type))
+		return -EMSGSIZE;
+	*out = h;
+	return 0;
+}
+
+size_t mig_frame_size(const ProtobufCMessage *msg)
+{
+	return MIG_FRAME_HDR_SIZE + protobuf_c_message_get_packed_size(msg);
+}
+
+int mig_frame_encode(unsigned type, const ProtobufCMessage *msg,
+		     uint8_t *buf, size_t cap, size_t *len)
+{
+	const struct frame_type *t = type_get(type);
+	struct mig_frame_hdr h;
+	size_t mlen;
+
+	if (!t || !msg || msg->descriptor != t->desc)
+		return -EINVAL;
+	mlen = protobuf_c_message_get_packed_size(msg);
+	if (mlen > t->max_len)
+		return -EMSGSIZE;
+	*len = MIG_FRAME_HDR_SIZE + mlen;
+	if (cap < *len)
+		return -ENOBUFS;
+	h = (struct mig_frame_hdr){
+		.magic = MIG_FRAME_MAGIC,
+		.version = MIG_FRAME_VERSION,
+		.type = (uint16_t)type,
+		.len = (uint32_t)mlen,
+	};
+	mig_frame_hdr_encode(&h, buf);
+	protobuf_c_message_pack(msg, buf + MIG_FRAME_HDR_SIZE);
+	return 0;
+}
+
+int mig_frame_unpack(unsigned type, const uint8_t *data, size_t len,
+		     ProtobufCMessage **out)
+{
+	const struct frame_type *t = type_get(type);
+	ProtobufCMessage *m;
+
+	if (!t)
+		return -EINVAL;
+	if (len > t->max_len)
+		return -EMSGSIZE;
+	m = protobuf_c_message_unpack(t->desc, NULL, len, data);
+	if (!m)
+		return -EBADMSG;
+	*out = m;
+	return 0;
+}
+
+int mig_frame_decode(const uint8_t *buf, size_t len,
+		     struct mig_frame_hdr *hdr, ProtobufCMessage **msg,
+		     size_t *consumed)
+{
+	struct mig_frame_hdr h;
+	int ret;
+
+	if (len < MIG_FRAME_HDR_SIZE)
+		return -ENODATA;
+	ret = mig_frame_hdr_decode(buf, &h);
+	if (ret)
+		return ret;
+	if (len - MIG_FRAME_HDR_SIZE < h.len)
+		return -ENODATA;
+	ret = mig_frame_unpack(h.type, buf + MIG_FRAME_HDR_SIZE, h.len, msg);
+	if (ret)
+		return ret;
+	*hdr = h;
+	*consumed = MIG_FRAME_HDR_SIZE + h.len;
+	return 0;
+}
+
+void mig_frame_msg_free(ProtobufCMessage *msg)
+{
+	if (msg)
+		protobuf_c_message_free_unpacked(msg, NULL);
+}

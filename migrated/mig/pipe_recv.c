@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+/* The receiving half of the page pipeline (pipeline.h). */
+#include "migrated/mig/pipeline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hvcore/log.h"
+
+struct recv_chan {
+	/* immutable after create */
+	struct mig_recv_pipe *pipe;
+	struct mig_conn *conn;
+	unsigned index;
+	pthread_t thread;
+	/* channel thread only */
+	struct mig_batch_dec *dec;
+	uint8_t *payload; /* MIG_BATCH_PAYLOAD_MAX */
+	/* protected by pipe->lock */
+	uint64_t applied; /* batches written into memory */
+	bool ended;	  /* DATA_END seen, or failed */
+	/* written by the channel thread, read by anyone */
+	_Atomic uint64_t pages, zero, compressed, raw, payload_bytes, wire;
+};
+
+struct mig_recv_pipe {
+	/* immutable after create */
+	const struct mig_memmap *map;
+	unsigned n;
+	/* protected by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cv; /* a batch applied, a channel ended or failed */
+	int err;
+
+	struct recv_chan chans[];
+};
+
+/* Apply one batch; its frame header and message were read already. */
+static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
+		      struct mig_batch_info *info)
+{
+	int ret;
+
+	/* Check everything, the payload length included, before reading. */
+	ret = mig_batch_check(b, c->pipe->map);
+	if (ret)
+		return ret;
+	ret = mig_conn_read(c->conn, c->payload, b->payload_len);
+	if (ret)
+		return ret;
+	return mig_batch_decode(c->dec, c->pipe->map, b, c->payload,
+				b->payload_len, info);
+}
+
+static void chan_fail(struct recv_chan *c, int err, const char *what,
+		      uint64_t applied)
+{
+	struct mig_recv_pipe *p = c->pipe;
+
+	/* A cancel (pipe destroyed mid-stream) is not a failure to report. */
+	hv_log(err == -ECANCELED ? HV_LOG_DBG : HV_LOG_ERR, "mig",
+	       "op=recv_batch chan=%u batches=%llu err=%d what=%s", c->index,
+	       (unsigned long long)applied, err, what);
+	mig_conn_set_error(c->conn, err);
+	pthread_mutex_lock(&p->lock);
+	if (!p->err)
+		p->err = err;
+	c->ended = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *chan_thread(void *arg)
+{
+	struct recv_chan *c = arg;
+	struct mig_recv_pipe *p = c->pipe;
+	uint64_t applied = 0;
+
+	for (;;) {
+		struct mig_batch_info info;
+		struct mig_frame_hdr h;
+		ProtobufCMessage *msg;
+		int ret;
+
+		ret = mig_conn_recv(c->conn, &h, &msg);
+		if (ret) {
+			chan_fail(c, ret, "recv", applied);
+			return NULL;
+		}
+		if (h.type == MIG__MSG_TYPE__MSG_DATA_END) {
+			uint64_t sent = ((Mig__DataEnd *)msg)->batches;
+
+			mig_frame_msg_free(msg);
+			if (sent != applied) {
+				chan_fail(c, -EPROTO, "data_end_count",
+					  applied);
+				return NULL;
+			}
+			pthread_mutex_lock(&p->lock);
+			c->ended = true;
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		if (h.type != MIG__MSG_TYPE__MSG_PAGE_BATCH) {
+			mig_frame_msg_free(msg);
+			chan_fail(c, -EPROTO, mig_frame_type_name(h.type),
+				  applied);
+			return NULL;
+		}
+		ret = chan_batch(c, (Mig__PageBatch *)msg, &info);
+		mig_frame_msg_free(msg);
+		if (ret) {
+			chan_fail(c, ret, "batch", applied);
+			return NULL;
+		}
+		applied++;
+		atomic_fetch_add_explicit(&c->pages, info.pages,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->zero, info.zero,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->compressed, info.compressed,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->raw, info.raw,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->payload_bytes, info.payload,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->wire,
+					  MIG_FRAME_HDR_SIZE + h.len +
+						  info.payload,
+					  memory_order_relaxed);
+		/* Publish after the pages are written: wait() orders on it. */
+		pthread_mutex_lock(&p->lock);
+		c->applied = applied;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+static void pipe_free(struct mig_recv_pipe *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		mig_batch_dec_destroy(p->chans[i].dec);
+		free(p->chans[i].payload);
+	}
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static void pipe_stop(struct mig_recv_pipe *p, unsigned started)
+{
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < started; i++)
+		if (!p->chans[i].ended)
+			mig_conn_shutdown(p->chans[i].conn);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(p->chans[i].thread, NULL);
+	pipe_free(p);
+}
+
+int mig_recv_pipe_create(struct mig_conn *const *conns, unsigned n,
+			 const struct mig_memmap *map,
+			 struct mig_recv_pipe **out)
+{
+	struct mig_recv_pipe *p;
+	unsigned started = 0;
+	int ret = 0;
+
+	if (!n || n > MIG_PIPE_MAX_CHANNELS || !conns || !map)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p) + n * sizeof(p->chans[0]));
+	if (!p)
+		return -ENOMEM;
+	p->map = map;
+	p->n = n;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct recv_chan *c = &p->chans[i];
+
+		c->pipe = p;
+		c->conn = conns[i];
+		c->index = i;
+		c->payload = malloc(MIG_BATCH_PAYLOAD_MAX);
+		if (!c->payload) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		ret = mig_batch_dec_create(&c->dec);
+		if (ret)
+			goto fail;
+	}
+	for (; started < n; started++) {
+		ret = -pthread_create(&p->chans[started].thread, NULL,
+				      chan_thread, &p->chans[started]);
+		if (ret)
+			goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	pipe_stop(p, started);
+	return ret;
+}
+
+static bool counts_reached(const struct mig_recv_pipe *p,
+			   const uint64_t *want, int *err)
+{
+	bool all = true;
+
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct recv_chan *c = &p->chans[i];
+
+		if (c->applied >= want[i])
+			continue;
+		if (c->ended && !*err)
+			*err = -EPROTO; /* ended short of the count */
+		all = false;
+	}
+	return all;
+}
+
+int mig_recv_pipe_wait(struct mig_recv_pipe *p,
+		       const uint64_t *channel_batches, unsigned timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		int short_err = 0;
+
+		if (p->err) {
+			ret = p->err;
+			break;
+		}
+		if (counts_reached(p, channel_batches, &short_err))
+			break;
+		if (short_err) {
+			ret = short_err;
+			break;
+		}
+		if (!timeout_ms) {
+			pthread_cond_wait(&p->cv, &p->lock);
+		} else if (pthread_cond_timedwait(&p->cv, &p->lock, &dl) ==
+			   ETIMEDOUT) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+int mig_recv_pipe_join(struct mig_recv_pipe *p)
+{
+	int ret;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		bool all = true;
+
+		for (unsigned i = 0; i < p->n; i++)
+			all &= p->chans[i].ended;
+		if (all)
+			break;
+		pthread_cond_wait(&p->cv, &p->lock);
+	}
+	ret = p->err;
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+void mig_recv_pipe_stats(const struct mig_recv_pipe *p,
+			 struct mig_pipe_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct recv_chan *c = &p->chans[i];
+
+		pthread_mutex_lock((pthread_mutex_t *)&p->lock);
+		out->batches += c->applied;
+		pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
+		out->pages += atomic_load(&c->pages);
+		out->zero += atomic_load(&c->zero);
+		out->compressed += atomic_load(&c->compressed);
+		out->raw += atomic_load(&c->raw);
+		out->payload += atomic_load(&c->payload_bytes);
+		out->wire += atomic_load(&c->wire);
+	}
+}
+
+void mig_recv_pipe_destroy(struct mig_recv_pipe *p)
+{
+	if (p)
+		pipe_stop(p, p->n);
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mig_send_pipe / mig_recv_pipe: the multi-channel page pipeline, what the
+ * migration engine drives to move pages (DESIGN.md section 4).
+ *
+ * Sender: N data channels, one thread each. mig_send_pipe_run() hands the
+ * threads a page source; each thread pulls a run (slot, gfn, 64-page mask)
+ * from it, encodes it with its own mig_batch_enc (zero detection, zstd
+ * with its own context, raw when that does not pay) and writes the frame
+ * to its own channel with blocking I/O. The source callback is called
+ * under the pipe's lock, one call at a time, so it needs no locking of its
+ * own and may walk a dirty bitmap with plain state.
+ *
+ * Receiver: N threads, one per data channel, each reading batches and
+ * decoding them straight into the memory map's memory (mig_batch_decode:
+ * every field checked before anything is written), until the channel's
+ * MSG_DATA_END. The control channel (not handled here) says in MSG_ITER_END
+ * how many batches each channel carried; mig_recv_pipe_wait() blocks until
+ * they have all been applied.
+ *
+ * Memory: per channel, one encoder buffer (256 KiB + 64) and zstd contexts
+ * on the sender; one payload buffer and one scratch (256 KiB each) and a
+ * zstd context on the receiver; plus the sockets' own buffers.
+ *
+ * Ownership: the pipes do not own the connections or the map; both must
+ * outlive the pipe. While a pipe exists its threads own the connections'
+ * I/O; the caller may use them only around mig_send_pipe_run() on the
+ * sender (between runs the threads are idle), never on the receiver.
+ */
+#ifndef MIG_PIPELINE_H
+#define MIG_PIPELINE_H
+
+#include <stdint.h>
+
+#include "hvcore/types.h"
+#include "migrated/mig/batch.h"
+#include "migrated/mig/conn.h"
+#include "migrated/mig/memmap.h"
+
+#define MIG_PIPE_MAX_CHANNELS 16u
+
+/* Up to 64 pages of one slot: bit i of @mask is page @gfn + i. */
+struct mig_page_run {
+	uint32_t slot;
+	gfn_t gfn;
+	uint64_t mask;
+};
+
+/*
+ * Page source. Fill *@run and return 1, return 0 at the end, or a negative
+ * errno to fail the run. Called with the pipe's lock held, from any of its
+ * threads, one call at a time.
+ */
+typedef int (*mig_page_next_cb)(void *ctx, struct mig_page_run *run);
+
+/* Totals since create, summed over channels. Any thread. */
+struct mig_pipe_stats {
+	uint64_t batches;
+	uint64_t pages;	     /* pages carried */
+	uint64_t zero;	     /* zero pages (one bit each) */
+	uint64_t compressed; /* non-zero pages sent zstd-encoded */
+	uint64_t raw;	     /* non-zero pages sent raw */
+	uint64_t payload;    /* payload bytes */
+	uint64_t wire;	     /* frame bytes (before TLS) */
+};
+
+/* pages * 4 KiB / wire bytes; 0 when nothing was sent. */
+double mig_pipe_stats_ratio(const struct mig_pipe_stats *s);
+
+struct mig_send_pipe_cfg {
+	unsigned encoding; /* Mig__Encoding; 0 = ZSTD */
+	int level;	   /* zstd level; 0 = 1 */
+};
+
+struct mig_send_pipe;
+
+/*
+ * Start @n (1..MIG_PIPE_MAX_CHANNELS) idle sender threads over @conns.
+ * Returns 0, -EINVAL, -ENOMEM or -errno of pthread_create.
+ */
+int mig_send_pipe_create(struct mig_conn *const *conns, unsigned n,
+			 const struct mig_memmap *map,
+			 const struct mig_send_pipe_cfg *cfg,
+			 struct mig_send_pipe **out);
+
+/*
+ * Send every run @next yields, spread over the channels; return when the
+ * source is exhausted and every batch has been written (or on the first
+ * error, after the other threads stopped). @channel_batches (n entries, may
+ * be NULL) gets each channel's cumulative batch count, for MSG_ITER_END.
+ * Returns 0, the source's error, or the first channel error. Caller
+ * thread: one run at a time.
+ */
+int mig_send_pipe_run(struct mig_send_pipe *p, mig_page_next_cb next,
+		      void *ctx, uint64_t *channel_batches);
+
+/*
+ * End the stream: send MSG_DATA_END on every channel. Call after the last
+ * run. Returns 0 or the first error.
+ */
+int mig_send_pipe_finish(struct mig_send_pipe *p);
+
+void mig_send_pipe_stats(const struct mig_send_pipe *p,
+			 struct mig_pipe_stats *out);
+
+/* Stop and join the threads. The connections are left open. NULL ok. */
+void mig_send_pipe_destroy(struct mig_send_pipe *p);
+
+struct mig_recv_pipe;
+
+/* Start @n receiver threads over @conns, writing into @map's memory. */
+int mig_recv_pipe_create(struct mig_conn *const *conns, unsigned n,
+			 const struct mig_memmap *map,
+			 struct mig_recv_pipe **out);
+
+/*
+ * Wait until channel i has applied @channel_batches[i] batches, for every
+ * i, or @timeout_ms passed (0: no limit). Returns 0, -ETIMEDOUT or the
+ * first error of any channel (-EPROTO if a channel ended before the
+ * count).
+ */
+int mig_recv_pipe_wait(struct mig_recv_pipe *p,
+		       const uint64_t *channel_batches, unsigned timeout_ms);
+
+/*
+ * Wait until every channel received MSG_DATA_END (its count must match
+ * what it applied) or failed. Returns 0 or the first error.
+ */
+int mig_recv_pipe_join(struct mig_recv_pipe *p);
+
+void mig_recv_pipe_stats(const struct mig_recv_pipe *p,
+			 struct mig_pipe_stats *out);
+
+/*
+ * Stop the threads: channels still running are shut down
+ * (mig_conn_shutdown(), they are unusable afterwards), then joined.
+ * NULL ok.
+ */
+void mig_recv_pipe_destroy(struct mig_recv_pipe *p);
+
+#endif

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mig_source / mig_dest: one live migration of one VM, precopy (DESIGN.md
+ * section 4). This is the contract between the migration engine and its
+ * users (the migrated daemon, tests, hvbench); the wire pieces below it are
+ * frame.h, conn.h, tls.h, batch.h, pipeline.h, recv_fsm.h, converge.h.
+ *
+ * Source: mig_source_start() connects one control channel and
+ * opts->nr_channels data channels to the destination and runs the
+ * migration in a thread of its own:
+ *   setup -> iterations (harvest, send, measure) -> switchover (pause, final
+ *   harvest, rest of the pages, VM state, digest) -> commit.
+ * Destination: mig_dest_start() listens, accepts exactly one migration,
+ * validates the offered layout, creates the VM (paused), receives pages
+ * straight into its memory, loads and verifies the state, acknowledges,
+ * and on the source's confirmation resumes the VM and hands it over.
+ *
+ * Failure semantics (the point of this object): until the destination has
+ * acknowledged a complete, verified state, any failure -- connection drop,
+ * destination death, cancel, a bad frame, a timeout -- leaves the VM
+ * running on the source with nothing lost (dirty logging stopped, vCPUs
+ * resumed, throttle removed), and the destination destroys what it
+ * received. The VM never runs on both sides: the destination resumes only
+ * after the source confirmed the commit, and the source stops its vCPUs
+ * for good only after the destination acknowledged.
+ *
+ * Threads: start/cancel/tune/get_progress/wait/destroy from any one
+ * controlling thread; @cb is called from the engine's thread (it must not
+ * block and must not call back into the object except get_progress).
+ * "If a function that takes a callback fails, the callback is never
+ * called."
+ */
+#ifndef MIG_SESSION_H
+#define MIG_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "migrated/mig/tls.h"
+
+struct hv_vm;
+struct hv_vm_cfg;
+
+#define MIG_CHANNELS_DEFAULT 2u
+#define MIG_CHANNELS_MAX 16u
+
+struct mig_opts {
+	unsigned nr_channels;	   /* data channels: 0 = default, max 16 */
+	uint64_t max_bandwidth;	   /* bytes/s, 0 = unlimited */
+	uint32_t downtime_ms;	   /* limit; 0 = default 300 ms */
+	uint32_t throttle_max_pct; /* auto-throttle ceiling; 0 = default 99 */
+	uint32_t max_iterations;   /* before throttling; 0 = default */
+	uint32_t timeout_ms;	   /* whole migration; 0 = no limit */
+	int zstd_level;		   /* 0 = default (1); -1 = never compress */
+	/* TLS 1.3 with mutual authentication, or plain TCP when @insecure
+	 * (and only then: tls == NULL without insecure is -EINVAL). */
+	const struct mig_tls_cfg *tls;
+	bool insecure;
+};
+
+/* Changed while a migration runs (mig_source_tune); 0 = leave as is. */
+struct mig_tune {
+	uint64_t max_bandwidth;
+	uint32_t downtime_ms;
+	uint32_t throttle_max_pct;
+	unsigned nr_channels; /* takes effect from the next iteration if the
+			       * engine supports it, else -EOPNOTSUPP */
+};
+
+enum mig_phase {
+	MIG_PHASE_INVALID = 0,
+	MIG_PHASE_SETUP,
+	MIG_PHASE_ITERATE,
+	MIG_PHASE_SWITCHOVER,
+	MIG_PHASE_COMMIT,
+	MIG_PHASE_COMPLETED, /* VM runs on the destination */
+	MIG_PHASE_FAILED,    /* VM runs on the source; error says why */
+	MIG_PHASE_CANCELLED, /* VM runs on the source */
+	MIG_PHASE_COUNT,
+};
+
+/* Downtime as a sum of its parts (ns), measured by the source. */
+struct mig_downtime {
+	uint64_t pause_ns;	   /* stop the vCPUs */
+	uint64_t final_harvest_ns; /* last harvest of the dirty logs */
+	uint64_t final_send_ns;	   /* last dirty pages on the wire */
+	uint64_t state_ns;	   /* VM + vCPU state saved and sent */
+	uint64_t load_ns;	   /* destination: verify + load state */
+	uint64_t resume_ns;	   /* commit handshake until dest resumed */
+	uint64_t total_ns;	   /* pause .. destination resumed */
+};
+
+struct mig_progress {
+	enum mig_phase phase;
+	uint32_t iteration;
+	uint64_t elapsed_ns;
+	uint64_t ram_bytes;
+	uint64_t pages_sent; /* every page put on the wire, all iterations */
+	uint64_t pages_zero;
+	uint64_t pages_compressed;
+	uint64_t pages_raw;
+	uint64_t bytes_wire; /* after compression, framing included */
+	double compression_ratio;
+	uint64_t bandwidth;	 /* bytes/s, last iteration */
+	uint64_t dirty_rate;	 /* bytes/s the guest dirtied, last iter. */
+	uint64_t remaining_bytes;
+	uint64_t expected_downtime_ns;
+	uint32_t throttle_pct;
+	/* Filled once the switchover ran. */
+	struct mig_downtime downtime;
+	/* The downtime the guest saw: the largest gap between its heartbeats
+	 * as timestamped by the hosts (source's last before pause to the
+	 * destination's first after resume, CLOCK_REALTIME). 0 if unknown. */
+	uint64_t guest_downtime_ns;
+	int error;	     /* negative errno when FAILED */
+	char message[256];   /* human-readable reason when FAILED */
+};
+
+typedef void (*mig_progress_cb)(void *arg, const struct mig_progress *p);
+
+struct mig_source;
+struct mig_dest;
+
+/*
+ * Start migrating @vm (RUNNING) to @host:@port. The VM stays owned by the
+ * caller but must not be paused, resumed, harvested or destroyed by anyone
+ * else until mig_source_wait() returned. @cb (may be NULL) gets progress
+ * at every phase change and about every 100 ms.
+ * 0, -EINVAL (opts), -EBUSY (VM not running). Connection errors are
+ * reported through wait(), never here.
+ */
+int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
+		     const struct mig_opts *opts, mig_progress_cb cb,
+		     void *arg, struct mig_source **out);
+/* Ask the migration to stop; wait() then reports CANCELLED, unless the
+ * commit point was already passed (then COMPLETED). 0 or -EALREADY. */
+int mig_source_cancel(struct mig_source *src);
+int mig_source_tune(struct mig_source *src, const struct mig_tune *t);
+void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);
+/*
+ * Wait for the end; fills @final. 0: COMPLETED, the source VM is stopped
+ * (the caller destroys it). Negative errno: FAILED or CANCELLED
+ * (-ECANCELED), the VM runs on the source as before.
+ */
+int mig_source_wait(struct mig_source *src, struct mig_progress *final);
+/* After wait(). destroy(NULL) no-op. */
+void mig_source_destroy(struct mig_source *src);
+
+/*
+ * Listen on @host:@port (port 0: pick one; mig_dest_port() tells it) for
+ * one incoming migration. @base (may be NULL) gives accelerator, backing
+ * and other local choices; memory size, vCPU count and workload come from
+ * the source's layout and state.
+ */
+int mig_dest_start(const char *host, uint16_t port,
+		   const struct mig_opts *opts, const struct hv_vm_cfg *base,
+		   mig_progress_cb cb, void *arg, struct mig_dest **out);
+uint16_t mig_dest_port(const struct mig_dest *dst);
+int mig_dest_cancel(struct mig_dest *dst);
+void mig_dest_get_progress(struct mig_dest *dst, struct mig_progress *p);
+/*
+ * Wait for the end. 0: COMPLETED and *vm_out is the running VM, now owned
+ * by the caller. Negative errno: nothing was kept (*vm_out untouched).
+ */
+int mig_dest_wait(struct mig_dest *dst, struct hv_vm **vm_out,
+		  struct mig_progress *final);
+void mig_dest_destroy(struct mig_dest *dst);
+
+const char *mig_phase_name(enum mig_phase phase);
+
+#endif

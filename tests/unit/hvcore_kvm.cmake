@@ -1,0 +1,1 @@
+hv_unit_area(hvcore/kvm LIBS hvcore_vm hvcore_kvm hv_arch_x86 TIMEOUT 300)

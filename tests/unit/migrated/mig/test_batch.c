@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/* The page batch codec (migrated/mig/batch.c, compress_*.c). */
+#include "tests/harness/hv_test.h"
+#include "hvcore/workload.h"
+#include "migrated/mig/batch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT_PAGES 256u
+#define SLOT0_GFN 0x100u
+#define SLOT7_GFN 0x10000u
+#define POISON 0xa5
+
+/* Two slots on each side: ids 0 and 7, same layout. */
+struct side {
+	uint8_t *mem[2];
+	struct mig_memmap *map;
+};
+
+static void side_init(struct side *s, bool fill)
+{
+	struct mig_memmap_slot slots[2];
+
+	for (unsigned i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL_FATAL(posix_memalign((void **)&s->mem[i],
+						     HV_PAGE_SIZE,
+						     SLOT_PAGES * HV_PAGE_SIZE),
+				      0);
+		memset(s->mem[i], fill ? 0 : POISON, SLOT_PAGES * HV_PAGE_SIZE);
+	}
+	slots[0] = (struct mig_memmap_slot){ 0, SLOT0_GFN, SLOT_PAGES,
+					     s->mem[0] };
+	slots[1] = (struct mig_memmap_slot){ 7, SLOT7_GFN, SLOT_PAGES,
+					     s->mem[1] };
+	CU_ASSERT_EQUAL_FATAL(mig_memmap_create(slots, 2, &s->map), 0);
+}
+
+static void side_fini(struct side *s)
+{
+	mig_memmap_destroy(s->map);
+	free(s->mem[0]);
+	free(s->mem[1]);
+}
+
+static uint8_t *page(struct side *s, unsigned slot, unsigned i)
+{
+	return s->mem[slot] + (size_t)i * HV_PAGE_SIZE;
+}
+
+/* Page i of slot 0 gets content by i % 4: zero, stamp, text, random. */
+static void fill_mixed(struct side *s)
+{
+	for (unsigned sl = 0; sl < 2; sl++)
+		for (unsigned i = 0; i < SLOT_PAGES; i++) {
+			uint8_t *p = page(s, sl, i);
+
+			memset(p, 0, HV_PAGE_SIZE);
+			if (i % 4 == 0)
+				continue;
+			hv_wl_fill_page(p, (uint16_t)sl, i + 1,
+					i % 4 == 1 ? HV_WL_CONTENT_STAMP
+					: i % 4 == 2 ? HV_WL_CONTENT_TEXT
+						     : HV_WL_CONTENT_RANDOM);
+		}
+}
+
+static void fill_all(struct side *s, uint32_t content)
+{
+	for (unsigned sl = 0; sl < 2; sl++)
+		for (unsigned i = 0; i < SLOT_PAGES; i++) {
+			memset(page(s, sl, i), 0, HV_PAGE_SIZE);
+			if (content)
+				hv_wl_fill_page(page(s, sl, i), 1, i + 1,
+						content);
+		}
+}
+
+/* Parse an encoded frame back into its batch message and payload. */
+static Mig__PageBatch *parse(const uint8_t *frame, size_t len,
+			     const uint8_t **payload, size_t *plen)
+{
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m;
+	size_t used;
+
+	CU_ASSERT_EQUAL_FATAL(mig_frame_decode(frame, len, &h, &m, &used), 0);
+	CU_ASSERT_EQUAL_FATAL(h.type, MIG__MSG_TYPE__MSG_PAGE_BATCH);
+	*payload = frame + used;
+	*plen = len - used;
+	CU_ASSERT_EQUAL(((Mig__PageBatch *)m)->payload_len, *plen);
+	return (Mig__PageBatch *)m;
+}
+
+/*
+ * Encode (slot, gfn, mask) from @src, decode into @dst, and check that
+ * exactly the masked pages now match and no other page changed.
+ */
+static Mig__PageBatch *transfer(struct mig_batch_enc *enc,
+				struct mig_batch_dec *dec, struct side *src,
+				struct side *dst, unsigned sl, unsigned first,
+				uint64_t mask, struct mig_batch_info *ei)
+{
+	uint32_t id = sl ? 7 : 0;
+	gfn_t base = sl ? SLOT7_GFN : SLOT0_GFN;
+	const uint8_t *frame, *payload;
+	struct mig_batch_info di;
+	Mig__PageBatch *b;
+	size_t len, plen;
+	uint8_t *before = malloc(2 * SLOT_PAGES * HV_PAGE_SIZE);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+	memcpy(before, dst->mem[0], SLOT_PAGES * HV_PAGE_SIZE);
+	memcpy(before + SLOT_PAGES * HV_PAGE_SIZE, dst->mem[1],
+	       SLOT_PAGES * HV_PAGE_SIZE);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_encode(enc, src->map, id, base + first,
+					       mask, &frame, &len, ei),
+			      0);
+	b = parse(frame, len, &payload, &plen);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_decode(dec, dst->map, b, payload,
+					       plen, &di),
+			      0);
+	CU_ASSERT_EQUAL(di.pages, ei->pages);
+	CU_ASSERT_EQUAL(di.zero, ei->zero);
+	CU_ASSERT_EQUAL(di.raw, ei->raw);
+	CU_ASSERT_EQUAL(di.compressed, ei->compressed);
+	for (unsigned i = 0; i < SLOT_PAGES; i++) {
+		bool in = i >= first && i - first < 64 &&
+			  (mask >> (i - first) & 1);
+
+		if (in) {
+			CU_ASSERT(!memcmp(page(src, sl, i), page(dst, sl, i),
+					  HV_PAGE_SIZE));
+		} else {
+			/* Every other page is left exactly as it was. */
+			CU_ASSERT(!memcmp(before + ((size_t)sl * SLOT_PAGES +
+						    i) * HV_PAGE_SIZE,
+					  page(dst, sl, i), HV_PAGE_SIZE));
+		}
+	}
+	free(before);
+	return b;
+}
+
+static struct mig_batch_enc *enc_new(unsigned encoding)
+{
+	struct mig_batch_enc_cfg cfg = { .encoding = encoding, .level = 1 };
+	struct mig_batch_enc *e = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(mig_batch_enc_create(&cfg, &e), 0);
+	return e;
+}
+
+static void test_zero_pages_cost_one_bit(void)
+{
+	struct mig_batch_enc *enc = enc_new(0);
+	struct mig_batch_dec *dec;
+	struct mig_batch_info ei;
+	struct side src, dst;
+	Mig__PageBatch *b;
+
+	side_init(&src, true);
+	side_init(&dst, false);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+	b = transfer(enc, dec, &src, &dst, 0, 64, ~0ULL, &ei);
+	CU_ASSERT_EQUAL(b->zero_mask, ~0ULL);
+	CU_ASSERT_EQUAL(b->payload_len, 0);
+	CU_ASSERT_EQUAL(ei.zero, 64);
+	CU_ASSERT(ei.wire < 64);
+	mig_frame_msg_free(&b->base);
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(enc);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
+static void test_text_pages_go_zstd_random_pages_go_raw(void)
+{
+	struct mig_batch_enc *enc = enc_new(0);
+	struct mig_batch_dec *dec;
+	struct mig_batch_info ei;
+	struct side src, dst;
+	Mig__PageBatch *b;
+
+	side_init(&src, true);
+	side_init(&dst, false);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+
+	fill_all(&src, HV_WL_CONTENT_TEXT);
+	b = transfer(enc, dec, &src, &dst, 1, 0, ~0ULL, &ei);
+	CU_ASSERT_EQUAL(b->encoding, MIG__ENCODING__ENCODING_ZSTD);
+	CU_ASSERT_EQUAL(ei.compressed, 64);
+	/* About 3:1 for the workload's text. */
+	CU_ASSERT(b->payload_len < 64 * HV_PAGE_SIZE / 2);
+	mig_frame_msg_free(&b->base);
+
+	fill_all(&src, HV_WL_CONTENT_RANDOM);
+	b = transfer(enc, dec, &src, &dst, 1, 64, ~0ULL, &ei);
+	CU_ASSERT_EQUAL(b->encoding, MIG__ENCODING__ENCODING_RAW);
+	CU_ASSERT_EQUAL(b->payload_len, 64 * HV_PAGE_SIZE);
+	CU_ASSERT_EQUAL(ei.raw, 64);
+	mig_frame_msg_free(&b->base);
+
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(enc);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
+static void test_mixed_sparse_batches_land_on_their_gfns(void)
+{
+	struct mig_batch_enc *enc = enc_new(0), *raw = enc_new(1);
+	struct mig_batch_dec *dec;
+	struct mig_batch_info ei;
+	struct side src, dst;
+	Mig__PageBatch *b;
+
+	side_init(&src, true);
+	side_init(&dst, false);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+	fill_mixed(&src);
+	/* Holes: non-contiguous runs (zstd streaming + scratch path). */
+	b = transfer(enc, dec, &src, &dst, 0, 0, 0x5a5a5a5a00ff00f6ULL, &ei);
+	CU_ASSERT_EQUAL(b->first_gfn, SLOT0_GFN + 1); /* trimmed */
+	CU_ASSERT(ei.zero > 0 && ei.compressed + ei.raw > 0);
+	mig_frame_msg_free(&b->base);
+	/* A single page at the very end of a slot. */
+	b = transfer(enc, dec, &src, &dst, 1, SLOT_PAGES - 1, 1, &ei);
+	CU_ASSERT_EQUAL(b->npages, 1);
+	mig_frame_msg_free(&b->base);
+	/* The raw method, forced. */
+	b = transfer(raw, dec, &src, &dst, 0, 128, 0xf0f0f0f0f0f0f0f0ULL,
+		     &ei);
+	CU_ASSERT_EQUAL(b->encoding, MIG__ENCODING__ENCODING_RAW);
+	CU_ASSERT_EQUAL(ei.compressed, 0);
+	mig_frame_msg_free(&b->base);
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(raw);
+	mig_batch_enc_destroy(enc);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
+static void test_encoder_refuses_pages_outside_slots(void)
+{
+	struct mig_batch_enc *enc = enc_new(0);
+	const uint8_t *f;
+	struct side src;
+	size_t len;
+
+	side_init(&src, true);
+	CU_ASSERT_EQUAL(mig_batch_encode(enc, src.map, 0, SLOT0_GFN, 0, &f,
+					 &len, NULL),
+			-EINVAL);
+	CU_ASSERT_EQUAL(mig_batch_encode(enc, src.map, 3, SLOT0_GFN, 1, &f,
+					 &len, NULL),
+			-ERANGE);
+	CU_ASSERT_EQUAL(mig_batch_encode(enc, src.map, 0,
+					 SLOT0_GFN + SLOT_PAGES - 1, 3, &f,
+					 &len, NULL),
+			-ERANGE);
+	mig_batch_enc_destroy(enc);
+	side_fini(&src);
+}
+
+/* A valid text batch of slot 0, pages [64, 128), and its payload. */
+struct sample {
+	struct side src, dst;
+	struct mig_batch_enc *enc;
+	struct mig_batch_dec *dec;
+	Mig__PageBatch *b;
+	uint8_t *payload;
+	size_t plen;
+};
+
+static void sample_init(struct sample *s, uint32_t content)
+{
+	const uint8_t *frame, *p;
+	size_t len;
+
+	side_init(&s->src, true);
+	side_init(&s->dst, false);
+	fill_all(&s->src, content);
+	s->enc = enc_new(0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&s->dec), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_encode(s->enc, s->src.map, 0,
+					       SLOT0_GFN + 64, ~0ULL, &frame,
+					       &len, NULL),
+			      0);
+	s->b = parse(frame, len, &p, &s->plen);
+	s->payload = malloc(s->plen + 1);
+	memcpy(s->payload, p, s->plen);
+}
+
+static void sample_fini(struct sample *s)
+{
+	free(s->payload);
+	mig_frame_msg_free(&s->b->base);
+	mig_batch_dec_destroy(s->dec);
+	mig_batch_enc_destroy(s->enc);
+	side_fini(&s->src);
+	side_fini(&s->dst);
+}
+
+static bool dst_untouched(struct sample *s)
+{
+	for (unsigned sl = 0; sl < 2; sl++)
+		for (size_t i = 0; i < SLOT_PAGES * HV_PAGE_SIZE; i++)
+			if (s->dst.mem[sl][i] != POISON)
+				return false;
+	return true;
+}
+
+/* Decode a copy of the sample with one field changed. */
+static int decode_with(struct sample *s, Mig__PageBatch *b, size_t plen)
+{
+	return mig_batch_decode(s->dec, s->dst.map, b, s->payload, plen,
+				NULL);
+}
+
+static void test_bad_headers_are_refused_before_any_write(void)
+{
+	struct sample s;
+	Mig__PageBatch b;
+
+	sample_init(&s, HV_WL_CONTENT_TEXT);
+	CU_ASSERT_EQUAL_FATAL(s.b->encoding, MIG__ENCODING__ENCODING_ZSTD);
+
+	b = *s.b, b.slot = 1;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -ENOENT);
+	b = *s.b, b.first_gfn = SLOT0_GFN + SLOT_PAGES - 63;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -ERANGE);
+	b = *s.b, b.first_gfn = SLOT0_GFN - 1;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -ERANGE);
+	b = *s.b, b.first_gfn = UINT64_MAX - 10;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -ERANGE);
+	b = *s.b, b.npages = 0;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.npages = 65;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.npages = 32; /* mask has bits beyond the window */
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.page_mask = 0;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.page_mask = 0xff, b.zero_mask = 0x100;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.encoding = MIG__ENCODING__ENCODING_INVALID;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.encoding = 3;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	b = *s.b, b.zero_mask = ~0ULL; /* zstd without non-zero pages */
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EPROTO);
+	CU_ASSERT(dst_untouched(&s));
+	sample_fini(&s);
+}
+
+static void test_wrong_lengths_are_refused_before_any_write(void)
+{
+	struct sample s;
+	Mig__PageBatch b;
+
+	sample_init(&s, HV_WL_CONTENT_TEXT);
+	/* Truncated: fewer bytes than the header announced. */
+	CU_ASSERT_EQUAL(decode_with(&s, s.b, s.plen - 1), -EMSGSIZE);
+	/* Header and payload agree but the zstd frame is cut short. */
+	b = *s.b, b.payload_len = (uint32_t)s.plen - 7;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen - 7), -EMSGSIZE);
+	/* Oversized: compressed as large as raw is never sent. */
+	b = *s.b, b.payload_len = 64 * HV_PAGE_SIZE;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, 64 * HV_PAGE_SIZE), -EMSGSIZE);
+	b = *s.b, b.payload_len = UINT32_MAX;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EMSGSIZE);
+	/* Raw must be exactly nonzero * 4 KiB. */
+	b = *s.b, b.encoding = MIG__ENCODING__ENCODING_RAW;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EMSGSIZE);
+	/* The frame declares 64 pages; the header claims 63 non-zero. */
+	b = *s.b, b.zero_mask = 1;
+	CU_ASSERT_EQUAL(decode_with(&s, &b, s.plen), -EMSGSIZE);
+	CU_ASSERT(dst_untouched(&s));
+	sample_fini(&s);
+}
+
+static void test_corrupt_compressed_data_fails_inside_the_batch(void)
+{
+	struct sample s;
+	unsigned failures = 0;
+
+	sample_init(&s, HV_WL_CONTENT_TEXT);
+	for (unsigned trial = 0; trial < 16; trial++) {
+		size_t at = 16 + (s.plen - 32) * trial / 16;
+		int ret;
+
+		s.payload[at] ^= 0x5a;
+		s.payload[at + 1] ^= 0xff;
+		ret = decode_with(&s, s.b, s.plen);
+		s.payload[at] ^= 0x5a;
+		s.payload[at + 1] ^= 0xff;
+		/* zstd has no checksum here: some flips decode to other
+		 * bytes, which TLS and the final digest catch. */
+		if (ret) {
+			CU_ASSERT(ret == -EBADMSG || ret == -EMSGSIZE);
+			failures++;
+		}
+		/* Never a byte outside pages [64, 128) of slot 0. */
+		for (unsigned sl = 0; sl < 2; sl++)
+			for (unsigned i = 0; i < SLOT_PAGES; i++)
+				if (sl || i < 64 || i >= 128)
+					CU_ASSERT_EQUAL(
+						page(&s.dst, sl, i)[4095],
+						POISON);
+	}
+	CU_ASSERT(failures > 0);
+	/* The intact batch still decodes after the failures. */
+	CU_ASSERT_EQUAL(decode_with(&s, s.b, s.plen), 0);
+	CU_ASSERT(!memcmp(page(&s.src, 0, 64), page(&s.dst, 0, 64),
+			  64 * HV_PAGE_SIZE));
+	sample_fini(&s);
+}
+
+static void test_zero_page_overwrites_old_content(void)
+{
+	struct mig_batch_enc *enc = enc_new(0);
+	struct mig_batch_dec *dec;
+	struct mig_batch_info ei;
+	struct side src, dst;
+	Mig__PageBatch *b;
+
+	side_init(&src, true);
+	side_init(&dst, false);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+	fill_all(&src, HV_WL_CONTENT_RANDOM);
+	mig_frame_msg_free(&transfer(enc, dec, &src, &dst, 0, 0, 0xff,
+				     &ei)->base);
+	memset(page(&src, 0, 3), 0, HV_PAGE_SIZE);
+	b = transfer(enc, dec, &src, &dst, 0, 0, 0xff, &ei);
+	CU_ASSERT_EQUAL(b->zero_mask, 1u << 3);
+	CU_ASSERT(mig_page_is_zero(page(&dst, 0, 3)));
+	mig_frame_msg_free(&b->base);
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(enc);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
+static void test_zero_detection_sees_every_word(void)
+{
+	uint8_t *p;
+
+	CU_ASSERT_EQUAL_FATAL(posix_memalign((void **)&p, 4096, 4096), 0);
+	memset(p, 0, 4096);
+	CU_ASSERT(mig_page_is_zero(p));
+	for (unsigned i = 0; i < 4096; i += 61) {
+		p[i] = 1;
+		CU_ASSERT(!mig_page_is_zero(p));
+		p[i] = 0;
+	}
+	p[4095] = 0x80;
+	CU_ASSERT(!mig_page_is_zero(p));
+	free(p);
+}
+
+static CU_TestInfo tests[] = {
+	{ "zero_pages_cost_one_bit", test_zero_pages_cost_one_bit },
+	{ "text_pages_go_zstd_random_pages_go_raw",
+	  test_text_pages_go_zstd_random_pages_go_raw },
+	{ "mixed_sparse_batches_land_on_their_gfns",
+	  test_mixed_sparse_batches_land_on_their_gfns },
+	{ "encoder_refuses_pages_outside_slots",
+	  test_encoder_refuses_pages_outside_slots },
+	{ "bad_headers_are_refused_before_any_write",
+	  test_bad_headers_are_refused_before_any_write },
+	{ "wrong_lengths_are_refused_before_any_write",
+	  test_wrong_lengths_are_refused_before_any_write },
+	{ "corrupt_compressed_data_fails_inside_the_batch",
+	  test_corrupt_compressed_data_fails_inside_the_batch },
+	{ "zero_page_overwrites_old_content",
+	  test_zero_page_overwrites_old_content },
+	{ "zero_detection_sees_every_word",
+	  test_zero_detection_sees_every_word },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE("migrated/mig/batch", NULL, NULL, tests);

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The multi-channel page pipeline over real loopback channels
+ * (migrated/mig/pipe_send.c, pipe_recv.c).
+ */
+#include "tests/harness/hv_test.h"
+#include "hvcore/workload.h"
+#include "migrated/mig/devca.h"
+#include "migrated/mig/pipeline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NCHAN 2u
+#define SLOT_PAGES 8192u /* 2 slots: 64 MiB */
+
+static char dir[64];
+static struct mig_devca ca;
+
+static int suite_init(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	strcpy(dir, "/tmp/mig-pipe-XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	return mig_devca_ensure(dir, &ca) ? 1 : 0;
+}
+
+static int suite_clean(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf -- %s", dir);
+	return system(cmd) ? 1 : 0;
+}
+
+struct chans {
+	struct mig_conn *src[NCHAN], *dst[NCHAN];
+	struct mig_tls *stls, *ctls;
+	int lfd;
+	int accept_ret;
+};
+
+static void *acceptor(void *arg)
+{
+	struct chans *c = arg;
+
+	for (unsigned i = 0; i < NCHAN && !c->accept_ret; i++)
+		c->accept_ret = mig_conn_accept(c->lfd, c->stls, 10000,
+						&c->dst[i]);
+	return NULL;
+}
+
+static void chans_open(struct chans *c, bool tls)
+{
+	struct mig_tls_cfg scfg = { ca.ca_cert, ca.host_cert, ca.host_key,
+				    true, NULL };
+	struct mig_tls_cfg ccfg = { ca.ca_cert, ca.host_cert, ca.host_key,
+				    false, "127.0.0.1" };
+	pthread_t t;
+	uint16_t port;
+
+	memset(c, 0, sizeof(*c));
+	if (tls) {
+		CU_ASSERT_EQUAL_FATAL(mig_tls_create(&scfg, &c->stls), 0);
+		CU_ASSERT_EQUAL_FATAL(mig_tls_create(&ccfg, &c->ctls), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(mig_listen("127.0.0.1", 0, &c->lfd, &port), 0);
+	pthread_create(&t, NULL, acceptor, c);
+	for (unsigned i = 0; i < NCHAN; i++)
+		CU_ASSERT_EQUAL_FATAL(mig_conn_connect("127.0.0.1", port,
+						       c->ctls, 10000,
+						       &c->src[i]),
+				      0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL_FATAL(c->accept_ret, 0);
+}
+
+static void chans_close(struct chans *c)
+{
+	for (unsigned i = 0; i < NCHAN; i++) {
+		mig_conn_destroy(c->src[i]);
+		mig_conn_destroy(c->dst[i]);
+	}
+	close(c->lfd);
+	mig_tls_destroy(c->stls);
+	mig_tls_destroy(c->ctls);
+}
+
+struct mem {
+	uint8_t *p[2];
+	struct mig_memmap *map;
+};
+
+static void mem_init(struct mem *m)
+{
+	struct mig_memmap_slot s[2];
+
+	for (unsigned i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL_FATAL(posix_memalign((void **)&m->p[i], 4096,
+						     SLOT_PAGES * 4096ULL),
+				      0);
+		memset(m->p[i], 0, SLOT_PAGES * 4096ULL);
+	}
+	s[0] = (struct mig_memmap_slot){ 0, 0, SLOT_PAGES, m->p[0] };
+	s[1] = (struct mig_memmap_slot){ 3, 0x100000, SLOT_PAGES, m->p[1] };
+	CU_ASSERT_EQUAL_FATAL(mig_memmap_create(s, 2, &m->map), 0);
+}
+
+static void mem_fini(struct mem *m)
+{
+	mig_memmap_destroy(m->map);
+	free(m->p[0]);
+	free(m->p[1]);
+}
+
+/* Content by 64-page windows: zero, stamp, text, random; the text
+ * windows hold a few zero pages too. */
+static void fill(struct mem *m, uint64_t seq)
+{
+	for (unsigned s = 0; s < 2; s++)
+		for (unsigned i = 0; i < SLOT_PAGES; i++) {
+			uint8_t *p = m->p[s] + i * 4096ULL;
+			unsigned kind = (i / 64 + s + (unsigned)seq) % 4;
+
+			memset(p, 0, 4096);
+			if (kind && !(kind == 2 && i % 16 == 5))
+				hv_wl_fill_page(p, (uint16_t)s, seq * 100000 + i,
+						kind);
+		}
+}
+
+/* Source: every 64-page window of both slots, some masks sparse. */
+struct walk {
+	unsigned slot, win;
+	uint64_t sparse_mask;
+};
+
+static int walk_next(void *ctx, struct mig_page_run *run)
+{
+	struct walk *w = ctx;
+
+	if (w->win == SLOT_PAGES / 64) {
+		w->win = 0;
+		w->slot++;
+	}
+	if (w->slot == 2)
+		return 0;
+	run->slot = w->slot ? 3 : 0;
+	run->gfn = (w->slot ? 0x100000 : 0) + w->win * 64ULL;
+	run->mask = w->win % 5 == 4 ? w->sparse_mask : ~0ULL;
+	w->win++;
+	return 1;
+}
+
+static void test_64mib_mixed_pages_arrive_intact_over_2_tls_channels(void)
+{
+	struct mig_send_pipe *sp;
+	struct mig_recv_pipe *rp;
+	struct mig_pipe_stats ss, rs;
+	uint64_t counts[NCHAN];
+	struct mem src, dst;
+	struct chans c;
+	struct walk w;
+
+	mem_init(&src);
+	mem_init(&dst);
+	chans_open(&c, true);
+	CU_ASSERT_EQUAL_FATAL(mig_send_pipe_create(c.src, NCHAN, src.map,
+						   NULL, &sp),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_create(c.dst, NCHAN, dst.map,
+						   &rp),
+			      0);
+
+	/* Iteration 0: everything (sparse windows are completed below). */
+	fill(&src, 1);
+	w = (struct walk){ .sparse_mask = ~0ULL };
+	CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next, &w, counts), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_wait(rp, counts, 30000), 0);
+	CU_ASSERT(!memcmp(src.p[0], dst.p[0], SLOT_PAGES * 4096ULL));
+	CU_ASSERT(!memcmp(src.p[1], dst.p[1], SLOT_PAGES * 4096ULL));
+
+	/* Iteration 1: every page changes kind; zero pages overwrite. */
+	fill(&src, 2);
+	w = (struct walk){ .sparse_mask = 0x8000ff00f0f00001ULL };
+	CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next, &w, counts), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_wait(rp, counts, 30000), 0);
+	/* Final pass: the rest of the sparse windows (others resent). */
+	w = (struct walk){ .sparse_mask = ~0x8000ff00f0f00001ULL };
+	CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next, &w, counts), 0);
+	CU_ASSERT_EQUAL(mig_send_pipe_finish(sp), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_join(rp), 0);
+	CU_ASSERT(!memcmp(src.p[0], dst.p[0], SLOT_PAGES * 4096ULL));
+	CU_ASSERT(!memcmp(src.p[1], dst.p[1], SLOT_PAGES * 4096ULL));
+
+	mig_send_pipe_stats(sp, &ss);
+	mig_recv_pipe_stats(rp, &rs);
+	CU_ASSERT_EQUAL(ss.pages, rs.pages);
+	CU_ASSERT_EQUAL(ss.zero, rs.zero);
+	CU_ASSERT_EQUAL(ss.compressed, rs.compressed);
+	CU_ASSERT_EQUAL(ss.wire, rs.wire);
+	CU_ASSERT_EQUAL(ss.batches, rs.batches);
+	CU_ASSERT(ss.zero > 0 && ss.compressed > 0 && ss.raw > 0);
+	CU_ASSERT(ss.pages == ss.zero + ss.compressed + ss.raw);
+	CU_ASSERT(mig_pipe_stats_ratio(&ss) > 1.5);
+	/* Both channels carried work. */
+	CU_ASSERT(counts[0] > 0 && counts[1] > 0);
+
+	mig_recv_pipe_destroy(rp);
+	mig_send_pipe_destroy(sp);
+	chans_close(&c);
+	mem_fini(&src);
+	mem_fini(&dst);
+}
+
+static void test_bad_batch_on_the_wire_fails_the_receiver(void)
+{
+	Mig__PageBatch b = MIG__PAGE_BATCH__INIT;
+	struct mig_recv_pipe *rp;
+	uint64_t counts[NCHAN] = { 1, 0 };
+	struct mem dst;
+	struct chans c;
+
+	mem_init(&dst);
+	chans_open(&c, false);
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_create(c.dst, NCHAN, dst.map,
+						   &rp),
+			      0);
+	/* A zero-page batch beyond slot 0's end. */
+	b.slot = 0;
+	b.first_gfn = SLOT_PAGES;
+	b.npages = 1;
+	b.page_mask = 1;
+	b.zero_mask = 1;
+	b.encoding = MIG__ENCODING__ENCODING_RAW;
+	CU_ASSERT_EQUAL(mig_conn_send(c.src[0], MIG__MSG_TYPE__MSG_PAGE_BATCH,
+				      &b.base, NULL, 0),
+			0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_wait(rp, counts, 10000), -ERANGE);
+	/* A control message on a data channel. */
+	{
+		Mig__Commit commit = MIG__COMMIT__INIT;
+
+		CU_ASSERT_EQUAL(mig_conn_send(c.src[1],
+					      MIG__MSG_TYPE__MSG_COMMIT,
+					      &commit.base, NULL, 0),
+				0);
+	}
+	CU_ASSERT_EQUAL(mig_recv_pipe_join(rp), -ERANGE);
+	CU_ASSERT_NOT_EQUAL(mig_conn_error(c.dst[1]), 0);
+	mig_recv_pipe_destroy(rp);
+	chans_close(&c);
+	mem_fini(&dst);
+}
+
+static int fail_source(void *ctx, struct mig_page_run *run)
+{
+	return -ENOSPC;
+}
+
+static void test_source_error_ends_the_run_and_cancel_wakes_receivers(void)
+{
+	struct mig_send_pipe *sp;
+	struct mig_recv_pipe *rp;
+	struct mem src;
+	struct chans c;
+
+	mem_init(&src);
+	chans_open(&c, false);
+	CU_ASSERT_EQUAL_FATAL(mig_send_pipe_create(c.src, NCHAN, src.map,
+						   NULL, &sp),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_create(c.dst, NCHAN, src.map,
+						   &rp),
+			      0);
+	CU_ASSERT_EQUAL(mig_send_pipe_run(sp, fail_source, NULL, NULL),
+			-ENOSPC);
+	/* Destroying a receiver mid-stream must not hang. */
+	mig_recv_pipe_destroy(rp);
+	CU_ASSERT_EQUAL(mig_conn_error(c.dst[0]), -ECANCELED);
+	mig_send_pipe_destroy(sp);
+	chans_close(&c);
+	mem_fini(&src);
+}
+
+static CU_TestInfo tests[] = {
+	{ "64mib_mixed_pages_arrive_intact_over_2_tls_channels",
+	  test_64mib_mixed_pages_arrive_intact_over_2_tls_channels },
+	{ "bad_batch_on_the_wire_fails_the_receiver",
+	  test_bad_batch_on_the_wire_fails_the_receiver },
+	{ "source_error_ends_the_run_and_cancel_wakes_receivers",
+	  test_source_error_ends_the_run_and_cancel_wakes_receivers },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE("migrated/mig/pipeline", suite_init, suite_clean, tests);
