@@ -97,8 +97,8 @@ int hv_guest_mem_create(uint64_t bytes, enum hv_mem_backing backing,
 		ret = -errno;
 		munmap(want, bytes);
 		hv_err("guest_mem", "op=mmap bytes=%llu backing=%s err=%d",
-		       (unsigned long long)bytes,
-		       hv_mem_backing_name(backing), ret);
+		       (unsigned long long)bytes, hv_mem_backing_name(backing),
+		       ret);
 		goto err_close;
 	}
 	if (backing == HV_BACKING_THP && madvise(p, bytes, MADV_HUGEPAGE) < 0)

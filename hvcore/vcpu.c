@@ -140,8 +140,9 @@ static bool account_exit(struct hv_vcpu *vcpu, const struct hv_exit *ex)
 		st->assert_file[sizeof(st->assert_file) - 1] = 0;
 		st->assert_line = ex->line;
 		memcpy(st->assert_args, ex->args, sizeof(st->assert_args));
-		hv_err("vcpu", "vm=%p vcpu=%u guest_assert=%s:%u "
-			       "args=0x%llx,0x%llx,0x%llx,0x%llx",
+		hv_err("vcpu",
+		       "vm=%p vcpu=%u guest_assert=%s:%u "
+		       "args=0x%llx,0x%llx,0x%llx,0x%llx",
 		       (void *)vcpu->vm, vcpu->id, st->assert_file,
 		       st->assert_line, (unsigned long long)ex->args[0],
 		       (unsigned long long)ex->args[1],

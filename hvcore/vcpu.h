@@ -53,8 +53,8 @@ struct hv_vcpu_stats {
 	uint64_t heartbeats;
 	uint64_t last_heartbeat_ns; /* CLOCK_MONOTONIC at the host */
 	uint64_t max_heartbeat_gap_ns;
-	uint64_t last_sync_arg;	    /* args[0] of the last SYNC */
-	int error;		    /* negative errno that stopped it, or 0 */
+	uint64_t last_sync_arg; /* args[0] of the last SYNC */
+	int error;		/* negative errno that stopped it, or 0 */
 	bool asserted;
 	char assert_file[64];
 	uint32_t assert_line;

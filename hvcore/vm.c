@@ -46,16 +46,16 @@ static const char *const accel_names[HV_ACCEL_COUNT] = {
 };
 
 static const char *const dirty_mode_names[HV_DIRTY_COUNT] = {
-	[HV_DIRTY_INVALID] = "off",  [HV_DIRTY_RING] = "ring",
+	[HV_DIRTY_INVALID] = "off",   [HV_DIRTY_RING] = "ring",
 	[HV_DIRTY_BITMAP] = "bitmap", [HV_DIRTY_WP] = "wp",
 	[HV_DIRTY_PML] = "pml",
 };
 
 static const char *const exit_kind_names[HV_EXIT_COUNT] = {
-	[HV_EXIT_INVALID] = "invalid",	 [HV_EXIT_KICK] = "kick",
-	[HV_EXIT_LOG_FULL] = "log_full", [HV_EXIT_SYNC] = "sync",
+	[HV_EXIT_INVALID] = "invalid",	   [HV_EXIT_KICK] = "kick",
+	[HV_EXIT_LOG_FULL] = "log_full",   [HV_EXIT_SYNC] = "sync",
 	[HV_EXIT_HEARTBEAT] = "heartbeat", [HV_EXIT_DONE] = "done",
-	[HV_EXIT_ASSERT] = "assert",	 [HV_EXIT_SHUTDOWN] = "shutdown",
+	[HV_EXIT_ASSERT] = "assert",	   [HV_EXIT_SHUTDOWN] = "shutdown",
 	[HV_EXIT_ERROR] = "error",
 };
 
@@ -136,8 +136,8 @@ static int check_cfg(const struct hv_vm_cfg *c)
 
 static int add_slots(struct hv_vm *vm)
 {
-	uint64_t step = vm->cfg.slot_bytes ? vm->cfg.slot_bytes
-					   : vm->cfg.mem_bytes;
+	uint64_t step =
+		vm->cfg.slot_bytes ? vm->cfg.slot_bytes : vm->cfg.mem_bytes;
 	uint32_t id = 0;
 
 	for (uint64_t off = 0; off < vm->cfg.mem_bytes; off += step, id++) {
@@ -241,8 +241,9 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 	ret = write_params(vm);
 	if (ret)
 		goto err_vcpus;
-	hv_info("vm", "op=create vm=%p accel=%s mem=%llu vcpus=%u slots=%u "
-		      "backing=%s ring=%u",
+	hv_info("vm",
+		"op=create vm=%p accel=%s mem=%llu vcpus=%u slots=%u "
+		"backing=%s ring=%u",
 		(void *)vm, vm->ops->name, (unsigned long long)cfg->mem_bytes,
 		cfg->nr_vcpus, hv_vm_slot_count(vm),
 		hv_mem_backing_name(cfg->backing), cfg->dirty_ring_entries);
@@ -262,8 +263,8 @@ err_free:
 	pthread_mutex_destroy(&vm->dirty_lock);
 	pthread_mutex_destroy(&vm->lock);
 	free(vm);
-	hv_err("vm", "op=create accel=%s err=%d", hv_accel_kind_name(cfg->accel),
-	       ret);
+	hv_err("vm", "op=create accel=%s err=%d",
+	       hv_accel_kind_name(cfg->accel), ret);
 	return ret;
 }
 
@@ -426,8 +427,8 @@ static int set_logging(struct hv_vm *vm, bool on)
 
 		s = hv_memslots_read_lock(vm->slots);
 		m = hv_memslots_at(s, i);
-		old = (struct hv_memslot_desc){ m->id, m->flags, m->base_gfn,
-						m->npages, m->hva };
+		old = (struct hv_memslot_desc){m->id, m->flags, m->base_gfn,
+					       m->npages, m->hva};
 		hv_memslots_read_unlock(vm->slots);
 		nd = old;
 		nd.flags = on ? old.flags | HV_MEMSLOT_F_DIRTY_LOG
@@ -555,8 +556,8 @@ int64_t hv_vm_dirty_fetch_clear(struct hv_vm *vm, uint32_t slot_id,
 			if (ret) {
 				/* Not re-armed: put the bits back so that
 				 * nothing is lost, and report the error. */
-				for (uint64_t k = 0;
-				     k < HV_DIV_ROUND_UP(n, 64); k++)
+				for (uint64_t k = 0; k < HV_DIV_ROUND_UP(n, 64);
+				     k++)
 					hv_dirty_bitmap_set_mask(
 						m->dirty,
 						(first + done) / 64 + k, d[k]);
@@ -573,6 +574,16 @@ out:
 	hv_memslots_read_unlock(vm->slots);
 	pthread_mutex_unlock(&vm->dirty_lock);
 	return total;
+}
+
+int hv_vm_set_clear_chunk(struct hv_vm *vm, uint64_t pages)
+{
+	if (pages % HV_DIRTY_WORD_PAGES)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->dirty_lock);
+	vm->cfg.clear_chunk_pages = pages;
+	pthread_mutex_unlock(&vm->dirty_lock);
+	return 0;
 }
 
 unsigned hv_vm_slot_count(struct hv_vm *vm)
@@ -669,10 +680,9 @@ const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
 {
 	if (idx >= vm->cfg.nr_vcpus)
 		return NULL;
-	return hv_vm_gpa_to_hva(vm,
-				HV_WL_STATUS_GPA +
-					idx * sizeof(struct hv_wl_status),
-				sizeof(struct hv_wl_status));
+	return hv_vm_gpa_to_hva(
+		vm, HV_WL_STATUS_GPA + idx * sizeof(struct hv_wl_status),
+		sizeof(struct hv_wl_status));
 }
 
 /* ---- state ---------------------------------------------------------- */
@@ -707,7 +717,7 @@ int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
 {
 	Hvstate__VmState msg = HVSTATE__VM_STATE__INIT;
 	uint32_t n = vm->cfg.nr_vcpus;
-	struct hv_blob vb = { 0 };
+	struct hv_blob vb = {0};
 	struct hv_blob *cb;
 	ProtobufCBinaryData *bins;
 	size_t len;
@@ -785,12 +795,12 @@ int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 		goto out;
 	}
 	{
-		struct hv_blob b = { msg->vm.data, msg->vm.len };
+		struct hv_blob b = {msg->vm.data, msg->vm.len};
 
 		ret = vm->ops->vm_state_restore(vm, &b);
 	}
 	for (uint32_t i = 0; i < msg->n_vcpus && !ret; i++) {
-		struct hv_blob b = { msg->vcpus[i].data, msg->vcpus[i].len };
+		struct hv_blob b = {msg->vcpus[i].data, msg->vcpus[i].len};
 
 		ret = vm->ops->vcpu_state_restore(vm->vcpus[i], &b);
 	}

@@ -93,10 +93,10 @@ struct hv_vm_cfg {
 /* Per-VM counters (racy snapshot). */
 struct hv_vm_stats {
 	uint64_t harvests;
-	uint64_t harvested;    /* log entries/pages moved by harvests */
-	uint64_t fetched;      /* pages returned by fetch_clear */
-	uint64_t clear_calls;  /* ops->dirty_clear calls */
-	uint64_t vmm_writes;   /* pages marked by hv_vm_write_guest */
+	uint64_t harvested;   /* log entries/pages moved by harvests */
+	uint64_t fetched;     /* pages returned by fetch_clear */
+	uint64_t clear_calls; /* ops->dirty_clear calls */
+	uint64_t vmm_writes;  /* pages marked by hv_vm_write_guest */
 };
 
 /*
@@ -184,6 +184,10 @@ int64_t hv_vm_dirty_harvest(struct hv_vm *vm);
 int64_t hv_vm_dirty_fetch_clear(struct hv_vm *vm, uint32_t slot_id,
 				uint64_t first, uint64_t count, uint64_t *dst);
 
+/* Change cfg.clear_chunk_pages (multiple of 64, 0 = whole range) for the
+ * next fetch_clear calls: -EINVAL otherwise. Any thread. */
+int hv_vm_set_clear_chunk(struct hv_vm *vm, uint64_t pages);
+
 /* Memslot layout: count, and id/base/npages of slot @idx (gfn order). */
 unsigned hv_vm_slot_count(struct hv_vm *vm);
 int hv_vm_slot_info(struct hv_vm *vm, unsigned idx, uint32_t *id,
@@ -210,8 +214,7 @@ const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
 
 struct hv_vcpu_stats;
 /* Copy vCPU @idx's counters (exits by kind, heartbeats, assert). */
-int hv_vm_vcpu_stats(struct hv_vm *vm, uint32_t idx,
-		     struct hv_vcpu_stats *out);
+int hv_vm_vcpu_stats(struct hv_vm *vm, uint32_t idx, struct hv_vcpu_stats *out);
 void hv_vm_get_stats(struct hv_vm *vm, struct hv_vm_stats *out);
 
 /*

@@ -51,17 +51,16 @@ static int scan_notes(const uint8_t *p, uint64_t n, struct x86_pvh_image *img)
 	while (off + sizeof(Elf64_Nhdr) <= n) {
 		const Elf64_Nhdr *nh = (const void *)(p + off);
 		uint64_t name_off = off + sizeof(*nh);
-		uint64_t desc_off = name_off + HV_ALIGN_UP((uint64_t)nh->n_namesz,
-							  4);
-		uint64_t next = desc_off + HV_ALIGN_UP((uint64_t)nh->n_descsz,
-						       4);
+		uint64_t desc_off =
+			name_off + HV_ALIGN_UP((uint64_t)nh->n_namesz, 4);
+		uint64_t next =
+			desc_off + HV_ALIGN_UP((uint64_t)nh->n_descsz, 4);
 		const char *name = (const char *)(p + name_off);
 
 		if (next > n)
 			return -ENOEXEC;
 		if (nh->n_namesz == 4 && !memcmp(name, "Xen", 4) &&
-		    nh->n_type == XEN_ELFNOTE_PHYS32_ENTRY &&
-		    nh->n_descsz >= 4)
+		    nh->n_type == XEN_ELFNOTE_PHYS32_ENTRY && nh->n_descsz >= 4)
 			memcpy(&img->entry32, p + desc_off, 4);
 		if (nh->n_namesz == sizeof(HV_GUEST_NOTE_NAME) &&
 		    !memcmp(name, HV_GUEST_NOTE_NAME,
@@ -77,15 +76,15 @@ int x86_pvh_load_buf(const uint8_t *elf, size_t len, uint8_t *ram,
 		     uint64_t ram_bytes, struct x86_pvh_image *out)
 {
 	const Elf64_Ehdr *eh = (const void *)elf;
-	struct x86_pvh_image img = { .lowest = UINT64_MAX };
+	struct x86_pvh_image img = {.lowest = UINT64_MAX};
 	const Elf64_Phdr *ph;
 	int ret;
 
 	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
 	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh->e_machine != EM_X86_64 || eh->e_phentsize != sizeof(*ph) ||
-	    eh->e_phnum == 0 || eh->e_phnum > 64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64 ||
+	    eh->e_phentsize != sizeof(*ph) || eh->e_phnum == 0 ||
+	    eh->e_phnum > 64 ||
 	    !in_file(len, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(*ph)))
 		return -ENOEXEC;
 	ph = (const void *)(elf + eh->e_phoff);
@@ -168,8 +167,8 @@ out:
 
 int x86_pvh_write_start_info(uint8_t *ram, uint64_t ram_bytes, gpa_t gpa)
 {
-	struct hvm_start_info si = { 0 };
-	struct hvm_memmap_entry mm = { 0 };
+	struct hvm_start_info si = {0};
+	struct hvm_memmap_entry mm = {0};
 	uint64_t need = sizeof(si) + sizeof(mm);
 
 	if (gpa >= ram_bytes || need > ram_bytes - gpa)

@@ -61,9 +61,9 @@ static uint64_t *regs_array(struct kvm_regs *r)
 
 static int get_tsc_offset(int fd, uint64_t *off)
 {
-	struct kvm_device_attr a = { .group = KVM_VCPU_TSC_CTRL,
-				     .attr = KVM_VCPU_TSC_OFFSET,
-				     .addr = (uint64_t)(uintptr_t)off };
+	struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
+				    .attr = KVM_VCPU_TSC_OFFSET,
+				    .addr = (uint64_t)(uintptr_t)off};
 
 	if (ioctl(fd, KVM_HAS_DEVICE_ATTR, &a) < 0)
 		return -errno;
@@ -72,9 +72,9 @@ static int get_tsc_offset(int fd, uint64_t *off)
 
 static int set_tsc_offset(int fd, uint64_t off)
 {
-	struct kvm_device_attr a = { .group = KVM_VCPU_TSC_CTRL,
-				     .attr = KVM_VCPU_TSC_OFFSET,
-				     .addr = (uint64_t)(uintptr_t)&off };
+	struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
+				    .attr = KVM_VCPU_TSC_OFFSET,
+				    .addr = (uint64_t)(uintptr_t)&off};
 
 	return ioctl(fd, KVM_SET_DEVICE_ATTR, &a) < 0 ? -errno : 0;
 }
@@ -290,12 +290,12 @@ int x86_vcpu_state_restore(int fd, uint32_t vcpu_id, int xsave_size,
 	step = "msrs";
 	ret = ioctl(fd, KVM_SET_MSRS, km);
 	if (ret != (int)m->n_msrs) {
-		hv_err("x86_state", "vcpu=%u op=set_msrs set=%d of=%zu "
-				    "failed_index=0x%x",
+		hv_err("x86_state",
+		       "vcpu=%u op=set_msrs set=%d of=%zu "
+		       "failed_index=0x%x",
 		       vcpu_id, ret, m->n_msrs,
-		       ret >= 0 && (size_t)ret < m->n_msrs
-			       ? m->msrs[ret]->index
-			       : 0);
+		       ret >= 0 && (size_t)ret < m->n_msrs ? m->msrs[ret]->index
+							   : 0);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -343,8 +343,8 @@ int x86_vcpu_state_restore(int fd, uint32_t vcpu_id, int xsave_size,
 err_errno:
 	ret = -errno;
 out_log:
-	hv_err("x86_state", "vcpu=%u op=restore step=%s err=%d", vcpu_id,
-	       step, ret);
+	hv_err("x86_state", "vcpu=%u op=restore step=%s err=%d", vcpu_id, step,
+	       ret);
 out:
 	free(km);
 	hvstate__x86_vcpu_state__free_unpacked(m, NULL);
@@ -354,7 +354,7 @@ out:
 int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
 {
 	Hvstate__X86VmState m = HVSTATE__X86_VM_STATE__INIT;
-	struct kvm_clock_data clk = { 0 };
+	struct kvm_clock_data clk = {0};
 	struct kvm_irqchip chip[3];
 	int khz;
 
@@ -390,7 +390,7 @@ int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
 int x86_vm_state_restore(int vm_fd, int vcpu0_fd, const struct hv_blob *in)
 {
 	Hvstate__X86VmState *m;
-	struct kvm_clock_data clk = { 0 };
+	struct kvm_clock_data clk = {0};
 	struct kvm_irqchip chip;
 	const ProtobufCBinaryData *chips[3];
 	int ret = 0, khz;
@@ -412,8 +412,9 @@ int x86_vm_state_restore(int vm_fd, int vcpu0_fd, const struct hv_blob *in)
 		}
 	khz = ioctl(vcpu0_fd, KVM_GET_TSC_KHZ);
 	if (khz > 0 && (uint32_t)khz != m->tsc_khz)
-		hv_warn("x86_state", "op=restore tsc_khz_saved=%u tsc_khz=%d "
-				     "note=guest_tsc_rate_differs",
+		hv_warn("x86_state",
+			"op=restore tsc_khz_saved=%u tsc_khz=%d "
+			"note=guest_tsc_rate_differs",
 			m->tsc_khz, khz);
 	for (int i = 0; i < 3; i++) {
 		memset(&chip, 0, sizeof(chip));

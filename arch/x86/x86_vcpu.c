@@ -17,8 +17,7 @@ int x86_cpuid_supported(int sys_fd, void **out)
 {
 	struct kvm_cpuid2 *c;
 
-	c = calloc(1, sizeof(*c) +
-			      CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
+	c = calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
 	if (!c)
 		return -ENOMEM;
 	c->nent = CPUID_MAX_ENTRIES;
@@ -107,8 +106,7 @@ int x86_vcpu_boot_pvh(int vcpu_fd, uint32_t entry, uint32_t start_info)
 	return 0;
 }
 
-int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3,
-		       uint64_t rdi)
+int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3, uint64_t rdi)
 {
 	struct kvm_sregs sr;
 	struct kvm_regs r;
@@ -123,7 +121,7 @@ int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3,
 	busy_tss(&sr.tr, 11);
 	sr.cr0 = 0x80010031; /* PG | WP | NE | ET | PE */
 	sr.cr3 = cr3;
-	sr.cr4 = 0x20; /* PAE */
+	sr.cr4 = 0x20;	 /* PAE */
 	sr.efer = 0x500; /* LME | LMA */
 	if (ioctl(vcpu_fd, KVM_SET_SREGS, &sr) < 0)
 		return -errno;
@@ -138,15 +136,14 @@ int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3,
 
 int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out)
 {
-	struct kvm_msr_list probe = { .nmsrs = 0 };
+	struct kvm_msr_list probe = {.nmsrs = 0};
 	struct kvm_msr_list *all;
 	struct x86_msr_list *l;
 	uint32_t n;
 	int ret = 0;
 
 	/* First call reports the count with -E2BIG. */
-	if (ioctl(sys_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 &&
-	    errno != E2BIG)
+	if (ioctl(sys_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG)
 		return -errno;
 	n = probe.nmsrs;
 	if (n > 4096)
@@ -166,7 +163,7 @@ int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out)
 		struct {
 			struct kvm_msrs h;
 			struct kvm_msr_entry e;
-		} one = { .h.nmsrs = 1, .e.index = all->indices[i] };
+		} one = {.h.nmsrs = 1, .e.index = all->indices[i]};
 
 		if (ioctl(vcpu_fd, KVM_GET_MSRS, &one) == 1)
 			l->idx[l->n++] = all->indices[i];

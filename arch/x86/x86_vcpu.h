@@ -30,8 +30,7 @@ int x86_vcpu_set_cpuid(int vcpu_fd, const void *supported, uint32_t vcpu_id);
 /* PVH: 32-bit flat protected mode, paging off, %ebx = @start_info. */
 int x86_vcpu_boot_pvh(int vcpu_fd, uint32_t entry, uint32_t start_info);
 /* Long mode at @entry with CR3 = @cr3, %rdi = @rdi, interrupts off. */
-int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3,
-		       uint64_t rdi);
+int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3, uint64_t rdi);
 
 int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out);
 

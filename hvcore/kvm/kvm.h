@@ -18,13 +18,13 @@ extern const struct hv_accel_ops hv_kvm_ops;
 
 /* Dirty-ring harvest counters of one VM (racy snapshot). */
 struct hv_kvm_ring_stats {
-	uint64_t entries;     /* ring entries collected */
-	uint64_t lookups;     /* memslot id lookups done for them */
-	uint64_t collect_ns;  /* time reading rings into the bitmaps */
-	uint64_t reset_ns;    /* time in KVM_RESET_DIRTY_RINGS */
-	uint64_t full_exits;  /* KVM_EXIT_DIRTY_RING_FULL seen */
-	uint64_t resyncs;     /* full re-protects after a ring overflow */
-	uint64_t desyncs;     /* ring positions found out of step */
+	uint64_t entries;    /* ring entries collected */
+	uint64_t lookups;    /* memslot id lookups done for them */
+	uint64_t collect_ns; /* time reading rings into the bitmaps */
+	uint64_t reset_ns;   /* time in KVM_RESET_DIRTY_RINGS */
+	uint64_t full_exits; /* KVM_EXIT_DIRTY_RING_FULL seen */
+	uint64_t resyncs;    /* full re-protects after a ring overflow */
+	uint64_t desyncs;    /* ring positions found out of step */
 };
 
 /*
@@ -33,6 +33,9 @@ struct hv_kvm_ring_stats {
  */
 void hv_kvm_set_ring_per_entry(struct hv_vm *vm, bool per_entry);
 void hv_kvm_get_ring_stats(struct hv_vm *vm, struct hv_kvm_ring_stats *out);
+
+/* Name of a KVM exit reason ("KVM_EXIT_IO"), "KVM_EXIT_?" if unknown. */
+const char *hv_kvm_exit_name(uint32_t reason);
 
 /* True when /dev/kvm opens and reports API version 12. */
 bool hv_kvm_available(void);

@@ -44,17 +44,19 @@ int hv_kvm_dirty_start(struct hv_vm *vm, enum hv_dirty_mode mode)
 	switch (mode) {
 	case HV_DIRTY_RING:
 		if (!k->ring_entries) {
-			hv_err("kvm", "vm=%p op=dirty_start mode=ring err=%d "
-				      "reason=cfg.dirty_ring_entries=0",
+			hv_err("kvm",
+			       "vm=%p op=dirty_start mode=ring err=%d "
+			       "reason=cfg.dirty_ring_entries=0",
 			       (void *)vm, -EOPNOTSUPP);
 			return -EOPNOTSUPP;
 		}
 		break;
 	case HV_DIRTY_BITMAP:
 		if (!k->manual_protect) {
-			hv_err("kvm", "vm=%p op=dirty_start mode=bitmap err=%d "
-				      "missing=KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2"
-				      " ring=%u",
+			hv_err("kvm",
+			       "vm=%p op=dirty_start mode=bitmap err=%d "
+			       "missing=KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2"
+			       " ring=%u",
 			       (void *)vm, -EOPNOTSUPP, k->ring_entries);
 			return -EOPNOTSUPP;
 		}
@@ -82,7 +84,7 @@ uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
 	bool desync = false;
 	struct hv_kvm_vm *k = kvm_of(vm);
 	struct hv_kvm_vcpu *c = vcpu->accel;
-	struct hv_kvm_ring_result res = { 0 };
+	struct hv_kvm_ring_result res = {0};
 	const struct hv_memslots_snap *snap;
 	uint64_t t0 = now_ns();
 	bool per_entry = __atomic_load_n(&k->ring_per_entry, __ATOMIC_RELAXED);
@@ -142,9 +144,9 @@ static int64_t harvest_bitmap(struct hv_vm *vm, struct hv_kvm_vm *k)
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct hv_memslot *m = hv_memslots_at(snap, i);
-		struct kvm_slot *s = m->id < k->nr_slots ? &k->slots[m->id]
-							 : NULL;
-		struct kvm_dirty_log log = { .slot = m->id };
+		struct kvm_slot *s =
+			m->id < k->nr_slots ? &k->slots[m->id] : NULL;
+		struct kvm_dirty_log log = {.slot = m->id};
 		uint64_t words = HV_DIV_ROUND_UP(m->npages, 64);
 
 		if (!m->dirty || !s || !s->scratch)
@@ -253,8 +255,9 @@ int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,
 	if (ioctl(k->vm_fd, KVM_CLEAR_DIRTY_LOG, &c) < 0) {
 		int ret = -errno;
 
-		hv_err("kvm", "vm=%p op=clear_dirty_log slot=%u first=%llu "
-			      "count=%llu err=%d",
+		hv_err("kvm",
+		       "vm=%p op=clear_dirty_log slot=%u first=%llu "
+		       "count=%llu err=%d",
 		       (void *)vm, slot_id, (unsigned long long)first,
 		       (unsigned long long)count, ret);
 		return ret;

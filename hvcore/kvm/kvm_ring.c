@@ -39,7 +39,7 @@ void hv_kvm_ring_collect(struct kvm_dirty_gfn *ring, uint32_t size,
 {
 	const struct hv_memslot *slot = NULL;
 	uint32_t cur_id = UINT32_MAX;
-	struct word_acc acc = { 0 };
+	struct word_acc acc = {0};
 	uint32_t idx = *fetch;
 	uint32_t n;
 

@@ -60,10 +60,10 @@ int hv_kvm_vcpu_init(struct hv_vcpu *vcpu)
 		/* Started directly in long mode instead of INIT-SIPI, and
 		 * runnable: with the in-kernel LAPIC an AP otherwise waits
 		 * for a SIPI. */
-		struct kvm_mp_state mp = { KVM_MP_STATE_RUNNABLE };
+		struct kvm_mp_state mp = {KVM_MP_STATE_RUNNABLE};
 
-		ret = x86_vcpu_boot_long(c->fd, k->ap_entry64,
-					 HV_X86_AP_PT_GPA, vcpu->id);
+		ret = x86_vcpu_boot_long(c->fd, k->ap_entry64, HV_X86_AP_PT_GPA,
+					 vcpu->id);
 		if (!ret && ioctl(c->fd, KVM_SET_MP_STATE, &mp) < 0)
 			ret = -errno;
 	}
@@ -93,8 +93,8 @@ err_close:
 err_free:
 	pthread_mutex_destroy(&c->ring_lock);
 	free(c);
-	hv_err("kvm", "vm=%p vcpu=%u op=vcpu_init err=%d", (void *)vm,
-	       vcpu->id, ret);
+	hv_err("kvm", "vm=%p vcpu=%u op=vcpu_init err=%d", (void *)vm, vcpu->id,
+	       ret);
 	return ret;
 }
 
@@ -222,7 +222,7 @@ static int exit_error(struct hv_vcpu *vcpu, struct hv_exit *exit)
 	return 1;
 }
 
-#define EXIT(r, fn) [r] = { #r, fn }
+#define EXIT(r, fn) [r] = {#r, fn}
 static const struct {
 	const char *name;
 	exit_fn fn;
@@ -254,8 +254,6 @@ static const struct {
 	EXIT(KVM_EXIT_NOTIFY, exit_error),
 };
 
-/* Name of a KVM exit reason, for logs and tests. */
-const char *hv_kvm_exit_name(uint32_t reason);
 const char *hv_kvm_exit_name(uint32_t reason)
 {
 	if (reason < HV_ARRAY_SIZE(exit_table) && exit_table[reason].name)

@@ -31,19 +31,19 @@ static const struct {
 	long cap;
 	const char *name;
 } required_caps[] = {
-	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY" },
-	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
-	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
-	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
-	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
-	{ KVM_CAP_GET_TSC_KHZ, "KVM_CAP_GET_TSC_KHZ" },
-	{ KVM_CAP_ADJUST_CLOCK, "KVM_CAP_ADJUST_CLOCK" },
-	{ KVM_CAP_XSAVE, "KVM_CAP_XSAVE" },
-	{ KVM_CAP_XCRS, "KVM_CAP_XCRS" },
-	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS" },
-	{ KVM_CAP_DEBUGREGS, "KVM_CAP_DEBUGREGS" },
-	{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
-	{ KVM_CAP_SYNC_MMU, "KVM_CAP_SYNC_MMU" },
+	{KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY"},
+	{KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP"},
+	{KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR"},
+	{KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID"},
+	{KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"},
+	{KVM_CAP_GET_TSC_KHZ, "KVM_CAP_GET_TSC_KHZ"},
+	{KVM_CAP_ADJUST_CLOCK, "KVM_CAP_ADJUST_CLOCK"},
+	{KVM_CAP_XSAVE, "KVM_CAP_XSAVE"},
+	{KVM_CAP_XCRS, "KVM_CAP_XCRS"},
+	{KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS"},
+	{KVM_CAP_DEBUGREGS, "KVM_CAP_DEBUGREGS"},
+	{KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE"},
+	{KVM_CAP_SYNC_MMU, "KVM_CAP_SYNC_MMU"},
 };
 
 static void kick_handler(int sig)
@@ -69,8 +69,8 @@ static void install_kick_handler(void)
 
 int hv_kvm_check_cap(struct hv_kvm_vm *k, long cap)
 {
-	int r = ioctl(k->vm_fd >= 0 ? k->vm_fd : k->sys_fd,
-		      KVM_CHECK_EXTENSION, cap);
+	int r = ioctl(k->vm_fd >= 0 ? k->vm_fd : k->sys_fd, KVM_CHECK_EXTENSION,
+		      cap);
 
 	return r < 0 ? 0 : r;
 }
@@ -89,7 +89,7 @@ bool hv_kvm_available(void)
 
 static int enable_cap(int fd, uint32_t cap, uint64_t arg0)
 {
-	struct kvm_enable_cap c = { .cap = cap, .args = { arg0 } };
+	struct kvm_enable_cap c = {.cap = cap, .args = {arg0}};
 
 	return ioctl(fd, KVM_ENABLE_CAP, &c) < 0 ? -errno : 0;
 }
@@ -105,7 +105,8 @@ static int setup_ring(struct hv_vm *vm, struct hv_kvm_vm *k)
 					  ? KVM_CAP_DIRTY_LOG_RING_ACQ_REL
 					  : KVM_CAP_DIRTY_LOG_RING);
 	if (max <= 0) {
-		hv_err("kvm", "op=vm_init err=%d missing=KVM_CAP_DIRTY_LOG_RING",
+		hv_err("kvm",
+		       "op=vm_init err=%d missing=KVM_CAP_DIRTY_LOG_RING",
 		       -EOPNOTSUPP);
 		return -EOPNOTSUPP;
 	}
@@ -123,19 +124,19 @@ static int setup_ring(struct hv_vm *vm, struct hv_kvm_vm *k)
 
 static int load_guest(struct hv_vm *vm, struct hv_kvm_vm *k)
 {
-	const char *path = vm->cfg.guest_elf ? vm->cfg.guest_elf
-					     : HV_GUEST_ELF_PATH;
+	const char *path =
+		vm->cfg.guest_elf ? vm->cfg.guest_elf : HV_GUEST_ELF_PATH;
 	struct x86_pvh_image img;
 	int ret;
 
 	ret = x86_pvh_load(path, vm->mem->hva, vm->mem->bytes, &img);
 	if (ret)
 		return ret;
-	if (img.end > HV_VM_WL_BASE || img.lowest < HV_X86_AP_PT_GPA +
-						  HV_X86_AP_PT_PAGES *
-							  HV_PAGE_SIZE) {
-		hv_err("kvm", "op=load_guest path=%s err=%d "
-			      "reason=image_overlaps_layout",
+	if (img.end > HV_VM_WL_BASE ||
+	    img.lowest < HV_X86_AP_PT_GPA + HV_X86_AP_PT_PAGES * HV_PAGE_SIZE) {
+		hv_err("kvm",
+		       "op=load_guest path=%s err=%d "
+		       "reason=image_overlaps_layout",
 		       path, -ENOEXEC);
 		return -ENOEXEC;
 	}
@@ -307,8 +308,9 @@ static int kvm_memslot_update(struct hv_vm *vm,
 	}
 	if (ioctl(k->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
 		ret = -errno;
-		hv_err("kvm", "op=set_memory_region slot=%u gfn=0x%llx "
-			      "pages=%llu flags=0x%x err=%d",
+		hv_err("kvm",
+		       "op=set_memory_region slot=%u gfn=0x%llx "
+		       "pages=%llu flags=0x%x err=%d",
 		       d->id, (unsigned long long)d->base_gfn,
 		       (unsigned long long)d->npages, r.flags, ret);
 		return ret;

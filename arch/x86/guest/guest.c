@@ -70,8 +70,7 @@ __attribute__((aligned(16))) uint64_t hv_guest_gdt[GDT_BYTES / 8] = {
 	0x00cff2000000ffffULL, /* user data, DPL 3 */
 	0x00affa000000ffffULL, /* user code64, DPL 3 */
 };
-__attribute__((aligned(4096))) uint8_t hv_guest_kstack[MAX_CPUS *
-							KSTACK_SIZE];
+__attribute__((aligned(4096))) uint8_t hv_guest_kstack[MAX_CPUS * KSTACK_SIZE];
 static __attribute__((aligned(4096))) uint8_t ustack[MAX_CPUS][USTACK_SIZE];
 static __attribute__((aligned(64))) struct tss64 tss[MAX_CPUS];
 static __attribute__((aligned(16))) struct idt_gate idt[32];
@@ -200,14 +199,14 @@ void hv_guest_cpu_main(uint64_t cpu, uint64_t start_info)
 	uint64_t base = (uint64_t)(uintptr_t)&tss[cpu];
 	uint64_t lim = sizeof(struct tss64) - 1;
 	unsigned slot = (SEL_TSS0 >> 3) + 2 * (unsigned)cpu;
-	struct desc_ptr gdtp = { GDT_BYTES - 1,
-				 (uint64_t)(uintptr_t)hv_guest_gdt };
-	struct desc_ptr idtp = { sizeof(idt) - 1, (uint64_t)(uintptr_t)idt };
+	struct desc_ptr gdtp = {GDT_BYTES - 1,
+				(uint64_t)(uintptr_t)hv_guest_gdt};
+	struct desc_ptr idtp = {sizeof(idt) - 1, (uint64_t)(uintptr_t)idt};
 	uint16_t tr = (uint16_t)(SEL_TSS0 + 16 * cpu);
 
 	(void)start_info;
-	tss[cpu].rsp[0] = (uint64_t)(uintptr_t)hv_guest_kstack +
-			  (cpu + 1) * KSTACK_SIZE;
+	tss[cpu].rsp[0] =
+		(uint64_t)(uintptr_t)hv_guest_kstack + (cpu + 1) * KSTACK_SIZE;
 	tss[cpu].iomap = sizeof(struct tss64); /* no I/O bitmap */
 	hv_guest_gdt[slot] = (lim & 0xffff) | (base & 0xffffff) << 16 |
 			     0x89ULL << 40 | ((lim >> 16) & 0xf) << 48 |
@@ -240,9 +239,8 @@ void hv_guest_cpu_main(uint64_t cpu, uint64_t start_info)
 			serial_puts("hvguest: booted (PVH), no VMM params: "
 				    "self-test\n");
 	}
-	hv_guest_enter_user(user_main,
-			    (uint64_t)(uintptr_t)&ustack[cpu][USTACK_SIZE],
-			    cpu);
+	hv_guest_enter_user(
+		user_main, (uint64_t)(uintptr_t)&ustack[cpu][USTACK_SIZE], cpu);
 }
 
 /* ---- ring 3 ---------------------------------------------------------- */
@@ -341,8 +339,8 @@ static uint64_t selftest(void)
 	/* A sweep writes page i with seq i + 1 + k * pages for the last k. */
 	for (uint64_t i = 0; i < ST_PAGES; i++) {
 		const volatile struct hv_wl_stamp *s =
-			(const volatile struct hv_wl_stamp *)(uintptr_t)(
-				ST_REGION_GPA + i * 4096);
+			(const volatile struct hv_wl_stamp
+				 *)(uintptr_t)(ST_REGION_GPA + i * 4096);
 		uint64_t want = i + 1 + 2 * (uint64_t)ST_PAGES;
 
 		if (want > ST_WRITES)
@@ -367,8 +365,8 @@ static void user_main(uint64_t cpu)
 		uint64_t bad = selftest();
 
 		for (;;)
-			ucall(HV_UCALL_DONE, 0, 0, bad, st[0].seq,
-			      st[0].passes, 0);
+			ucall(HV_UCALL_DONE, 0, 0, bad, st[0].seq, st[0].passes,
+			      0);
 	}
 	GUEST_ASSERT2(cpu < p->nr_vcpus, cpu, p->nr_vcpus);
 	ret = hv_wl_run(p, &st[cpu], (uint32_t)cpu, &guest_env);

@@ -31,10 +31,10 @@
 
 struct oracle {
 	struct hv_vm *vm;
-	uint64_t *snap[4];  /* S(i) in snap[i % 4] */
-	uint64_t *dirty[3]; /* D(i) in dirty[i % 3] */
-	bool resync[3];	    /* round i's harvest re-marked everything */
-	uint64_t *pending;  /* changed in (S(i-2), S(i-1)], not in D(i-1) */
+	uint64_t *snap[4];   /* S(i) in snap[i % 4] */
+	uint64_t *dirty[3];  /* D(i) in dirty[i % 3] */
+	bool resync[3];	     /* round i's harvest re-marked everything */
+	uint64_t *pending;   /* changed in (S(i-2), S(i-1)], not in D(i-1) */
 	uint64_t region_end; /* first page after the workload regions */
 	uint64_t checked, reported, misses, excess;
 };
@@ -134,7 +134,7 @@ static void run_oracle(enum hv_dirty_mode mode, uint32_t nr_vcpus,
 		       uint32_t ring_entries, uint64_t chunk, unsigned rounds)
 {
 	struct hv_vm_cfg cfg;
-	struct oracle o = { 0 };
+	struct oracle o = {0};
 	struct hv_kvm_ring_stats rs;
 	uint64_t *d;
 	unsigned i;
@@ -179,7 +179,8 @@ static void run_oracle(enum hv_dirty_mode mode, uint32_t nr_vcpus,
 			       (unsigned long long)rs.full_exits,
 			       (unsigned long long)rs.resyncs,
 			       (unsigned long long)rs.desyncs,
-			       (unsigned long long)hv_vm_wl_status(o.vm, 0)->seq);
+			       (unsigned long long)hv_vm_wl_status(o.vm, 0)
+				       ->seq);
 		}
 	}
 	/* Final: pause, harvest: whatever changed is now reported. */
@@ -202,8 +203,7 @@ static void run_oracle(enum hv_dirty_mode mode, uint32_t nr_vcpus,
 	       (unsigned long long)o.checked, (unsigned long long)o.reported,
 	       (unsigned long long)o.misses, (unsigned long long)o.excess,
 	       (unsigned long long)rs.full_exits,
-	       (unsigned long long)rs.resyncs,
-	       (unsigned long long)rs.desyncs);
+	       (unsigned long long)rs.resyncs, (unsigned long long)rs.desyncs);
 	if (rs.desyncs) {
 		/* Seen on the nested KVM (PVM) of the build machines: the
 		 * kernel's ring position runs ahead of ours and writes go
@@ -278,8 +278,7 @@ static void check_vmm_write_marked(enum hv_dirty_mode mode)
 	CU_ASSERT_FATAL(hv_vm_dirty_log_start(vm, mode) == 0);
 	CU_ASSERT_EQUAL(harvest_all(vm, d), (int64_t)PAGES);
 	/* Straddles two pages. */
-	CU_ASSERT_EQUAL(hv_vm_write_guest(vm, gpa + 4050, buf, sizeof(buf)),
-			0);
+	CU_ASSERT_EQUAL(hv_vm_write_guest(vm, gpa + 4050, buf, sizeof(buf)), 0);
 	CU_ASSERT_EQUAL(harvest_all(vm, d), 2);
 	CU_ASSERT(bit(d, gpa / 4096));
 	CU_ASSERT(bit(d, gpa / 4096 + 1));
@@ -302,17 +301,16 @@ static void test_vmm_writes_are_marked_in_bitmap_mode(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "ring_misses_no_page_one_vcpu", test_ring_misses_no_page_one_vcpu },
-	{ "ring_misses_no_page_two_vcpus_with_ring_full_exits",
-	  test_ring_misses_no_page_two_vcpus_with_ring_full_exits },
-	{ "bitmap_misses_no_page_one_vcpu",
-	  test_bitmap_misses_no_page_one_vcpu },
-	{ "dirty_not_lost_during_chunked_clear_two_vcpus",
-	  test_dirty_not_lost_during_chunked_clear_two_vcpus },
-	{ "vmm_writes_are_marked_in_ring_mode",
-	  test_vmm_writes_are_marked_in_ring_mode },
-	{ "vmm_writes_are_marked_in_bitmap_mode",
-	  test_vmm_writes_are_marked_in_bitmap_mode },
+	{"ring_misses_no_page_one_vcpu", test_ring_misses_no_page_one_vcpu},
+	{"ring_misses_no_page_two_vcpus_with_ring_full_exits",
+	 test_ring_misses_no_page_two_vcpus_with_ring_full_exits},
+	{"bitmap_misses_no_page_one_vcpu", test_bitmap_misses_no_page_one_vcpu},
+	{"dirty_not_lost_during_chunked_clear_two_vcpus",
+	 test_dirty_not_lost_during_chunked_clear_two_vcpus},
+	{"vmm_writes_are_marked_in_ring_mode",
+	 test_vmm_writes_are_marked_in_ring_mode},
+	{"vmm_writes_are_marked_in_bitmap_mode",
+	 test_vmm_writes_are_marked_in_bitmap_mode},
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("hvcore/kvm/dirty", NULL, NULL, tests);

@@ -24,6 +24,20 @@ static void cfg_small(struct hv_vm_cfg *cfg, uint32_t nr, uint64_t writes)
 	}
 }
 
+/* Wait (up to 10 s on a loaded machine) until every vCPU wrote. */
+static void wait_progress(struct hv_vm *vm, uint32_t nr)
+{
+	for (int t = 0; t < 1000; t++) {
+		uint32_t ok = 0;
+
+		for (uint32_t i = 0; i < nr; i++)
+			ok += hv_vm_wl_status(vm, i)->seq > 0;
+		if (ok == nr)
+			return;
+		usleep(10000);
+	}
+}
+
 static void check_workload_done(uint32_t nr)
 {
 	struct hv_vm_cfg cfg;
@@ -46,8 +60,7 @@ static void check_workload_done(uint32_t nr)
 		CU_ASSERT_FALSE(s.asserted);
 		CU_ASSERT_EQUAL(s.error, 0);
 		/* Last page of the region: written in pass 2 with seq 2048. */
-		page = hv_vm_gpa_to_hva(vm,
-					cfg.wl[i].region_gpa + 1023 * 4096,
+		page = hv_vm_gpa_to_hva(vm, cfg.wl[i].region_gpa + 1023 * 4096,
 					4096);
 		CU_ASSERT_FATAL(page != NULL);
 		{
@@ -87,7 +100,7 @@ static void test_pause_parks_every_vcpu_and_resume_continues(void)
 	CU_ASSERT_FATAL(hv_vm_create(&cfg, &vm) == 0);
 	CU_ASSERT_FATAL(hv_vm_start(vm) == 0);
 	CU_ASSERT_EQUAL(hv_vm_resume(vm), -EBUSY);
-	usleep(50000);
+	wait_progress(vm, 2);
 	CU_ASSERT_EQUAL_FATAL(hv_vm_pause(vm), 0);
 	CU_ASSERT_EQUAL(hv_vm_get_state(vm), HV_VM_PAUSED);
 	for (uint32_t i = 0; i < 2; i++) {
@@ -150,17 +163,48 @@ static void test_bitmap_mode_refused_on_a_ring_vm(void)
 	hv_vm_destroy(vm);
 }
 
+/* Every backing either runs the guest or fails cleanly at create (hugetlb
+ * without reserved pages: -ENOMEM, *out untouched). */
+static void test_each_backing_runs_the_guest_or_fails_cleanly(void)
+{
+	static const enum hv_mem_backing b[] = {HV_BACKING_THP,
+						HV_BACKING_HUGETLB};
+
+	HV_TEST_REQUIRE_KVM();
+	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+		struct hv_vm_cfg cfg;
+		struct hv_vm *vm = (struct hv_vm *)0x1;
+		int ret;
+
+		cfg_small(&cfg, 1, 2000);
+		cfg.backing = b[i];
+		ret = hv_vm_create(&cfg, &vm);
+		if (ret) {
+			CU_ASSERT(b[i] == HV_BACKING_HUGETLB);
+			CU_ASSERT(ret == -ENOMEM || ret == -EINVAL);
+			CU_ASSERT_PTR_EQUAL(vm, (struct hv_vm *)0x1);
+			continue;
+		}
+		CU_ASSERT_FATAL(hv_vm_start(vm) == 0);
+		CU_ASSERT_EQUAL(hv_vm_wait(vm, 30000), 0);
+		CU_ASSERT_EQUAL(hv_vm_wl_status(vm, 0)->seq, 2000);
+		hv_vm_destroy(vm);
+	}
+}
+
 static CU_TestInfo tests[] = {
-	{ "guest_runs_workload_on_one_vcpu",
-	  test_guest_runs_workload_on_one_vcpu },
-	{ "guest_runs_workload_on_each_of_three_vcpus",
-	  test_guest_runs_workload_on_each_of_three_vcpus },
-	{ "pause_parks_every_vcpu_and_resume_continues",
-	  test_pause_parks_every_vcpu_and_resume_continues },
-	{ "create_refuses_bad_cfg_and_leaves_out_untouched",
-	  test_create_refuses_bad_cfg_and_leaves_out_untouched },
-	{ "bitmap_mode_refused_on_a_ring_vm",
-	  test_bitmap_mode_refused_on_a_ring_vm },
+	{"each_backing_runs_the_guest_or_fails_cleanly",
+	 test_each_backing_runs_the_guest_or_fails_cleanly},
+	{"guest_runs_workload_on_one_vcpu",
+	 test_guest_runs_workload_on_one_vcpu},
+	{"guest_runs_workload_on_each_of_three_vcpus",
+	 test_guest_runs_workload_on_each_of_three_vcpus},
+	{"pause_parks_every_vcpu_and_resume_continues",
+	 test_pause_parks_every_vcpu_and_resume_continues},
+	{"create_refuses_bad_cfg_and_leaves_out_untouched",
+	 test_create_refuses_bad_cfg_and_leaves_out_untouched},
+	{"bitmap_mode_refused_on_a_ring_vm",
+	 test_bitmap_mode_refused_on_a_ring_vm},
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("hvcore/kvm/vm", NULL, NULL, tests);
