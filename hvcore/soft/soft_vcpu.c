@@ -149,7 +149,7 @@ static int fault_locked(struct hv_soft_vcpu *v, const struct hv_memslot *s,
 			unsigned l = pick_level(vm, s, gfn, logging);
 			uint64_t n = 1ULL << (HV_PTE_LEVEL_BITS * l);
 			gfn_t start = HV_ALIGN_DOWN(gfn, n);
-			bool log_pml = false;
+			bool log_wp = false, log_pml = false;
 
 			perm = HV_PTE_R | HV_PTE_W | HV_PTE_D;
 			if (logging && !f->write)
@@ -157,8 +157,7 @@ static int fault_locked(struct hv_soft_vcpu *v, const struct hv_memslot *s,
 					       ? HV_PTE_R
 					       : HV_PTE_R | HV_PTE_W;
 			else if (logging && mode == HV_SOFT_LOG_WP)
-				hv_dirty_bitmap_set(s->dirty,
-						    gfn - s->base_gfn);
+				log_wp = true;
 			else if (logging)
 				log_pml = true;
 			if (s->flags & HV_MEMSLOT_F_READONLY)
@@ -170,6 +169,11 @@ static int fault_locked(struct hv_soft_vcpu *v, const struct hv_memslot *s,
 				l, perm, &v->cache);
 			if (ret == -ENOMEM)
 				return ret;
+			/* Log only once the writable leaf is in: see the
+			 * write-protection fault below for why. */
+			if (!ret && log_wp)
+				hv_dirty_bitmap_set(s->dirty,
+						    gfn - s->base_gfn);
 			if (!ret && log_pml)
 				f->pml_full |= pml_append(v, gpa);
 			continue;
@@ -190,16 +194,26 @@ static int fault_locked(struct hv_soft_vcpu *v, const struct hv_memslot *s,
 					return ret;
 				continue;
 			}
-			/* Bit first: a harvester that fetches it before
-			 * the CAS re-protects a page already writable,
-			 * never the other way round. */
-			if (logging)
-				hv_dirty_bitmap_set(s->dirty,
-						    gfn - s->base_gfn);
+			/*
+			 * CAS first, then the bit (KVM's fast page fault
+			 * does the same). The other order loses writes:
+			 *   vCPU: bit = 1
+			 *   harvester: fetch bit; protect: leaf already
+			 *              read-only, nothing to do; return
+			 *   vCPU: CAS -> writable; writes from now on are
+			 *         in no bitmap and nothing protects them.
+			 * With the bit after the CAS, whoever fetches it
+			 * finds the leaf writable and protects it, and
+			 * the bit is set before this vCPU writes.
+			 */
 			if (hv_soft_mmu_set_perm(mmu, &w,
-						 perm | HV_PTE_W | HV_PTE_D))
+						 perm | HV_PTE_W | HV_PTE_D)) {
+				if (logging)
+					hv_dirty_bitmap_set(s->dirty,
+							    gfn - s->base_gfn);
 				atomic_fetch_add_explicit(&vm->wp_faults, 1,
 						memory_order_relaxed);
+			}
 			continue;
 		}
 		/* Writable but clean: the "hardware" sets the dirty bit and,
@@ -318,7 +332,27 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static void refresh_shadow(struct wl_run *r)
+/*
+ * Guest RAM is shared with the VMM without host-level synchronisation, as
+ * a real guest's is: the host rewrites the params page (hv_vm_wl_set_vcpu)
+ * while vCPUs read it. The fields it may change while the guest runs are
+ * read with atomic loads, never torn; the rest is copied word by word and
+ * validated by the workload. Hence no TSan instrumentation here (and no
+ * memcpy, which TSan intercepts).
+ */
+__attribute__((no_sanitize("thread"))) static void
+copy_params(struct hv_wl_params *dst, const volatile struct hv_wl_params *src)
+{
+	const volatile uint64_t *s = (const volatile uint64_t *)src;
+	uint64_t *d = (uint64_t *)dst;
+
+	_Static_assert(sizeof(*dst) % 8 == 0, "params copied by words");
+	for (size_t i = 0; i < sizeof(*dst) / 8; i++)
+		d[i] = s[i];
+}
+
+__attribute__((no_sanitize("thread"))) static void
+refresh_shadow(struct wl_run *r)
 {
 	const volatile struct hv_wl_vcpu_params *g = &r->gp->vcpu[r->v->id];
 	struct hv_wl_vcpu_params *s = &r->shadow.vcpu[r->v->id];
@@ -435,7 +469,7 @@ int hv_soft_vcpu_run_workload(struct hv_soft_vcpu *v,
 		free(r);
 		return -EFAULT;
 	}
-	memcpy(&r->shadow, (const void *)r->gp, sizeof(r->shadow));
+	copy_params(&r->shadow, r->gp);
 	r->shadow.vcpu[v->id].stop = 0;
 	/* now_tsc() ticks in nanoseconds. */
 	r->shadow.tsc_khz = 1000000;

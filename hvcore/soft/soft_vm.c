@@ -43,17 +43,15 @@ void hv_soft_vm_destroy(struct hv_soft_vm *vm)
 }
 
 /*
- * Protect every leaf of [gfn, gfn + npages): write-protect (WP mode, and
+ * Protect every leaf of [gpa, end): write-protect (WP mode, read-only, and
  * huge leaves in PML mode, whose single dirty bit cannot say which 4 KiB
  * page was written) or clean the dirty bit (4 KiB leaves in PML mode).
  * Write lock held.
  */
-static void protect_slot(struct hv_soft_vm *vm, const struct hv_memslot *s,
-			 enum hv_soft_log_mode mode)
+static void protect_range(struct hv_soft_vm *vm, gpa_t gpa, gpa_t end,
+			  enum hv_soft_log_mode mode)
 {
 	const struct hv_arch_pte_fmt *fmt = hv_soft_mmu_fmt(vm->mmu);
-	gpa_t gpa = hv_gfn_to_gpa(s->base_gfn);
-	gpa_t end = hv_gfn_to_gpa(s->base_gfn + s->npages);
 
 	while (gpa < end) {
 		struct hv_soft_walk w;
@@ -78,6 +76,31 @@ static void protect_slot(struct hv_soft_vm *vm, const struct hv_memslot *s,
 		}
 		gpa = HV_ALIGN_DOWN(gpa, size) + size;
 	}
+}
+
+static void protect_slot(struct hv_soft_vm *vm, const struct hv_memslot *s,
+			 enum hv_soft_log_mode mode)
+{
+	protect_range(vm, hv_gfn_to_gpa(s->base_gfn),
+		      hv_gfn_to_gpa(s->base_gfn + s->npages), mode);
+}
+
+void hv_soft_vm_protect(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages,
+			enum hv_soft_log_mode mode)
+{
+	hv_soft_mmu_write_lock(vm->mmu);
+	protect_range(vm, hv_gfn_to_gpa(gfn), hv_gfn_to_gpa(gfn + npages),
+		      mode);
+	hv_soft_mmu_flush(vm->mmu);
+	hv_soft_mmu_write_unlock(vm->mmu);
+}
+
+void hv_soft_vm_zap(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages)
+{
+	hv_soft_mmu_write_lock(vm->mmu);
+	hv_soft_mmu_zap_range(vm->mmu, hv_gfn_to_gpa(gfn),
+			      npages << HV_PAGE_SHIFT);
+	hv_soft_mmu_write_unlock(vm->mmu);
 }
 
 int hv_soft_vm_log_start(struct hv_soft_vm *vm, enum hv_soft_log_mode mode,

@@ -105,6 +105,22 @@ int hv_soft_vm_log_start(struct hv_soft_vm *vm, enum hv_soft_log_mode mode,
 /* Stop logging (after a final sync + harvest by the caller). */
 void hv_soft_vm_log_stop(struct hv_soft_vm *vm);
 
+/*
+ * Re-arm [gfn, gfn + npages) under the write lock and flush TLBs: every
+ * leaf loses write permission and its dirty bit (HV_SOFT_LOG_WP, and
+ * HV_SOFT_LOG_OFF for a slot turning read-only), or, in PML mode, 4 KiB
+ * leaves only lose the dirty bit. Control thread; vCPUs may run.
+ */
+void hv_soft_vm_protect(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages,
+			enum hv_soft_log_mode mode);
+/*
+ * Unmap [gfn, gfn + npages) and free its tables (write lock), flushing
+ * TLBs: for a memslot deleted or moved, after the memslot set published
+ * the change and its grace period ended, so no fault can map the old
+ * range again. Control thread; vCPUs may run.
+ */
+void hv_soft_vm_zap(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages);
+
 /* Flush every vCPU's PML into the memslot bitmaps. Returns entries. */
 uint64_t hv_soft_vm_sync_pml(struct hv_soft_vm *vm);
 
