@@ -62,13 +62,13 @@ void migd_framer_fini(struct migd_framer *f);
 
 /*
  * Append @n bytes. 0, -ENOMEM, or the sticky error. Bytes of a frame
- * returned by the last migd_framer_next() may move: the pointer it gave
+ * returned by the last migd_framer_next() may move: its pointer
  * is valid only until the next feed or next.
  */
 int migd_framer_feed(struct migd_framer *f, const void *data, size_t n);
 
 /*
- * Take the next complete frame: 1 with *@msg/*@len set (the message
+ * Take the next complete frame: 1 with *@msg and *@len set (the message
  * without its header), 0 when more bytes are needed, -EMSGSIZE when the
  * next header is invalid (sticky).
  */

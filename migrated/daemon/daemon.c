@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/*
+ * struct migd: start-up, the loop, clean shutdown (daemon.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hvcore/log.h"
+#include "migrated/daemon/daemon.h"
+#include "migrated/daemon/migration.h"
+#include "migrated/mig/devca.h"
+
+#define COMP "migd"
+
+uint64_t migd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t migd_now_unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* mkdir -p with mode 0700 for the last component; an existing directory
+ * owned by us is tightened to 0700 (it holds the socket and TLS keys). */
+static int make_private_dir(const char *path)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != getuid())
+		return -EPERM;
+	if ((st.st_mode & 0777) != 0700 && chmod(path, 0700))
+		return -errno;
+	return 0;
+}
+
+static enum hv_accel_kind resolve_accel(enum hv_accel_kind want)
+{
+	int fd;
+
+	if (want != HV_ACCEL_INVALID)
+		return want;
+	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return HV_ACCEL_KVM;
+	}
+	return HV_ACCEL_SOFT;
+}
+
+static int setup_tls(struct migd *d)
+{
+	struct mig_devca ca;
+	int ret;
+
+	if (d->cfg.dev_tls) {
+		ret = mig_devca_ensure(d->cfg.tls_dir, &ca);
+		if (ret) {
+			hv_err(COMP, "event=devca_failed dir=%s err=%d",
+			       d->cfg.tls_dir, ret);
+			return ret;
+		}
+		snprintf(d->tls_ca, sizeof(d->tls_ca), "%s", ca.ca_cert);
+		snprintf(d->tls_cert, sizeof(d->tls_cert), "%s", ca.host_cert);
+		snprintf(d->tls_key, sizeof(d->tls_key), "%s", ca.host_key);
+		d->tls_ready = true;
+		return 0;
+	}
+	snprintf(d->tls_ca, sizeof(d->tls_ca), "%s/ca.pem", d->cfg.tls_dir);
+	snprintf(d->tls_cert, sizeof(d->tls_cert), "%s/host.pem",
+		 d->cfg.tls_dir);
+	snprintf(d->tls_key, sizeof(d->tls_key), "%s/host.key",
+		 d->cfg.tls_dir);
+	d->tls_ready = !access(d->tls_ca, R_OK) && !access(d->tls_cert, R_OK) &&
+		       !access(d->tls_key, R_OK);
+	if (!d->tls_ready)
+		hv_warn(COMP,
+			"event=no_tls dir=%s hint=\"only insecure migrations "
+			"until ca.pem, host.pem and host.key exist, or use "
+			"--dev-tls\"",
+			d->cfg.tls_dir);
+	return 0;
+}
+
+static void signal_cb(uv_signal_t *s, int signum)
+{
+	struct migd *d = s->data;
+
+	hv_info(COMP, "event=signal sig=%s", strsignal(signum));
+	migd_shutdown(d);
+}
+
+void migd_shutdown(struct migd *d)
+{
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	hv_info(COMP, "event=shutdown vms=%u", d->reg.count);
+	/* Migrations first: an outgoing one must give its VM back before
+	 * the VMs go, an incoming one must discard what it received. */
+	migd_mig_shutdown_all(d);
+	migd_server_stop(&d->srv);
+	migd_registry_fini(&d->reg);
+	uv_signal_stop(&d->sig_term);
+	uv_signal_stop(&d->sig_int);
+	uv_close((uv_handle_t *)&d->sig_term, NULL);
+	uv_close((uv_handle_t *)&d->sig_int, NULL);
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int migd_run(const struct migd_cfg *cfg)
+{
+	struct migd *d = calloc(1, sizeof(*d));
+	uv_loop_t loop;
+	int ret;
+
+	if (!d)
+		return 1;
+	d->cfg = *cfg;
+	d->start_ns = migd_now_ns();
+	if (!d->cfg.socket_path[0] &&
+	    snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
+		     "%s/control.sock",
+		     d->cfg.state_dir) >= (int)sizeof(d->cfg.socket_path)) {
+		hv_err(COMP, "event=start_failed why=\"socket path too long\"");
+		free(d);
+		return 1;
+	}
+	if (!d->cfg.tls_dir[0])
+		snprintf(d->cfg.tls_dir, sizeof(d->cfg.tls_dir), "%.*s/tls",
+			 (int)(sizeof(d->cfg.tls_dir) - 5), d->cfg.state_dir);
+	ret = make_private_dir(d->cfg.state_dir);
+	if (ret) {
+		hv_err(COMP, "event=start_failed state_dir=%s err=\"%s\"",
+		       d->cfg.state_dir, strerror(-ret));
+		free(d);
+		return 1;
+	}
+	d->accel = resolve_accel(cfg->accel);
+	if (setup_tls(d)) {
+		free(d);
+		return 1;
+	}
+	ret = uv_loop_init(&loop);
+	if (ret) {
+		free(d);
+		return 1;
+	}
+	d->loop = &loop;
+	migd_registry_init(&d->reg);
+	ret = migd_server_start(&d->srv, d, d->cfg.socket_path);
+	if (ret) {
+		hv_err(COMP, "event=start_failed socket=%s err=\"%s\"",
+		       d->cfg.socket_path,
+		       ret == -EADDRINUSE ? "another daemon is running there"
+					  : strerror(-ret));
+		d->exit_code = 1;
+		goto out_loop;
+	}
+	uv_signal_init(d->loop, &d->sig_term);
+	uv_signal_init(d->loop, &d->sig_int);
+	d->sig_term.data = d;
+	d->sig_int.data = d;
+	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
+	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+	hv_info(COMP,
+		"event=started version=%s pid=%d state_dir=%s socket=%s "
+		"accel=%s tls=%s engine=%s",
+		MIGD_VERSION, (int)getpid(), d->cfg.state_dir,
+		d->cfg.socket_path, hv_accel_kind_name(d->accel),
+		d->tls_ready ? d->cfg.tls_dir : "none",
+#ifdef MIGD_HAVE_ENGINE
+		"yes"
+#else
+		"no"
+#endif
+	);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	hv_info(COMP, "event=stopped");
+out_loop:
+	/* Anything left open (a failed start) is closed so the loop can be
+	 * torn down without leaks. */
+	uv_walk(d->loop, close_walk_cb, NULL);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	uv_loop_close(d->loop);
+	ret = d->exit_code;
+	free(d);
+	return ret;
+}

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migd_mig: the daemon's side of a migration (migration.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvcore/log.h"
+#include "migrated/daemon/calls.h"
+#include "migrated/daemon/daemon.h"
+#include "migrated/daemon/migration.h"
+
+#define COMP "migd.mig"
+
+_Static_assert((int)MIGD__MIG_PHASE__MIG_PHASE_CANCELLED ==
+		       MIG_PHASE_CANCELLED &&
+		       (int)MIGD__MIG_PHASE__MIG_PHASE_SETUP == MIG_PHASE_SETUP,
+	       "API phases mirror mig_phase");
+
+static bool phase_terminal(enum mig_phase p)
+{
+	return p == MIG_PHASE_COMPLETED || p == MIG_PHASE_FAILED ||
+	       p == MIG_PHASE_CANCELLED;
+}
+
+static const char *dir_name(const struct migd_mig *m)
+{
+	return m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING
+		       ? "outgoing"
+		       : "incoming";
+}
+
+void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
+			Migd__MigProgress *prog, Migd__Downtime *dt)
+{
+	struct mig_progress p;
+
+	if (m->finished) {
+		p = m->final;
+	} else {
+		pthread_mutex_lock(&m->lock);
+		p = m->latest;
+		pthread_mutex_unlock(&m->lock);
+	}
+	migd__mig_info__init(info);
+	migd__mig_progress__init(prog);
+	migd__downtime__init(dt);
+	info->id = m->id;
+	info->direction = m->dir;
+	info->vm = m->vm;
+	info->peer = m->prm.host; /* port in its own field */
+	info->port = m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING
+			     ? m->port
+			     : m->prm.port;
+	info->insecure = m->prm.insecure;
+	info->finished = m->finished;
+	info->progress = prog;
+	prog->phase = (unsigned)p.phase < MIG_PHASE_COUNT
+			      ? (Migd__MigPhase)p.phase
+			      : MIGD__MIG_PHASE__MIG_PHASE_INVALID;
+	prog->iteration = p.iteration;
+	prog->elapsed_ns = p.elapsed_ns;
+	prog->ram_bytes = p.ram_bytes;
+	prog->pages_sent = p.pages_sent;
+	prog->pages_zero = p.pages_zero;
+	prog->pages_compressed = p.pages_compressed;
+	prog->pages_raw = p.pages_raw;
+	prog->bytes_wire = p.bytes_wire;
+	prog->compression_ratio = p.compression_ratio;
+	prog->bandwidth = p.bandwidth;
+	prog->dirty_rate = p.dirty_rate;
+	prog->remaining_bytes = p.remaining_bytes;
+	prog->expected_downtime_ns = p.expected_downtime_ns;
+	prog->throttle_pct = p.throttle_pct;
+	prog->guest_downtime_ns = p.guest_downtime_ns;
+	prog->error = p.error;
+	/* Both copies of the message live in @m and stay NUL-terminated. */
+	prog->message = m->finished ? m->final.message : m->latest.message;
+	dt->pause_ns = p.downtime.pause_ns;
+	dt->final_harvest_ns = p.downtime.final_harvest_ns;
+	dt->final_send_ns = p.downtime.final_send_ns;
+	dt->state_ns = p.downtime.state_ns;
+	dt->load_ns = p.downtime.load_ns;
+	dt->resume_ns = p.downtime.resume_ns;
+	dt->total_ns = p.downtime.total_ns;
+	dt->digest_ns = p.downtime.digest_ns;
+	dt->dst_verify_ns = p.downtime.dst_verify_ns;
+	dt->dst_load_ns = p.downtime.dst_load_ns;
+	dt->dst_resume_ns = p.downtime.dst_resume_ns;
+	prog->downtime = dt;
+}
+
+static void publish(struct migd_mig *m, Migd__EventKind kind, bool final)
+{
+	Migd__Event ev = MIGD__EVENT__INIT;
+	Migd__MigEvent body = MIGD__MIG_EVENT__INIT;
+	Migd__MigInfo info;
+	Migd__MigProgress prog;
+	Migd__Downtime dt;
+
+	migd_mig_info_fill(m, &info, &prog, &dt);
+	body.migration = &info;
+	ev.kind = kind;
+	ev.body_case = MIGD__EVENT__BODY_MIGRATION;
+	ev.migration = &body;
+	migd_server_publish(&m->d->srv, &ev, m->vm, m->id, final);
+}
+
+static void async_closed(uv_handle_t *h)
+{
+	struct migd_mig *m = h->data;
+
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static void mig_free(struct migd_mig *m)
+{
+	/* The engine objects are gone once finished (settle()). */
+	uv_close((uv_handle_t *)&m->async, async_closed);
+}
+
+/* Drop the oldest finished records beyond MIGD_MIG_HISTORY. */
+static void trim_history(struct migd *d)
+{
+	unsigned kept = 0;
+
+	for (struct migd_mig **pp = &d->migs; *pp;) {
+		struct migd_mig *m = *pp;
+
+		if (m->finished && ++kept > MIGD_MIG_HISTORY) {
+			*pp = m->next;
+			mig_free(m);
+			continue;
+		}
+		pp = &m->next;
+	}
+}
+
+#ifdef MIGD_HAVE_ENGINE
+
+/* Engine thread. */
+static void progress_cb(void *arg, const struct mig_progress *p)
+{
+	struct migd_mig *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	m->latest = *p;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->async);
+}
+
+/* Waiter thread: the one place that blocks on the engine. */
+static void waiter_main(void *arg)
+{
+	struct migd_mig *m = arg;
+	struct mig_progress final;
+	struct hv_vm *vm = NULL;
+	int ret;
+
+	memset(&final, 0, sizeof(final));
+	if (m->src)
+		ret = mig_source_wait(m->src, &final);
+	else
+		ret = mig_dest_wait(m->dst, &vm, &final);
+	pthread_mutex_lock(&m->lock);
+	m->latest = final;
+	m->result = ret;
+	m->vm_in = ret ? NULL : vm;
+	m->done = true;
+	pthread_mutex_unlock(&m->lock);
+	uv_async_send(&m->async);
+}
+
+static void settle_outgoing(struct migd_mig *m)
+{
+	struct migd *d = m->d;
+	struct migd_vm *v = migd_registry_find(&d->reg, m->vm);
+
+	if (!v || v->mig_id != m->id)
+		return; /* cannot happen: the VM is pinned by mig_id */
+	if (m->result == 0) {
+		/* The VM runs on the destination: release our copy. */
+		v->mig_id = 0;
+		migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING,
+				      true);
+		migd_registry_remove(&d->reg, v);
+		return;
+	}
+	v->mig_id = 0;
+	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING, false);
+}
+
+static void settle_incoming(struct migd_mig *m)
+{
+	struct migd *d = m->d;
+	struct hv_vm *vm = m->vm_in;
+	const struct hv_wl_vcpu_params *p;
+	struct migd_wl wl = { 0 };
+	struct migd_vm *v;
+	int ret;
+
+	if (m->result || !vm)
+		return;
+	m->vm_in = NULL;
+	p = &vm->cfg.wl[0];
+	wl.pattern = p->pattern;
+	wl.content = p->content;
+	wl.rate_pages = p->rate_pages;
+	wl.region_offset = p->region_gpa;
+	wl.region_bytes = p->region_pages * HV_PAGE_SIZE * vm->cfg.nr_vcpus;
+	wl.write_pct = p->write_pct;
+	wl.hot_pct = p->hot_pct;
+	wl.hot_share_pct = p->hot_share_pct;
+	wl.heartbeat_us = p->heartbeat_us;
+	wl.seed = p->seed;
+	ret = migd_registry_add(&d->reg, m->vm, vm, &wl, true, &v);
+	if (ret == -EEXIST) {
+		/* Someone took the name meanwhile: keep the VM running under
+		 * a unique one rather than lose it. */
+		snprintf(m->vm, sizeof(m->vm), "incoming-%llu",
+			 (unsigned long long)m->id);
+		ret = migd_registry_add(&d->reg, m->vm, vm, &wl, true, &v);
+	}
+	if (ret) {
+		hv_err(COMP, "event=incoming_vm_dropped mig=%llu err=%d",
+		       (unsigned long long)m->id, ret);
+		hv_vm_destroy(vm);
+		return;
+	}
+	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_INVALID, false);
+}
+
+/* The waiter is done: reap it, settle the VM, announce the end. */
+static void settle(struct migd_mig *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->final = m->latest;
+	pthread_mutex_unlock(&m->lock);
+	if (m->waiter_started) {
+		uv_thread_join(&m->waiter);
+		m->waiter_started = false;
+	}
+	if (!phase_terminal(m->final.phase))
+		m->final.phase = m->result == 0	       ? MIG_PHASE_COMPLETED
+				 : m->result == -ECANCELED ? MIG_PHASE_CANCELLED
+							   : MIG_PHASE_FAILED;
+	if (m->result && !m->final.error)
+		m->final.error = m->result;
+	if (m->result && !m->final.message[0])
+		snprintf(m->final.message, sizeof(m->final.message), "%s",
+			 strerror(-m->result));
+	if (m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING)
+		settle_outgoing(m);
+	else
+		settle_incoming(m);
+	if (m->src)
+		mig_source_destroy(m->src);
+	if (m->dst)
+		mig_dest_destroy(m->dst);
+	m->src = NULL;
+	m->dst = NULL;
+	m->finished = true;
+	hv_info(COMP,
+		"event=migration_finished mig=%llu dir=%s vm=%s phase=%s "
+		"err=%d iterations=%u pages_sent=%llu bytes_wire=%llu "
+		"downtime_us=%llu guest_downtime_us=%llu msg=\"%s\"",
+		(unsigned long long)m->id, dir_name(m), m->vm,
+		mig_phase_name(m->final.phase), m->result,
+		m->final.iteration, (unsigned long long)m->final.pages_sent,
+		(unsigned long long)m->final.bytes_wire,
+		(unsigned long long)(m->final.downtime.total_ns / 1000),
+		(unsigned long long)(m->final.guest_downtime_ns / 1000),
+		m->final.message);
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
+	trim_history(m->d);
+}
+
+static void async_cb(uv_async_t *a)
+{
+	struct migd_mig *m = a->data;
+	enum mig_phase phase;
+	bool done;
+
+	if (m->finished)
+		return;
+	pthread_mutex_lock(&m->lock);
+	phase = m->latest.phase;
+	done = m->done;
+	pthread_mutex_unlock(&m->lock);
+	if (done) {
+		settle(m);
+		return;
+	}
+	if (phase != m->published_phase && !phase_terminal(phase)) {
+		m->published_phase = phase;
+		hv_info(COMP, "event=migration_phase mig=%llu vm=%s phase=%s",
+			(unsigned long long)m->id, m->vm,
+			mig_phase_name(phase));
+		publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
+	}
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PROGRESS, false);
+}
+
+static int mig_new(struct migd *d, Migd__MigDirection dir,
+		   const struct migd_mig_params *prm, struct migd_mig **out)
+{
+	struct migd_mig *m = calloc(1, sizeof(*m));
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	m->d = d;
+	m->dir = dir;
+	m->prm = *prm;
+	m->id = ++d->next_mig_id;
+	pthread_mutex_init(&m->lock, NULL);
+	ret = uv_async_init(d->loop, &m->async, async_cb);
+	if (ret) {
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return ret;
+	}
+	m->async.data = m;
+	m->latest.phase = MIG_PHASE_SETUP;
+	m->opts.nr_channels = prm->channels;
+	m->opts.max_bandwidth = prm->bandwidth;
+	m->opts.downtime_ms = prm->downtime_ms;
+	m->opts.timeout_ms = prm->timeout_ms;
+	m->opts.zstd_level = prm->zstd_level;
+	m->opts.insecure = prm->insecure;
+	*out = m;
+	return 0;
+}
+
+static int set_tls(struct migd_mig *m, bool server, char *err,
+		   size_t err_size)
+{
+	struct migd *d = m->d;
+
+	if (m->prm.insecure)
+		return 0;
+	if (!d->tls_ready) {
+		snprintf(err, err_size,
+			 "no TLS material (ca.pem, host.pem, host.key) in "
+			 "%s: start migrated with --dev-tls, or migrate with "
+			 "insecure",
+			 d->cfg.tls_dir);
+		return -EPERM;
+	}
+	m->tls.ca_file = d->tls_ca;
+	m->tls.cert_file = d->tls_cert;
+	m->tls.key_file = d->tls_key;
+	m->tls.server = server;
+	m->tls.peer_name = server ? NULL : m->prm.host;
+	m->opts.tls = &m->tls;
+	return 0;
+}
+
+/* Start the waiter and link the record; the engine object exists. */
+static int mig_launch(struct migd_mig *m)
+{
+	int ret = uv_thread_create(&m->waiter, waiter_main, m);
+
+	if (ret)
+		return ret;
+	m->waiter_started = true;
+	m->next = m->d->migs;
+	m->d->migs = m;
+	return 0;
+}
+
+int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
+			    const struct migd_mig_params *prm,
+			    struct migd_mig **out, char *err, size_t err_size)
+{
+	struct migd_mig *m;
+	int ret;
+
+	if (hv_vm_get_state(v->vm) != HV_VM_RUNNING || v->mig_id) {
+		snprintf(err, err_size, "VM '%s' is not running", v->name);
+		return -EBUSY;
+	}
+	ret = mig_new(d, MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING, prm, &m);
+	if (ret) {
+		snprintf(err, err_size, "out of resources");
+		return ret;
+	}
+	snprintf(m->vm, sizeof(m->vm), "%s", v->name);
+	ret = set_tls(m, false, err, err_size);
+	if (!ret) {
+		ret = mig_source_start(v->vm, prm->host, prm->port, &m->opts,
+				       progress_cb, m, &m->src);
+		if (ret)
+			snprintf(err, err_size, "migration engine refused: %s",
+				 strerror(-ret));
+	}
+	if (!ret) {
+		ret = mig_launch(m);
+		if (ret) {
+			/* No waiter: cancel and reap on the loop, rare. */
+			mig_source_cancel(m->src);
+			mig_source_wait(m->src, &m->final);
+			mig_source_destroy(m->src);
+			snprintf(err, err_size, "cannot start a thread");
+		}
+	}
+	if (ret) {
+		mig_free(m);
+		return ret;
+	}
+	v->mig_id = m->id;
+	hv_info(COMP,
+		"event=migration_started mig=%llu dir=outgoing vm=%s "
+		"dest=%s:%u channels=%u bandwidth=%llu downtime_ms=%u tls=%d",
+		(unsigned long long)m->id, m->vm, prm->host, prm->port,
+		prm->channels, (unsigned long long)prm->bandwidth,
+		prm->downtime_ms, !prm->insecure);
+	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_RUNNING, false);
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
+	*out = m;
+	return 0;
+}
+
+int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
+			    struct migd_mig **out, char *err, size_t err_size)
+{
+	struct hv_vm_cfg base;
+	struct migd_mig *m;
+	int ret;
+
+	ret = mig_new(d, MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING, prm, &m);
+	if (ret) {
+		snprintf(err, err_size, "out of resources");
+		return ret;
+	}
+	if (prm->vm_name[0])
+		snprintf(m->vm, sizeof(m->vm), "%s", prm->vm_name);
+	else
+		snprintf(m->vm, sizeof(m->vm), "incoming-%llu",
+			 (unsigned long long)m->id);
+	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
+	ret = set_tls(m, true, err, err_size);
+	if (!ret) {
+		ret = mig_dest_start(prm->host[0] ? prm->host : "0.0.0.0",
+				     prm->port, &m->opts, &base, progress_cb,
+				     m, &m->dst);
+		if (ret)
+			snprintf(err, err_size, "cannot listen on %s:%u: %s",
+				 prm->host[0] ? prm->host : "*", prm->port,
+				 strerror(-ret));
+	}
+	if (!ret) {
+		m->port = mig_dest_port(m->dst);
+		ret = mig_launch(m);
+		if (ret) {
+			struct hv_vm *vm = NULL;
+
+			mig_dest_cancel(m->dst);
+			mig_dest_wait(m->dst, &vm, &m->final);
+			mig_dest_destroy(m->dst);
+			hv_vm_destroy(vm);
+			snprintf(err, err_size, "cannot start a thread");
+		}
+	}
+	if (ret) {
+		mig_free(m);
+		return ret;
+	}
+	hv_info(COMP,
+		"event=migration_listening mig=%llu dir=incoming vm=%s "
+		"listen=%s:%u tls=%d",
+		(unsigned long long)m->id, m->vm,
+		prm->host[0] ? prm->host : "*", m->port, !prm->insecure);
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
+	*out = m;
+	return 0;
+}
+
+int migd_mig_cancel(struct migd_mig *m)
+{
+	if (m->finished)
+		return -EALREADY;
+	hv_info(COMP, "event=migration_cancel mig=%llu vm=%s",
+		(unsigned long long)m->id, m->vm);
+	return m->src ? mig_source_cancel(m->src) : mig_dest_cancel(m->dst);
+}
+
+int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
+{
+	if (m->finished)
+		return -EALREADY;
+	if (!m->src)
+		return -EINVAL; /* only the source paces a migration */
+	return mig_source_tune(m->src, t);
+}
+
+void migd_mig_shutdown_all(struct migd *d)
+{
+	for (struct migd_mig *m = d->migs; m; m = m->next) {
+		if (m->finished)
+			continue;
+		migd_mig_cancel(m);
+		/* Blocking the loop here is fine: it is shutting down and
+		 * the engine answers a cancel promptly. */
+		if (m->waiter_started) {
+			uv_thread_join(&m->waiter);
+			m->waiter_started = false;
+		}
+		settle(m);
+	}
+	while (d->migs) {
+		struct migd_mig *m = d->migs;
+
+		d->migs = m->next;
+		mig_free(m);
+	}
+}
+
+#else /* !MIGD_HAVE_ENGINE */
+
+int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
+			    const struct migd_mig_params *prm,
+			    struct migd_mig **out, char *err, size_t err_size)
+{
+	snprintf(err, err_size, "migration engine not built");
+	return -ENOSYS;
+}
+
+int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
+			    struct migd_mig **out, char *err, size_t err_size)
+{
+	snprintf(err, err_size, "migration engine not built");
+	return -ENOSYS;
+}
+
+int migd_mig_cancel(struct migd_mig *m)
+{
+	return -EALREADY;
+}
+
+int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
+{
+	return -EALREADY;
+}
+
+void migd_mig_shutdown_all(struct migd *d)
+{
+	while (d->migs) {
+		struct migd_mig *m = d->migs;
+
+		d->migs = m->next;
+		mig_free(m);
+	}
+	(void)publish;
+	(void)phase_terminal;
+	(void)dir_name;
+	(void)trim_history;
+}
+
+#endif
+
+struct migd_mig *migd_mig_find(struct migd *d, uint64_t id, const char *vm)
+{
+	for (struct migd_mig *m = d->migs; m; m = m->next) {
+		if (id && m->id == id)
+			return m;
+		if (!id && vm && *vm && !strcmp(m->vm, vm))
+			return m;
+	}
+	return NULL;
+}

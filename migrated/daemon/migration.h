@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * migd_mig: one migration as the daemon tracks it, around the engine's
+ * mig_source / mig_dest (migrated/mig/session.h).
+ *
+ * The engine runs in its own thread and reports progress through a
+ * callback; mig_*_wait() blocks until the end. Neither may run on the
+ * loop, so each migration has:
+ *   - a uv_async_t: the engine's progress callback and the waiter thread
+ *     store the latest progress under @lock and wake the loop with
+ *     uv_async_send() (the only libuv call that is thread-safe);
+ *   - a waiter thread that calls mig_*_wait() and records the outcome.
+ * On the loop, the async callback publishes phase and progress events and,
+ * once the waiter is done, joins it and settles the outcome: an outgoing
+ * success destroys the source's copy of the VM; an incoming success adds
+ * the received VM to the registry; a failure gives the source VM back to
+ * the API (it never stopped running).
+ *
+ *   engine thread:  progress_cb -> lock, latest = p, unlock -> async_send
+ *   waiter thread:  wait() -> lock, done = 1, final = f, unlock -> async_send
+ *   loop:           async_cb -> lock, copy, unlock -> publish; if done:
+ *                   join waiter, settle, publish terminal phase + END
+ *
+ * Built without the engine (MIGD_HAVE_ENGINE undefined) every start
+ * returns -ENOSYS and the calls answer UNAVAILABLE.
+ *
+ * Threads: all functions below are for the loop thread.
+ */
+#ifndef MIGD_MIGRATION_H
+#define MIGD_MIGRATION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "migrated/daemon/parse.h"
+#include "migrated/mig/session.h"
+#include "proto/control.pb-c.h"
+
+struct migd;
+struct migd_vm;
+
+/* Finished migrations kept for status queries. */
+#define MIGD_MIG_HISTORY 16
+
+struct migd_mig_params {
+	char host[MIGD_HOST_MAX + 1];
+	uint16_t port;
+	bool insecure;
+	uint32_t channels;
+	uint64_t bandwidth;
+	uint32_t downtime_ms;
+	uint32_t timeout_ms;
+	int32_t zstd_level;
+	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
+};
+
+struct migd_mig {
+	/* immutable after start */
+	struct migd_mig *next;
+	struct migd *d;
+	uint64_t id;
+	Migd__MigDirection dir;
+	struct migd_mig_params prm;
+	struct mig_tls_cfg tls;
+	struct mig_opts opts;
+	struct mig_source *src;
+	struct mig_dest *dst;
+	uint16_t port; /* incoming: bound port */
+
+	/* protected by lock (engine and waiter threads write) */
+	pthread_mutex_t lock;
+	struct mig_progress latest;
+	bool done;
+	int result;
+	struct hv_vm *vm_in; /* incoming success: the received VM */
+
+	/* loop thread */
+	char vm[MIGD_NAME_MAX + 1]; /* source VM / registry name */
+	uv_async_t async;
+	uv_thread_t waiter;
+	bool waiter_started;
+	enum mig_phase published_phase;
+	bool finished;
+	struct mig_progress final;
+};
+
+/*
+ * Start an outgoing migration of registry VM @v (RUNNING) with @prm.
+ * 0 and *@out (also linked into d->migs), or a negative errno with a
+ * reason in @err: -ENOSYS (engine not built), -EBUSY (VM state), -EINVAL,
+ * -EPERM (no TLS material and not insecure), or the engine's error.
+ */
+int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
+			    const struct migd_mig_params *prm,
+			    struct migd_mig **out, char *err, size_t err_size);
+
+/* Listen for one incoming migration on prm->host:prm->port (0: any
+ * port); the bound port is (*out)->port. Errors as above. */
+int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
+			    struct migd_mig **out, char *err, size_t err_size);
+
+/* By id, or (id 0) the newest migration of VM @vm. NULL if none. */
+struct migd_mig *migd_mig_find(struct migd *d, uint64_t id, const char *vm);
+
+/* 0, -EALREADY (finished or past the commit point). */
+int migd_mig_cancel(struct migd_mig *m);
+/* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
+int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
+
+/*
+ * Fill @info with the state of @m; @prog and @dt are storage for its
+ * sub-messages. Strings point into @m.
+ */
+void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
+			Migd__MigProgress *prog, Migd__Downtime *dt);
+
+/* Shutdown: cancel every running migration, wait for each to end and
+ * settle it, then free every record. */
+void migd_mig_shutdown_all(struct migd *d);
+
+#endif

@@ -1,0 +1,80 @@
+# Shared helpers of the integration scripts (sourced, bash).
+# Usage: source lib.sh "$@"  with argv = migrated migratectl [send recv]
+set -u
+MIGRATED=$1
+CTL=$2
+SEND=${3:-}
+RECV=${4:-}
+TMP=$(mktemp -d /tmp/migd-it.XXXXXX)
+[ -n "${KEEP_TMP:-}" ] && echo "tmp: $TMP"
+PIDS=()
+FAILS=0
+
+cleanup() {
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# start_daemon NAME [extra args]: state dir $TMP/NAME, log $TMP/NAME.log;
+# sets DPID and SOCK.
+start_daemon() {
+	local name=$1
+	shift
+	SOCK=$TMP/$name/control.sock
+	"$MIGRATED" --state-dir "$TMP/$name" --log-level debug "$@" \
+		>"$TMP/$name.log" 2>&1 &
+	DPID=$!
+	PIDS+=("$DPID")
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && return 0
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "daemon $name did not start:"
+	cat "$TMP/$name.log"
+	exit 1
+}
+
+ctl() { "$CTL" --socket "$SOCK" "$@"; }
+
+ok() { echo "ok   $*"; }
+fail() {
+	echo "FAIL $*"
+	FAILS=$((FAILS + 1))
+}
+
+# expect_rc RC DESC CMD...: run CMD, check its exit code.
+expect_rc() {
+	local want=$1 desc=$2
+	shift 2
+	local out rc
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" = "$want" ]; then
+		ok "$desc (rc=$rc)"
+	else
+		fail "$desc: rc=$rc, wanted $want: $out"
+	fi
+	LAST_OUT=$out
+	LAST_RC=$rc
+}
+
+# json_get JSON FILTER (jq) -> value
+json_get() { echo "$1" | jq -r "$2"; }
+
+have_kvm() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
+
+finish() {
+	if [ "$FAILS" -ne 0 ]; then
+		echo "$FAILS check(s) failed"
+		exit 1
+	fi
+	echo "all checks passed"
+	exit 0
+}

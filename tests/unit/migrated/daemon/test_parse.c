@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Operator-string parsing (migrated/daemon/parse.c).
+ */
+#include <string.h>
+
+#include "migrated/daemon/parse.h"
+#include "tests/harness/hv_test.h"
+
+static void test_hostport_accepts_names_v4_v6_and_any(void)
+{
+	char h[64];
+	uint16_t p = 0;
+
+	CU_ASSERT_EQUAL(migd_parse_hostport("localhost:4444", false, h,
+					    sizeof(h), &p), 0);
+	CU_ASSERT_STRING_EQUAL(h, "localhost");
+	CU_ASSERT_EQUAL(p, 4444);
+	CU_ASSERT_EQUAL(migd_parse_hostport("127.0.0.1:1", false, h,
+					    sizeof(h), &p), 0);
+	CU_ASSERT_EQUAL(p, 1);
+	CU_ASSERT_EQUAL(migd_parse_hostport("[::1]:65535", false, h,
+					    sizeof(h), &p), 0);
+	CU_ASSERT_STRING_EQUAL(h, "::1");
+	CU_ASSERT_EQUAL(p, 65535);
+	CU_ASSERT_EQUAL(migd_parse_hostport(":0", true, h, sizeof(h), &p), 0);
+	CU_ASSERT_STRING_EQUAL(h, "");
+	CU_ASSERT_EQUAL(p, 0);
+}
+
+static void test_hostport_refuses_bad_ports_and_hosts(void)
+{
+	static const char *const bad[] = {
+		"", "host", "host:", "host:0", "host:65536", "host:-1",
+		"host:12x", "::1:80", "[::1]80", "[::1:80", "ho st:80",
+		"host:+80", "a;b:80",
+	};
+	char h[64];
+	uint16_t p = 7;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(migd_parse_hostport(bad[i], false, h,
+						    sizeof(h), &p), -EINVAL);
+	}
+	CU_ASSERT_EQUAL(p, 7);
+	/* A host longer than the buffer is refused, not truncated. */
+	CU_ASSERT_EQUAL(migd_parse_hostport("abcdefgh:80", false, h, 8, &p),
+			-EINVAL);
+}
+
+static void test_size_units(void)
+{
+	uint64_t v;
+
+	CU_ASSERT_EQUAL(migd_parse_size("4096", &v), 0);
+	CU_ASSERT_EQUAL(v, 4096);
+	CU_ASSERT_EQUAL(migd_parse_size("64K", &v), 0);
+	CU_ASSERT_EQUAL(v, 64 << 10);
+	CU_ASSERT_EQUAL(migd_parse_size("512m", &v), 0);
+	CU_ASSERT_EQUAL(v, 512ull << 20);
+	CU_ASSERT_EQUAL(migd_parse_size("1GiB", &v), 0);
+	CU_ASSERT_EQUAL(v, 1ull << 30);
+	CU_ASSERT_EQUAL(migd_parse_size("2GB", &v), 0);
+	CU_ASSERT_EQUAL(v, 2ull << 30);
+	CU_ASSERT_EQUAL(migd_parse_size("10B", &v), 0);
+	CU_ASSERT_EQUAL(v, 10);
+}
+
+static void test_size_refuses_junk_and_overflow(void)
+{
+	static const char *const bad[] = { "", "G", "1X", "1GG", "1 G",
+					   "-1", "99999999999T",
+					   "18446744073709551616" };
+	uint64_t v = 3;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(migd_parse_size(bad[i], &v), -EINVAL);
+	CU_ASSERT_EQUAL(v, 3);
+}
+
+static void test_vm_names(void)
+{
+	char long_name[80];
+
+	CU_ASSERT_TRUE(migd_name_valid("vm1"));
+	CU_ASSERT_TRUE(migd_name_valid("web-01.prod_a"));
+	CU_ASSERT_FALSE(migd_name_valid(""));
+	CU_ASSERT_FALSE(migd_name_valid("."));
+	CU_ASSERT_FALSE(migd_name_valid(".."));
+	CU_ASSERT_FALSE(migd_name_valid("-x"));
+	CU_ASSERT_FALSE(migd_name_valid("a/b"));
+	CU_ASSERT_FALSE(migd_name_valid("a b"));
+	CU_ASSERT_FALSE(migd_name_valid(NULL));
+	memset(long_name, 'a', sizeof(long_name));
+	long_name[MIGD_NAME_MAX] = '\0';
+	CU_ASSERT_TRUE(migd_name_valid(long_name));
+	long_name[MIGD_NAME_MAX] = 'a';
+	long_name[MIGD_NAME_MAX + 1] = '\0';
+	CU_ASSERT_FALSE(migd_name_valid(long_name));
+}
+
+static CU_TestInfo tests[] = {
+	{ "hostport_accepts_names_v4_v6_and_any",
+	  test_hostport_accepts_names_v4_v6_and_any },
+	{ "hostport_refuses_bad_ports_and_hosts",
+	  test_hostport_refuses_bad_ports_and_hosts },
+	{ "size_units", test_size_units },
+	{ "size_refuses_junk_and_overflow",
+	  test_size_refuses_junk_and_overflow },
+	{ "vm_names", test_vm_names },
+	CU_TEST_INFO_NULL,
+};
+
+HV_TEST_SUITE("migrated/daemon/parse", NULL, NULL, tests);

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * VM create requests -> configuration (migrated/daemon/registry.c): every
+ * bad field refused with a reason, defaults applied, regions split.
+ */
+#include <string.h>
+
+#include "migrated/daemon/registry.h"
+#include "tests/harness/hv_test.h"
+
+static Migd__VmCreateRequest base_req(void)
+{
+	Migd__VmCreateRequest r = MIGD__VM_CREATE_REQUEST__INIT;
+
+	r.name = (char *)"vm1";
+	r.mem_bytes = 64ull << 20;
+	r.nr_vcpus = 2;
+	r.accel = (char *)"";
+	return r;
+}
+
+static void test_defaults_split_region_between_vcpus(void)
+{
+	Migd__VmCreateRequest r = base_req();
+	struct hv_vm_cfg cfg;
+	struct migd_wl wl;
+	char err[256];
+	uint64_t per;
+
+	CU_ASSERT_EQUAL_FATAL(migd_vm_cfg_build(&r, HV_ACCEL_KVM, &cfg, &wl,
+						err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.accel, HV_ACCEL_KVM);
+	CU_ASSERT_EQUAL(wl.pattern, HV_WL_PATTERN_SWEEP);
+	CU_ASSERT_EQUAL(wl.content, HV_WL_CONTENT_STAMP);
+	CU_ASSERT_EQUAL(wl.write_pct, 100);
+	CU_ASSERT_EQUAL(wl.heartbeat_us, MIGD_HEARTBEAT_US_DEFAULT);
+	CU_ASSERT_EQUAL(wl.region_offset, HV_VM_WL_BASE);
+	CU_ASSERT_EQUAL(wl.region_bytes, (64ull << 20) - HV_VM_WL_BASE);
+	per = wl.region_bytes / 2 / HV_PAGE_SIZE;
+	CU_ASSERT_EQUAL(cfg.wl[0].region_gpa, HV_VM_WL_BASE);
+	CU_ASSERT_EQUAL(cfg.wl[0].region_pages, per);
+	CU_ASSERT_EQUAL(cfg.wl[1].region_gpa,
+			HV_VM_WL_BASE + per * HV_PAGE_SIZE);
+	CU_ASSERT_NOT_EQUAL(cfg.wl[0].seed, cfg.wl[1].seed);
+	/* Regions end inside guest RAM. */
+	CU_ASSERT(cfg.wl[1].region_gpa + per * HV_PAGE_SIZE <= r.mem_bytes);
+}
+
+static void test_bad_fields_refused_with_reason(void)
+{
+	Migd__Workload w = MIGD__WORKLOAD__INIT;
+	struct hv_vm_cfg cfg;
+	struct migd_wl wl;
+	char err[256];
+	Migd__VmCreateRequest r;
+
+#define REFUSE(stmt, accel, needle)                                          \
+	do {                                                                 \
+		r = base_req();                                              \
+		w = (Migd__Workload)MIGD__WORKLOAD__INIT;                     \
+		r.workload = &w;                                             \
+		stmt;                                                        \
+		err[0] = '\0';                                               \
+		CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, accel, &cfg, &wl, err, \
+						  sizeof(err)),              \
+				-EINVAL);                                    \
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));                 \
+	} while (0)
+
+	REFUSE(r.name = (char *)"", HV_ACCEL_KVM, "name");
+	REFUSE(r.name = (char *)"a/b", HV_ACCEL_KVM, "name");
+	REFUSE((void)0, HV_ACCEL_INVALID, "accelerator");
+	REFUSE(r.mem_bytes = 3 << 20, HV_ACCEL_KVM, "mem_bytes");
+	REFUSE(r.mem_bytes = (64ull << 20) + 4096, HV_ACCEL_KVM, "mem_bytes");
+	REFUSE(r.mem_bytes = 4ull << 30, HV_ACCEL_KVM, "mem_bytes");
+	REFUSE(r.nr_vcpus = 0, HV_ACCEL_KVM, "nr_vcpus");
+	REFUSE(r.nr_vcpus = HV_VM_MAX_VCPUS + 1, HV_ACCEL_KVM, "nr_vcpus");
+	REFUSE(w.pattern = 9, HV_ACCEL_KVM, "pattern");
+	REFUSE(w.content = 9, HV_ACCEL_KVM, "content");
+	REFUSE(w.write_pct = 101, HV_ACCEL_KVM, "write_pct");
+	REFUSE(w.pattern = MIGD__WL_PATTERN__WL_PATTERN_HOTSET, HV_ACCEL_KVM,
+	       "hotset");
+	REFUSE(w.region_offset = 4096, HV_ACCEL_KVM, "region offset");
+	REFUSE(w.region_offset = (8 << 20) + 1, HV_ACCEL_KVM,
+	       "region offset");
+	REFUSE(w.region_bytes = 64ull << 20, HV_ACCEL_KVM, "region");
+	REFUSE(w.region_bytes = 100, HV_ACCEL_KVM, "region");
+	REFUSE((r.nr_vcpus = 4, w.region_bytes = 8192), HV_ACCEL_KVM,
+	       "too small");
+#undef REFUSE
+}
+
+static void test_accel_names(void)
+{
+	CU_ASSERT_EQUAL(migd_accel_parse("kvm", HV_ACCEL_SOFT), HV_ACCEL_KVM);
+	CU_ASSERT_EQUAL(migd_accel_parse("soft", HV_ACCEL_KVM), HV_ACCEL_SOFT);
+	CU_ASSERT_EQUAL(migd_accel_parse("", HV_ACCEL_SOFT), HV_ACCEL_SOFT);
+	CU_ASSERT_EQUAL(migd_accel_parse(NULL, HV_ACCEL_KVM), HV_ACCEL_KVM);
+	CU_ASSERT_EQUAL(migd_accel_parse("qemu", HV_ACCEL_KVM),
+			HV_ACCEL_INVALID);
+}
+
+static void test_registry_refuses_duplicate_names(void)
+{
+	struct migd_registry reg;
+	struct migd_vm *v = NULL;
+
+	migd_registry_init(&reg);
+	/* NULL VMs: the registry only stores them; remove copes. */
+	CU_ASSERT_EQUAL(migd_registry_add(&reg, "a", NULL, NULL, false, &v),
+			0);
+	CU_ASSERT_EQUAL(migd_registry_add(&reg, "a", NULL, NULL, false, NULL),
+			-EEXIST);
+	CU_ASSERT_EQUAL(migd_registry_add(&reg, "b", NULL, NULL, true, NULL),
+			0);
+	CU_ASSERT_EQUAL(reg.count, 2);
+	CU_ASSERT_PTR_EQUAL(migd_registry_find(&reg, "a"), v);
+	CU_ASSERT_PTR_NULL(migd_registry_find(&reg, "c"));
+	/* Creation order is kept. */
+	CU_ASSERT_STRING_EQUAL(reg.head->name, "a");
+	CU_ASSERT_STRING_EQUAL(reg.head->next->name, "b");
+	migd_registry_remove(&reg, v);
+	CU_ASSERT_EQUAL(reg.count, 1);
+	CU_ASSERT_PTR_NULL(migd_registry_find(&reg, "a"));
+	migd_registry_fini(&reg);
+	CU_ASSERT_EQUAL(reg.count, 0);
+	CU_ASSERT_PTR_NULL(reg.head);
+}
+
+static CU_TestInfo tests[] = {
+	{ "defaults_split_region_between_vcpus",
+	  test_defaults_split_region_between_vcpus },
+	{ "bad_fields_refused_with_reason",
+	  test_bad_fields_refused_with_reason },
+	{ "accel_names", test_accel_names },
+	{ "registry_refuses_duplicate_names",
+	  test_registry_refuses_duplicate_names },
+	CU_TEST_INFO_NULL,
+};
+
+HV_TEST_SUITE("migrated/daemon/registry", NULL, NULL, tests);

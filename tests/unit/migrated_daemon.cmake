@@ -1,0 +1,1 @@
+hv_unit_area(migrated/daemon LIBS migd TIMEOUT 60)

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migrate-recv: tell the local migrated to accept one incoming migration
+ * on ADDR:PORT (port 0: any) and print the port it listens on.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "migrated/daemon/parse.h"
+#include "tools/rpc/client.h"
+#include "tools/rpc/json.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
+		"                    [--timeout-ms N] [--json] ADDR:PORT\n"
+		"Prints the port the daemon listens on (PORT 0 picks one).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "insecure", no_argument, NULL, 'i' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigIncomingRequest ir = MIGD__MIG_INCOMING_REQUEST__INIT;
+	const char *socket_path = NULL;
+	struct migd_client *c;
+	Migd__Response *resp;
+	char host[MIGD_HOST_MAX + 1];
+	bool json = false;
+	uint16_t port;
+	uint64_t v;
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'i':
+			ir.insecure = true;
+			break;
+		case 'n':
+			if (!migd_name_valid(optarg)) {
+				fprintf(stderr, "migrate-recv: bad VM name "
+						"'%s'\n",
+					optarg);
+				return 2;
+			}
+			ir.vm_name = optarg;
+			break;
+		case 't':
+			if (migd_parse_u64(optarg, UINT32_MAX, &v)) {
+				fprintf(stderr, "migrate-recv: bad "
+						"--timeout-ms\n");
+				return 2;
+			}
+			ir.timeout_ms = (uint32_t)v;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (migd_parse_hostport(argv[optind], true, host, sizeof(host),
+				&port)) {
+		fprintf(stderr,
+			"migrate-recv: bad address '%s' (HOST:PORT, "
+			"[IPv6]:PORT or :PORT)\n",
+			argv[optind]);
+		return 2;
+	}
+	ir.listen = argv[optind];
+	ret = migd_client_connect(socket_path, &c);
+	if (ret) {
+		fprintf(stderr, "migrate-recv: cannot reach the daemon: %s\n",
+			strerror(-ret));
+		return 5;
+	}
+	req.call_case = MIGD__REQUEST__CALL_MIG_INCOMING;
+	req.mig_incoming = &ir;
+	ret = migd_client_call(c, &req, 30000, &resp);
+	if (ret) {
+		fprintf(stderr, "migrate-recv: call failed: %s\n",
+			strerror(-ret));
+		migd_client_close(c);
+		return 5;
+	}
+	if (migd_resp_status(resp) != MIGD__STATUS__STATUS_OK) {
+		fprintf(stderr, "migrate-recv: %s: %s\n",
+			migd_status_text(migd_resp_status(resp)),
+			migd_resp_message(resp));
+		ret = migd_status_exit_code(migd_resp_status(resp));
+	} else if (json) {
+		migd_json_print(stdout, &resp->mig_incoming->base);
+		putchar('\n');
+	} else {
+		printf("%u\n", resp->mig_incoming->port);
+	}
+	migd__response__free_unpacked(resp, NULL);
+	migd_client_close(c);
+	return ret;
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migrate-send: start migrating a VM of the local migrated to DEST:PORT
+ * and follow it to the end: a progress bar on a terminal, plain lines
+ * otherwise, JSON lines with --json. Exit 0 only when the VM runs on the
+ * destination.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "migrated/daemon/parse.h"
+#include "tools/rpc/client.h"
+#include "tools/rpc/json.h"
+#include "tools/rpc/migview.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: migrate-send [--socket PATH] [--channels N]\n"
+		"                    [--bandwidth SIZE/s] [--downtime MS]\n"
+		"                    [--timeout-ms N] [--insecure] [--json]\n"
+		"                    [--interval MS] VM DEST:PORT\n"
+		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
+		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
+		"3 unknown VM, 4 unavailable, 5 daemon not reachable.\n");
+}
+
+struct send_opts {
+	bool json;
+	bool tty;
+	int width;
+};
+
+static void show(const struct send_opts *o, const Migd__MigInfo *m,
+		 bool final)
+{
+	if (o->json) {
+		migd_json_print(stdout, &m->base);
+		putchar('\n');
+		fflush(stdout);
+		return;
+	}
+	if (o->tty && !final) {
+		migd_mig_print_bar(stdout, m, o->width);
+		return;
+	}
+	if (!final) {
+		migd_mig_print_line(stdout, m);
+		fflush(stdout);
+		return;
+	}
+	if (o->tty)
+		putchar('\n');
+	migd_mig_print_report(stdout, m);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "channels", required_argument, NULL, 'c' },
+		{ "bandwidth", required_argument, NULL, 'b' },
+		{ "downtime", required_argument, NULL, 'd' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "interval", required_argument, NULL, 'I' },
+		{ "insecure", no_argument, NULL, 'i' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigStartRequest sr = MIGD__MIG_START_REQUEST__INIT;
+	Migd__MigWatchRequest wr = MIGD__MIG_WATCH_REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	struct send_opts so = { .width = 80 };
+	const char *socket_path = NULL;
+	Migd__MigInfo *last = NULL;
+	Migd__Event *last_ev = NULL;
+	struct migd_client *c;
+	Migd__Response *resp, *wresp;
+	char host[MIGD_HOST_MAX + 1], tmp[64];
+	struct winsize ws;
+	uint16_t port;
+	uint64_t v;
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'c':
+			if (migd_parse_u64(optarg, 16, &v) || !v)
+				goto bad;
+			sr.channels = (uint32_t)v;
+			break;
+		case 'b':
+			snprintf(tmp, sizeof(tmp), "%s", optarg);
+			if (strlen(tmp) > 2 &&
+			    !strcmp(tmp + strlen(tmp) - 2, "/s"))
+				tmp[strlen(tmp) - 2] = '\0';
+			if (migd_parse_size(tmp, &sr.bandwidth))
+				goto bad;
+			break;
+		case 'd':
+			if (migd_parse_u64(optarg, 600000, &v) || !v)
+				goto bad;
+			sr.downtime_ms = (uint32_t)v;
+			break;
+		case 't':
+			if (migd_parse_u64(optarg, UINT32_MAX, &v))
+				goto bad;
+			sr.timeout_ms = (uint32_t)v;
+			break;
+		case 'I':
+			if (migd_parse_u64(optarg, 60000, &v))
+				goto bad;
+			wr.interval_ms = (uint32_t)v;
+			break;
+		case 'i':
+			sr.insecure = true;
+			break;
+		case 'j':
+			so.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 2 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	sr.vm = argv[optind];
+	sr.dest = argv[optind + 1];
+	if (!migd_name_valid(sr.vm)) {
+		fprintf(stderr, "migrate-send: bad VM name '%s'\n", sr.vm);
+		return 2;
+	}
+	if (migd_parse_hostport(sr.dest, false, host, sizeof(host), &port) ||
+	    !host[0]) {
+		fprintf(stderr,
+			"migrate-send: bad destination '%s' (HOST:PORT, port "
+			"1..65535)\n",
+			sr.dest);
+		return 2;
+	}
+	so.tty = !so.json && isatty(STDOUT_FILENO);
+	if (so.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col)
+		so.width = ws.ws_col;
+
+	ret = migd_client_connect(socket_path, &c);
+	if (ret) {
+		fprintf(stderr, "migrate-send: cannot reach the daemon: %s%s\n",
+			strerror(-ret),
+			ret == -ENOENT || ret == -ECONNREFUSED
+				? " (is migrated running? --socket?)"
+				: "");
+		return 5;
+	}
+	req.call_case = MIGD__REQUEST__CALL_MIG_START;
+	req.mig_start = &sr;
+	ret = migd_client_call(c, &req, 30000, &resp);
+	if (ret)
+		goto lost;
+	if (migd_resp_status(resp) != MIGD__STATUS__STATUS_OK) {
+		fprintf(stderr, "migrate-send: %s: %s\n",
+			migd_status_text(migd_resp_status(resp)),
+			migd_resp_message(resp));
+		ret = migd_status_exit_code(migd_resp_status(resp));
+		migd__response__free_unpacked(resp, NULL);
+		migd_client_close(c);
+		return ret;
+	}
+	ref.id = resp->mig_start->id;
+	migd__response__free_unpacked(resp, NULL);
+
+	/* Events of the migration may already be queued behind the start
+	 * response; the watch reply carries the state at subscription. */
+	req = (Migd__Request)MIGD__REQUEST__INIT;
+	wr.ref = &ref;
+	req.call_case = MIGD__REQUEST__CALL_MIG_WATCH;
+	req.mig_watch = &wr;
+	ret = migd_client_call(c, &req, 30000, &wresp);
+	if (ret)
+		goto lost;
+	if (migd_resp_status(wresp) != MIGD__STATUS__STATUS_OK) {
+		fprintf(stderr, "migrate-send: watch: %s\n",
+			migd_resp_message(wresp));
+		migd__response__free_unpacked(wresp, NULL);
+		migd_client_close(c);
+		return 1;
+	}
+	if (wresp->subscribe->migration && wresp->subscribe->migration->finished) {
+		last = wresp->subscribe->migration;
+	} else {
+		if (wresp->subscribe->migration)
+			show(&so, wresp->subscribe->migration, false);
+		for (;;) {
+			Migd__Event *ev;
+
+			ret = migd_client_next_event(c, -1, &ev);
+			if (ret)
+				goto lost;
+			if (ev->kind == MIGD__EVENT_KIND__EVENT_KIND_END) {
+				migd__event__free_unpacked(ev, NULL);
+				break;
+			}
+			if (ev->body_case != MIGD__EVENT__BODY_MIGRATION ||
+			    !ev->migration->migration ||
+			    ev->subscription != wresp->id) {
+				migd__event__free_unpacked(ev, NULL);
+				continue;
+			}
+			if (last_ev)
+				migd__event__free_unpacked(last_ev, NULL);
+			last_ev = ev;
+			last = ev->migration->migration;
+			if (!last->finished)
+				show(&so, last, false);
+		}
+	}
+	ret = 1;
+	if (last) {
+		show(&so, last, true);
+		if (last->progress && last->progress->phase ==
+					      MIGD__MIG_PHASE__MIG_PHASE_COMPLETED)
+			ret = 0;
+	} else {
+		fprintf(stderr, "migrate-send: no final state received\n");
+	}
+	if (last_ev)
+		migd__event__free_unpacked(last_ev, NULL);
+	migd__response__free_unpacked(wresp, NULL);
+	migd_client_close(c);
+	return ret;
+lost:
+	fprintf(stderr,
+		"migrate-send: lost the daemon (%s); the migration may still "
+		"run: check with migratectl migration status\n",
+		strerror(-ret));
+	migd_client_close(c);
+	return 5;
+bad:
+	fprintf(stderr, "migrate-send: bad value '%s'\n", optarg);
+	return 2;
+}

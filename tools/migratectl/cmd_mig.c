@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migratectl migration ... (list, status, watch, cancel, tune) and
+ * migratectl events.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "migrated/daemon/parse.h"
+#include "tools/migratectl/ctl.h"
+#include "tools/rpc/fmt.h"
+#include "tools/rpc/migview.h"
+
+/* "12" names a migration id, anything else a VM. */
+static void set_ref(Migd__MigRef *ref, const char *s)
+{
+	uint64_t id;
+
+	if (!migd_parse_u64(s, UINT64_MAX, &id) && id)
+		ref->id = id;
+	else
+		ref->vm = (char *)s;
+}
+
+static int mig_status(struct ctl *ctl, const char *which)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigStatusRequest sr = MIGD__MIG_STATUS_REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	if (which) {
+		set_ref(&ref, which);
+		sr.ref = &ref;
+	}
+	req.call_case = MIGD__REQUEST__CALL_MIG_STATUS;
+	req.mig_status = &sr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json) {
+		ctl_print_json(&resp->mig_status->base);
+	} else if (which && resp->mig_status->n_migrations == 1) {
+		migd_mig_print_report(stdout, resp->mig_status->migrations[0]);
+	} else {
+		printf("%-4s %-9s %-16s %-22s %-11s %s\n", "ID", "DIRECTION",
+		       "VM", "PEER", "PHASE", "SENT");
+		for (size_t i = 0; i < resp->mig_status->n_migrations; i++) {
+			Migd__MigInfo *m = resp->mig_status->migrations[i];
+			char peer[300], b[32];
+
+			snprintf(peer, sizeof(peer), "%s:%u", m->peer,
+				 m->port);
+			printf("%-4llu %-9s %-16s %-22s %-11s %s\n",
+			       (unsigned long long)m->id,
+			       m->direction ==
+					       MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING
+				       ? "outgoing"
+				       : "incoming",
+			       m->vm, peer,
+			       migd_mig_phase_text(m->progress
+							   ? m->progress->phase
+							   : 0),
+			       migd_fmt_bytes(b, sizeof(b),
+					      m->progress
+						      ? m->progress->bytes_wire
+						      : 0));
+		}
+	}
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static int mig_watch(struct ctl *ctl, const char *which)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigWatchRequest wr = MIGD__MIG_WATCH_REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	Migd__MigPhase last = MIGD__MIG_PHASE__MIG_PHASE_INVALID;
+	int ret;
+
+	set_ref(&ref, which);
+	wr.ref = &ref;
+	req.call_case = MIGD__REQUEST__CALL_MIG_WATCH;
+	req.mig_watch = &wr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (resp->subscribe->migration) {
+		Migd__MigInfo *m = resp->subscribe->migration;
+
+		if (ctl->json)
+			ctl_print_json(&m->base);
+		else
+			migd_mig_print_line(stdout, m);
+		if (m->progress)
+			last = m->progress->phase;
+		if (m->finished) {
+			migd__response__free_unpacked(resp, NULL);
+			return last == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED
+				       ? 0
+				       : 1;
+		}
+	}
+	migd__response__free_unpacked(resp, NULL);
+	for (;;) {
+		Migd__Event *ev;
+
+		ret = migd_client_next_event(ctl->client, -1, &ev);
+		if (ret) {
+			fprintf(stderr, "migratectl: daemon connection lost\n");
+			return 5;
+		}
+		if (ev->kind == MIGD__EVENT_KIND__EVENT_KIND_END) {
+			migd__event__free_unpacked(ev, NULL);
+			break;
+		}
+		if (ev->body_case == MIGD__EVENT__BODY_MIGRATION &&
+		    ev->migration->migration) {
+			Migd__MigInfo *m = ev->migration->migration;
+
+			if (ctl->json)
+				ctl_print_json(&m->base);
+			else
+				migd_mig_print_line(stdout, m);
+			fflush(stdout);
+			if (m->progress)
+				last = m->progress->phase;
+		}
+		migd__event__free_unpacked(ev, NULL);
+	}
+	return last == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED ? 0 : 1;
+}
+
+static int mig_cancel(struct ctl *ctl, const char *which)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	set_ref(&ref, which);
+	req.call_case = MIGD__REQUEST__CALL_MIG_CANCEL;
+	req.mig_cancel = &ref;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->base);
+	else
+		printf("cancel requested\n");
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static int mig_tune(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "bandwidth", required_argument, NULL, 'b' },
+		{ "downtime", required_argument, NULL, 'd' },
+		{ "throttle", required_argument, NULL, 't' },
+		{ "channels", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigTuneRequest tr = MIGD__MIG_TUNE_REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	char tmp[64];
+	uint64_t v;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			snprintf(tmp, sizeof(tmp), "%s", optarg);
+			if (strlen(tmp) > 2 &&
+			    !strcmp(tmp + strlen(tmp) - 2, "/s"))
+				tmp[strlen(tmp) - 2] = '\0';
+			if (migd_parse_size(tmp, &tr.bandwidth))
+				goto bad;
+			break;
+		case 'd':
+			if (migd_parse_u64(optarg, 600000, &v) || !v)
+				goto bad;
+			tr.downtime_ms = (uint32_t)v;
+			break;
+		case 't':
+			if (migd_parse_u64(optarg, 99, &v))
+				goto bad;
+			tr.throttle_max_pct = (uint32_t)v;
+			break;
+		case 'c':
+			if (migd_parse_u64(optarg, 16, &v) || !v)
+				goto bad;
+			tr.channels = (uint32_t)v;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "migratectl: migration tune needs ID or VM\n");
+		return 2;
+	}
+	set_ref(&ref, argv[optind]);
+	tr.ref = &ref;
+	req.call_case = MIGD__REQUEST__CALL_MIG_TUNE;
+	req.mig_tune = &tr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->base);
+	else
+		printf("tuned\n");
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+bad:
+	fprintf(stderr, "migratectl: bad --%s '%s'\n",
+		c == 'b'   ? "bandwidth"
+		: c == 'd' ? "downtime"
+		: c == 't' ? "throttle"
+			   : "channels",
+		optarg);
+	return 2;
+}
+
+int ctl_mig(struct ctl *ctl, int argc, char **argv)
+{
+	const char *sub = argc >= 2 ? argv[1] : "";
+
+	if (!strcmp(sub, "list") && argc == 2)
+		return mig_status(ctl, NULL);
+	if (!strcmp(sub, "status") && argc <= 3)
+		return mig_status(ctl, argc == 3 ? argv[2] : NULL);
+	if (!strcmp(sub, "watch") && argc == 3)
+		return mig_watch(ctl, argv[2]);
+	if (!strcmp(sub, "cancel") && argc == 3)
+		return mig_cancel(ctl, argv[2]);
+	if (!strcmp(sub, "tune"))
+		return mig_tune(ctl, argc - 1, argv + 1);
+	fprintf(stderr, "migratectl: usage: migration list | status [ID|VM] "
+			"| watch ID|VM | cancel ID|VM | tune ID|VM ...\n");
+	return 2;
+}
+
+int ctl_events(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "vm", required_argument, NULL, 'v' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const kinds[] = { NULL, "vm", "phase", "progress",
+					     "dirty" };
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__SubscribeRequest sr = MIGD__SUBSCRIBE_REQUEST__INIT;
+	Migd__EventKind want[8];
+	Migd__Response *resp;
+	uint64_t count = 0, v;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			sr.vm = optarg;
+			break;
+		case 'k': {
+			int k;
+
+			for (k = 1; k < 5; k++)
+				if (!strcmp(kinds[k], optarg))
+					break;
+			if (k == 5 || sr.n_kinds >= 8) {
+				fprintf(stderr, "migratectl: bad --kind '%s' "
+						"(vm, phase, progress, "
+						"dirty)\n",
+					optarg);
+				return 2;
+			}
+			want[sr.n_kinds++] = (Migd__EventKind)k;
+			break;
+		}
+		case 'i':
+			if (migd_parse_u64(optarg, 3600000, &v)) {
+				fprintf(stderr, "migratectl: bad --interval\n");
+				return 2;
+			}
+			sr.interval_ms = (uint32_t)v;
+			break;
+		case 'n':
+			if (migd_parse_u64(optarg, UINT64_MAX, &count)) {
+				fprintf(stderr, "migratectl: bad --count\n");
+				return 2;
+			}
+			break;
+		default:
+			return 2;
+		}
+	}
+	sr.kinds = want;
+	req.call_case = MIGD__REQUEST__CALL_SUBSCRIBE;
+	req.subscribe = &sr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	migd__response__free_unpacked(resp, NULL);
+	for (uint64_t n = 0; !count || n < count; n++) {
+		Migd__Event *ev;
+		char k[32];
+
+		ret = migd_client_next_event(ctl->client, -1, &ev);
+		if (ret) {
+			fprintf(stderr, "migratectl: daemon connection lost\n");
+			return 5;
+		}
+		if (ctl->json) {
+			ctl_print_json(&ev->base);
+		} else if (ev->body_case == MIGD__EVENT__BODY_VM_STATE &&
+			   ev->vm_state->vm) {
+			char a[32], b[32];
+
+			printf("vm %s: %s -> %s%s\n", ev->vm_state->vm->name,
+			       migd_fmt_enum(a, sizeof(a),
+					     &migd__vm_state__descriptor,
+					     ev->vm_state->old_state,
+					     "VM_STATE_"),
+			       migd_fmt_enum(b, sizeof(b),
+					     &migd__vm_state__descriptor,
+					     ev->vm_state->vm->state,
+					     "VM_STATE_"),
+			       ev->vm_state->destroyed ? " (destroyed)" : "");
+		} else if (ev->body_case == MIGD__EVENT__BODY_MIGRATION &&
+			   ev->migration->migration) {
+			printf("%s ", migd_fmt_enum(k, sizeof(k),
+						    &migd__event_kind__descriptor,
+						    ev->kind, "EVENT_KIND_"));
+			migd_mig_print_line(stdout, ev->migration->migration);
+		} else {
+			printf("%s event\n",
+			       migd_fmt_enum(k, sizeof(k),
+					     &migd__event_kind__descriptor,
+					     ev->kind, "EVENT_KIND_"));
+		}
+		fflush(stdout);
+		migd__event__free_unpacked(ev, NULL);
+	}
+	return 0;
+}

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migratectl vm ...: create, list, inspect, pause, resume, destroy.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "migrated/daemon/parse.h"
+#include "tools/migratectl/ctl.h"
+#include "tools/rpc/fmt.h"
+
+static const char *const patterns[] = { NULL, "sweep", "random", "hotset",
+					"idle" };
+static const char *const contents[] = { NULL, "stamp", "text", "random" };
+
+static int lookup(const char *const *names, int n, const char *s)
+{
+	for (int i = 1; i < n; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
+static int bad(const char *what, const char *val)
+{
+	fprintf(stderr, "migratectl: bad %s '%s'\n", what, val);
+	return 2;
+}
+
+/* "--rate 25000" pages/s, or "--rate 100M" bytes/s (a unit suffix). */
+static int parse_rate(const char *s, uint64_t *pages)
+{
+	uint64_t v;
+	size_t n = strlen(s);
+	char tmp[64];
+
+	if (n >= 2 && !strcmp(s + n - 2, "/s")) {
+		if (n - 2 >= sizeof(tmp))
+			return -1;
+		memcpy(tmp, s, n - 2);
+		tmp[n - 2] = '\0';
+		s = tmp;
+	}
+	if (!migd_parse_u64(s, UINT64_MAX, &v)) {
+		*pages = v;
+		return 0;
+	}
+	if (migd_parse_size(s, &v))
+		return -1;
+	*pages = v / 4096;
+	return 0;
+}
+
+static int vm_create(struct ctl *ctl, int argc, char **argv)
+{
+	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
+	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
+	       O_PAUSED };
+	static const struct option opts[] = {
+		{ "mem", required_argument, NULL, O_MEM },
+		{ "vcpus", required_argument, NULL, O_VCPUS },
+		{ "accel", required_argument, NULL, O_ACCEL },
+		{ "pattern", required_argument, NULL, O_PATTERN },
+		{ "content", required_argument, NULL, O_CONTENT },
+		{ "rate", required_argument, NULL, O_RATE },
+		{ "region-offset", required_argument, NULL, O_ROFF },
+		{ "region-size", required_argument, NULL, O_RSIZE },
+		{ "write-pct", required_argument, NULL, O_WPCT },
+		{ "hot-pct", required_argument, NULL, O_HOT },
+		{ "hot-share", required_argument, NULL, O_HOTSHARE },
+		{ "heartbeat-us", required_argument, NULL, O_HB },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "paused", no_argument, NULL, O_PAUSED },
+		{ NULL, 0, NULL, 0 },
+	};
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__VmCreateRequest cr = MIGD__VM_CREATE_REQUEST__INIT;
+	Migd__Workload wl = MIGD__WORKLOAD__INIT;
+	Migd__Response *resp;
+	uint64_t v;
+	int c, ret;
+
+	cr.mem_bytes = 256ull << 20;
+	cr.nr_vcpus = 1;
+	cr.accel = (char *)"";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_MEM:
+			if (migd_parse_size(optarg, &cr.mem_bytes))
+				return bad("--mem", optarg);
+			break;
+		case O_VCPUS:
+			if (migd_parse_u64(optarg, 1024, &v))
+				return bad("--vcpus", optarg);
+			cr.nr_vcpus = (uint32_t)v;
+			break;
+		case O_ACCEL:
+			cr.accel = optarg;
+			break;
+		case O_PATTERN:
+			if ((ret = lookup(patterns, 5, optarg)) < 0)
+				return bad("--pattern", optarg);
+			wl.pattern = (Migd__WlPattern)ret;
+			break;
+		case O_CONTENT:
+			if ((ret = lookup(contents, 4, optarg)) < 0)
+				return bad("--content", optarg);
+			wl.content = (Migd__WlContent)ret;
+			break;
+		case O_RATE:
+			if (parse_rate(optarg, &wl.rate_pages))
+				return bad("--rate", optarg);
+			break;
+		case O_ROFF:
+			if (migd_parse_size(optarg, &wl.region_offset))
+				return bad("--region-offset", optarg);
+			break;
+		case O_RSIZE:
+			if (migd_parse_size(optarg, &wl.region_bytes))
+				return bad("--region-size", optarg);
+			break;
+		case O_WPCT:
+		case O_HOT:
+		case O_HOTSHARE:
+			if (migd_parse_u64(optarg, 100, &v))
+				return bad("percentage", optarg);
+			if (c == O_WPCT)
+				wl.write_pct = (uint32_t)v;
+			else if (c == O_HOT)
+				wl.hot_pct = (uint32_t)v;
+			else
+				wl.hot_share_pct = (uint32_t)v;
+			break;
+		case O_HB:
+			if (migd_parse_u64(optarg, 10000000, &v))
+				return bad("--heartbeat-us", optarg);
+			wl.heartbeat_us = (uint32_t)v;
+			break;
+		case O_SEED:
+			if (migd_parse_u64(optarg, UINT64_MAX, &wl.seed))
+				return bad("--seed", optarg);
+			break;
+		case O_PAUSED:
+			cr.paused = true;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "migratectl: vm create needs one NAME\n");
+		return 2;
+	}
+	cr.name = argv[optind];
+	cr.workload = &wl;
+	req.call_case = MIGD__REQUEST__CALL_VM_CREATE;
+	req.vm_create = &cr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->vm->base);
+	else
+		printf("created %s (%s, %u vCPUs, %llu MiB)\n",
+		       resp->vm->name, resp->vm->accel, resp->vm->nr_vcpus,
+		       (unsigned long long)(resp->vm->mem_bytes >> 20));
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static const char *state_text(Migd__VmState s, char *buf, size_t n)
+{
+	return migd_fmt_enum(buf, n, &migd__vm_state__descriptor, s,
+			     "VM_STATE_");
+}
+
+static int vm_list(struct ctl *ctl)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__VmListRequest lr = MIGD__VM_LIST_REQUEST__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	req.call_case = MIGD__REQUEST__CALL_VM_LIST;
+	req.vm_list = &lr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json) {
+		ctl_print_json(&resp->vm_list->base);
+	} else {
+		printf("%-20s %-10s %-5s %5s %10s  %s\n", "NAME", "STATE",
+		       "ACCEL", "VCPUS", "MEMORY", "ORIGIN");
+		for (size_t i = 0; i < resp->vm_list->n_vms; i++) {
+			Migd__VmInfo *v = resp->vm_list->vms[i];
+			char st[32], mem[32];
+
+			printf("%-20s %-10s %-5s %5u %10s  %s\n", v->name,
+			       state_text(v->state, st, sizeof(st)), v->accel,
+			       v->nr_vcpus,
+			       migd_fmt_bytes(mem, sizeof(mem), v->mem_bytes),
+			       v->origin);
+		}
+	}
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static void print_inspect(const Migd__VmInspectResult *r)
+{
+	const Migd__VmInfo *v = r->info;
+	const Migd__Workload *w = r->workload;
+	char a[32], b[32], c[32];
+
+	printf("name:      %s\n", v->name);
+	printf("state:     %s\n", state_text(v->state, a, sizeof(a)));
+	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
+	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);
+	if (w) {
+		printf("workload:  %s, %s content, ",
+		       migd_fmt_enum(a, sizeof(a),
+				     &migd__wl_pattern__descriptor,
+				     w->pattern, "WL_PATTERN_"),
+		       migd_fmt_enum(b, sizeof(b),
+				     &migd__wl_content__descriptor,
+				     w->content, "WL_CONTENT_"));
+		if (w->rate_pages)
+			printf("%llu pages/s per vCPU, ",
+			       (unsigned long long)w->rate_pages);
+		else
+			printf("flat out, ");
+		printf("region %s at %s, %u%% writes, heartbeat %u us\n",
+		       migd_fmt_bytes(a, sizeof(a), w->region_bytes),
+		       migd_fmt_bytes(c, sizeof(c), w->region_offset),
+		       w->write_pct, w->heartbeat_us);
+	}
+	printf("%-5s %14s %10s %11s %8s %12s %-7s %s\n", "VCPU", "SEQ",
+	       "PASSES", "HEARTBEATS", "HB-AGE", "MAX-HB-GAP", "RUNNING",
+	       "ERROR");
+	for (size_t i = 0; i < r->n_vcpus; i++) {
+		const Migd__VcpuStatus *s = r->vcpus[i];
+
+		printf("%-5u %14llu %10llu %11llu %6llums %10lluus %-7s %s\n",
+		       s->index, (unsigned long long)s->seq,
+		       (unsigned long long)s->passes,
+		       (unsigned long long)s->heartbeats,
+		       (unsigned long long)s->last_heartbeat_age_ms,
+		       (unsigned long long)s->max_heartbeat_gap_us,
+		       s->running ? "yes" : "no", s->error ? s->error : "");
+	}
+}
+
+static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__VmRef ref = MIGD__VM_REF__INIT;
+	Migd__Response *resp;
+	char st[32];
+	int ret;
+
+	ref.name = (char *)name;
+	if (!strcmp(sub, "inspect")) {
+		req.call_case = MIGD__REQUEST__CALL_VM_INSPECT;
+		req.vm_inspect = &ref;
+	} else if (!strcmp(sub, "pause")) {
+		req.call_case = MIGD__REQUEST__CALL_VM_PAUSE;
+		req.vm_pause = &ref;
+	} else if (!strcmp(sub, "resume")) {
+		req.call_case = MIGD__REQUEST__CALL_VM_RESUME;
+		req.vm_resume = &ref;
+	} else if (!strcmp(sub, "destroy")) {
+		req.call_case = MIGD__REQUEST__CALL_VM_DESTROY;
+		req.vm_destroy = &ref;
+	} else {
+		fprintf(stderr, "migratectl: unknown vm command '%s'\n", sub);
+		return 2;
+	}
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (resp->result_case == MIGD__RESPONSE__RESULT_VM_INSPECT) {
+		if (ctl->json)
+			ctl_print_json(&resp->vm_inspect->base);
+		else
+			print_inspect(resp->vm_inspect);
+	} else if (resp->result_case == MIGD__RESPONSE__RESULT_VM) {
+		if (ctl->json)
+			ctl_print_json(&resp->vm->base);
+		else
+			printf("%s: %s\n", resp->vm->name,
+			       !strcmp(sub, "destroy")
+				       ? "destroyed"
+				       : state_text(resp->vm->state, st,
+						    sizeof(st)));
+	}
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+int ctl_vm(struct ctl *ctl, int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "migratectl: vm needs a command (create, "
+				"list, inspect, pause, resume, destroy)\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "create"))
+		return vm_create(ctl, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list")) {
+		if (argc != 2) {
+			fprintf(stderr, "migratectl: vm list takes no "
+					"argument\n");
+			return 2;
+		}
+		return vm_list(ctl);
+	}
+	if (argc != 3) {
+		fprintf(stderr, "migratectl: vm %s needs one NAME\n", argv[1]);
+		return 2;
+	}
+	return vm_simple(ctl, argv[1], argv[2]);
+}

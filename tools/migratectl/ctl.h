@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * migratectl: shared state of the subcommands (one file per group:
+ * cmd_vm.c, cmd_mig.c; main.c holds the dispatch table).
+ */
+#ifndef MIGRATECTL_CTL_H
+#define MIGRATECTL_CTL_H
+
+#include <stdbool.h>
+
+#include "proto/control.pb-c.h"
+#include "tools/rpc/client.h"
+
+struct ctl {
+	const char *socket; /* NULL: default */
+	bool json;
+	int timeout_ms;
+	struct migd_client *client;
+};
+
+/*
+ * Connect (once) and make @req's call; on success *@resp holds a
+ * response with status OK. Otherwise prints the reason (or the JSON
+ * error) and returns the exit code to use.
+ */
+int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp);
+/* Print @msg as one JSON line. */
+void ctl_print_json(const ProtobufCMessage *msg);
+
+int ctl_vm(struct ctl *ctl, int argc, char **argv);
+int ctl_mig(struct ctl *ctl, int argc, char **argv);
+int ctl_events(struct ctl *ctl, int argc, char **argv);
+int ctl_ping(struct ctl *ctl, int argc, char **argv);
+
+#endif

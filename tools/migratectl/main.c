@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migratectl: the control API of a local migrated from the command line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "migrated/daemon/parse.h"
+#include "tools/migratectl/ctl.h"
+#include "tools/rpc/json.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(struct ctl *ctl, int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "vm", ctl_vm,
+	  "vm create NAME [--mem SIZE] [--vcpus N] [--accel kvm|soft]\n"
+	  "          [--pattern sweep|random|hotset|idle]\n"
+	  "          [--content stamp|text|random] [--rate PAGES/S|SIZE/s]\n"
+	  "          [--region-offset SIZE] [--region-size SIZE]\n"
+	  "          [--write-pct N] [--hot-pct N] [--hot-share N]\n"
+	  "          [--heartbeat-us N] [--seed N] [--paused]\n"
+	  "  vm list | vm inspect NAME | vm pause NAME | vm resume NAME\n"
+	  "  vm destroy NAME" },
+	{ "migration", ctl_mig,
+	  "migration list | migration status [ID|VM]\n"
+	  "  migration watch ID|VM | migration cancel ID|VM\n"
+	  "  migration tune ID|VM [--bandwidth SIZE/s] [--downtime MS]\n"
+	  "                       [--throttle PCT] [--channels N]" },
+	{ "events", ctl_events,
+	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
+	  "[--interval MS] [--count N]" },
+	{ "ping", ctl_ping, "ping" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: migratectl [--socket PATH] [--json] "
+		   "[--timeout MS] COMMAND ...\n\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %s\n", cmds[i].help);
+	fprintf(f, "\nThe socket defaults to $MIGRATED_SOCKET or the "
+		   "daemon's default (STATE/control.sock).\n"
+		   "Exit codes: 0 ok, 1 failure, 2 bad input, 3 not found, "
+		   "4 unavailable, 5 daemon not reachable.\n");
+}
+
+void ctl_print_json(const ProtobufCMessage *msg)
+{
+	migd_json_print(stdout, msg);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
+{
+	Migd__Status st;
+	int ret;
+
+	if (!ctl->client) {
+		ret = migd_client_connect(ctl->socket, &ctl->client);
+		if (ret) {
+			char def[108] = "";
+
+			if (!ctl->socket)
+				migd_default_socket(def, sizeof(def));
+			fprintf(stderr,
+				"migratectl: cannot reach the daemon at %s: "
+				"%s%s\n",
+				ctl->socket ? ctl->socket : def,
+				strerror(-ret),
+				ret == -ENOENT || ret == -ECONNREFUSED
+					? " (is migrated running? --socket?)"
+					: "");
+			return 5;
+		}
+	}
+	ret = migd_client_call(ctl->client, req, ctl->timeout_ms, resp);
+	if (ret) {
+		fprintf(stderr, "migratectl: call failed: %s\n",
+			ret == -ETIMEDOUT ? "timed out"
+			: ret == -EPIPE	  ? "daemon closed the connection"
+					  : strerror(-ret));
+		return 5;
+	}
+	st = migd_resp_status(*resp);
+	if (st == MIGD__STATUS__STATUS_OK)
+		return 0;
+	if (ctl->json)
+		ctl_print_json(&(*resp)->base);
+	else
+		fprintf(stderr, "migratectl: %s: %s\n", migd_status_text(st),
+			migd_resp_message(*resp));
+	ret = migd_status_exit_code(st);
+	migd__response__free_unpacked(*resp, NULL);
+	*resp = NULL;
+	return ret;
+}
+
+int ctl_ping(struct ctl *ctl, int argc, char **argv)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__PingRequest ping = MIGD__PING_REQUEST__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	req.call_case = MIGD__REQUEST__CALL_PING;
+	req.ping = &ping;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json) {
+		ctl_print_json(&resp->ping->base);
+	} else {
+		Migd__PingResult *p = resp->ping;
+
+		printf("migrated %s pid %llu accel %s engine %s uptime "
+		       "%llu ms\n",
+		       p->version, (unsigned long long)p->pid,
+		       p->default_accel, p->engine ? "yes" : "no",
+		       (unsigned long long)p->uptime_ms);
+	}
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl ctl = { .timeout_ms = 30000 };
+	int i = 1, ret;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			ctl.json = true;
+		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+			ctl.socket = argv[++i];
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			uint64_t v;
+
+			if (migd_parse_u64(argv[++i], 3600000, &v) || !v) {
+				fprintf(stderr, "migratectl: bad --timeout "
+						"'%s'\n",
+					argv[i]);
+				return 2;
+			}
+			ctl.timeout_ms = (int)v;
+		} else if (!strcmp(argv[i], "--help") ||
+			   !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "migratectl: unknown option '%s'\n",
+				argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		if (!strcmp(argv[i], cmds[k].name)) {
+			ret = cmds[k].fn(&ctl, argc - i, argv + i);
+			migd_client_close(ctl.client);
+			return ret;
+		}
+	}
+	fprintf(stderr, "migratectl: unknown command '%s'\n", argv[i]);
+	usage(stderr);
+	return 2;
+}

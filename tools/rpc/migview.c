@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Human views of a migration (migview.h).
+ */
+#include <string.h>
+
+#include "tools/rpc/fmt.h"
+#include "tools/rpc/migview.h"
+
+const char *migd_mig_phase_text(Migd__MigPhase p)
+{
+	static const char *const names[] = {
+		[MIGD__MIG_PHASE__MIG_PHASE_INVALID] = "unknown",
+		[MIGD__MIG_PHASE__MIG_PHASE_SETUP] = "setup",
+		[MIGD__MIG_PHASE__MIG_PHASE_ITERATE] = "iterate",
+		[MIGD__MIG_PHASE__MIG_PHASE_SWITCHOVER] = "switchover",
+		[MIGD__MIG_PHASE__MIG_PHASE_COMMIT] = "commit",
+		[MIGD__MIG_PHASE__MIG_PHASE_COMPLETED] = "completed",
+		[MIGD__MIG_PHASE__MIG_PHASE_FAILED] = "failed",
+		[MIGD__MIG_PHASE__MIG_PHASE_CANCELLED] = "cancelled",
+	};
+
+	if ((unsigned)p < sizeof(names) / sizeof(names[0]))
+		return names[p];
+	return "unknown";
+}
+
+int migd_mig_phase_terminal(Migd__MigPhase p)
+{
+	return p == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED ||
+	       p == MIGD__MIG_PHASE__MIG_PHASE_FAILED ||
+	       p == MIGD__MIG_PHASE__MIG_PHASE_CANCELLED;
+}
+
+static const Migd__MigProgress empty_progress = MIGD__MIG_PROGRESS__INIT;
+
+static const Migd__MigProgress *prog_of(const Migd__MigInfo *m)
+{
+	return m->progress ? m->progress : &empty_progress;
+}
+
+static unsigned pct_done(const Migd__MigProgress *p)
+{
+	if (p->phase == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED)
+		return 100;
+	if (!p->ram_bytes || p->remaining_bytes >= p->ram_bytes)
+		return 0;
+	return (unsigned)(100 - p->remaining_bytes * 100 / p->ram_bytes);
+}
+
+void migd_mig_print_line(FILE *f, const Migd__MigInfo *m)
+{
+	const Migd__MigProgress *p = prog_of(m);
+	char a[32], b[32], c[32], d[32], e[32], g[32];
+
+	fprintf(f,
+		"mig=%llu vm=%s phase=%s iter=%u elapsed=%s sent=%s "
+		"wire=%s bw=%s dirty=%s remaining=%s throttle=%u%%",
+		(unsigned long long)m->id, m->vm ? m->vm : "",
+		migd_mig_phase_text(p->phase), p->iteration,
+		migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
+		migd_fmt_bytes(b, sizeof(b), p->pages_sent * 4096),
+		migd_fmt_bytes(c, sizeof(c), p->bytes_wire),
+		migd_fmt_rate(d, sizeof(d), p->bandwidth),
+		migd_fmt_rate(e, sizeof(e), p->dirty_rate),
+		migd_fmt_bytes(g, sizeof(g), p->remaining_bytes),
+		p->throttle_pct);
+	if (p->message && *p->message)
+		fprintf(f, " msg=\"%s\"", p->message);
+	fputc('\n', f);
+}
+
+void migd_mig_print_bar(FILE *f, const Migd__MigInfo *m, int width)
+{
+	const Migd__MigProgress *p = prog_of(m);
+	unsigned pct = pct_done(p);
+	int bar = width - 70;
+	char a[32], b[32], c[32], d[32];
+
+	if (bar < 10)
+		bar = 10;
+	if (bar > 40)
+		bar = 40;
+	fprintf(f, "\r%-10s [", migd_mig_phase_text(p->phase));
+	for (int i = 0; i < bar; i++)
+		fputc(i < (int)(pct * (unsigned)bar / 100) ? '#' : '.', f);
+	fprintf(f, "] %3u%% it %u %s  %s  dirty %s  left %s\033[K", pct,
+		p->iteration, migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
+		migd_fmt_rate(b, sizeof(b), p->bandwidth),
+		migd_fmt_rate(c, sizeof(c), p->dirty_rate),
+		migd_fmt_bytes(d, sizeof(d), p->remaining_bytes));
+	fflush(f);
+}
+
+void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
+{
+	const Migd__MigProgress *p = prog_of(m);
+	const Migd__Downtime *dt = p->downtime;
+	char a[32], b[32], c[32], d[32], e[32], g[32], h[32], k[32];
+
+	fprintf(f, "migration %llu of %s: %s\n", (unsigned long long)m->id,
+		m->vm ? m->vm : "?", migd_mig_phase_text(p->phase));
+	if (p->message && *p->message)
+		fprintf(f, "  reason:       %s (errno %d)\n", p->message,
+			-p->error);
+	fprintf(f, "  total time:   %s, %u iterations\n",
+		migd_fmt_ns(a, sizeof(a), p->elapsed_ns), p->iteration);
+	fprintf(f,
+		"  pages:        %llu sent, %llu zero, %llu compressed, "
+		"%llu raw\n",
+		(unsigned long long)p->pages_sent,
+		(unsigned long long)p->pages_zero,
+		(unsigned long long)p->pages_compressed,
+		(unsigned long long)p->pages_raw);
+	fprintf(f, "  on the wire:  %s (ratio %.2f), last bandwidth %s\n",
+		migd_fmt_bytes(a, sizeof(a), p->bytes_wire),
+		p->compression_ratio,
+		migd_fmt_rate(b, sizeof(b), p->bandwidth));
+	if (dt && dt->total_ns)
+		fprintf(f,
+			"  downtime:     %s = pause %s + harvest %s + send %s "
+			"+ state %s + digest %s + load %s + resume %s\n",
+			migd_fmt_ns(a, sizeof(a), dt->total_ns),
+			migd_fmt_ns(b, sizeof(b), dt->pause_ns),
+			migd_fmt_ns(c, sizeof(c), dt->final_harvest_ns),
+			migd_fmt_ns(d, sizeof(d), dt->final_send_ns),
+			migd_fmt_ns(e, sizeof(e), dt->state_ns),
+			migd_fmt_ns(k, sizeof(k), dt->digest_ns),
+			migd_fmt_ns(g, sizeof(g), dt->load_ns),
+			migd_fmt_ns(h, sizeof(h), dt->resume_ns));
+	if (p->guest_downtime_ns)
+		fprintf(f, "  guest saw:    %s without a heartbeat\n",
+			migd_fmt_ns(a, sizeof(a), p->guest_downtime_ns));
+}
