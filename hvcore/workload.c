@@ -222,6 +222,35 @@ static void wait_until(struct run *r, uint64_t until)
 	}
 }
 
+/*
+ * Idle for throttle_pct of the time: after a batch that ran @busy ticks,
+ * wait busy * t / (100 - t). @busy is capped at MAX_DEBT_MS, because a VM
+ * paused in the middle of a batch (a migration switchover) would otherwise
+ * turn its whole pause into "busy" time and stall for many times that
+ * after it resumes; and t is re-read while waiting, so a throttle the host
+ * lifts ends the wait at once.
+ */
+static void throttle_wait(struct run *r, uint64_t end, uint64_t busy)
+{
+	uint64_t cap = MAX_DEBT_MS * r->ticks_per_ms;
+
+	if (busy > cap)
+		busy = cap;
+	for (;;) {
+		uint32_t t = r->vp->throttle_pct;
+		uint64_t now;
+
+		if (!t || t >= 100 || r->vp->stop)
+			return;
+		now = r->env->now_tsc(r->env->ctx);
+		if ((int64_t)(end + busy * t / (100 - t) - now) <= 0)
+			return;
+		publish(r, now);
+		if (r->env->relax)
+			r->env->relax(r->env->ctx);
+	}
+}
+
 int hv_wl_run(const volatile struct hv_wl_params *p,
 	      volatile struct hv_wl_status *st, uint32_t vcpu,
 	      const struct hv_wl_env *env)
@@ -286,7 +315,6 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 
 	while (!vp->stop && (!r.max_writes || r.seq < r.max_writes)) {
 		uint64_t start = env->now_tsc(env->ctx), now;
-		uint32_t throttle = vp->throttle_pct;
 
 		if (vp->rate_pages != rate) {
 			/* (Re)start pacing from now at the new rate, in
@@ -330,9 +358,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 				env->heartbeat(env->ctx,
 					       (const struct hv_wl_status *)st);
 		}
-		if (throttle && throttle < 100)
-			wait_until(&r, now + (now - start) * throttle /
-						     (100 - throttle));
+		throttle_wait(&r, now, now - start);
 	}
 	publish(&r, env->now_tsc(env->ctx));
 	st->running = 0;

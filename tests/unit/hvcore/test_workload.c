@@ -412,6 +412,53 @@ static void test_heartbeats_are_paced(void)
 	free(e.mem);
 }
 
+/*
+ * A VM paused in the middle of a batch (a migration's switchover) must not
+ * count the pause as busy time and then idle for pause * t / (100 - t)
+ * after it resumes: with t = 90% and a 300 ms pause that was 2.7 s of
+ * stall on the destination.
+ */
+struct pause_env {
+	struct host_env e;
+	uint64_t writes, t_last_of_batch, t_first_of_next;
+};
+
+static uint8_t *pause_write(void *ctx, uint64_t gpa)
+{
+	struct pause_env *pe = ctx;
+
+	pe->writes++;
+	if (pe->writes == 10) {
+		struct timespec d = { 0, 300 * 1000000L };
+
+		nanosleep(&d, NULL); /* the "pause", inside batch 1 */
+	} else if (pe->writes == 64) {
+		pe->t_last_of_batch = env_now(ctx);
+	} else if (pe->writes == 65) {
+		pe->t_first_of_next = env_now(ctx);
+	}
+	return env_write(&pe->e, gpa);
+}
+
+static void test_throttle_does_not_count_a_pause_as_busy_time(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct pause_env pe = { 0 };
+	struct hv_wl_env env = { .ctx = &pe, .page_for_write = pause_write,
+				 .page_for_read = env_read, .now_tsc = env_now };
+
+	setup(&p, &pe.e, 64, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].throttle_pct = 90;
+	p.vcpu[0].max_writes = 200; /* the pause falls in the first batch */
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), 0);
+	CU_ASSERT_EQUAL(st.seq, 200);
+	/* Between batches 1 and 2 the throttle waits at most 9x the capped
+	 * busy time (10 ms): under 100 ms, not 2.7 s. */
+	CU_ASSERT(pe.t_first_of_next - pe.t_last_of_batch < 150 * 1000000ULL);
+	free(pe.e.mem);
+}
+
 static CU_TestInfo tests[] = {
 	{ "sweep_stamps_every_page_in_order",
 	  test_sweep_stamps_every_page_in_order },
@@ -430,6 +477,8 @@ static CU_TestInfo tests[] = {
 	  test_rate_limit_holds_the_target_rate },
 	{ "throttle_cuts_progress", test_throttle_cuts_progress },
 	{ "heartbeats_are_paced", test_heartbeats_are_paced },
+	{ "throttle_does_not_count_a_pause_as_busy_time",
+	  test_throttle_does_not_count_a_pause_as_busy_time },
 	CU_TEST_INFO_NULL,
 };
 
