@@ -50,6 +50,8 @@ static const struct frame_type {
 				       4096 },
 	[MIG__MSG_TYPE__MSG_CANCEL] = { "cancel", &mig__cancel__descriptor,
 					4096 },
+	[MIG__MSG_TYPE__MSG_RESUMED] = { "resumed",
+					 &mig__resumed__descriptor, 256 },
 };
 
 static const struct frame_type *type_get(unsigned type)

@@ -40,6 +40,7 @@
 
 struct hv_vm;
 struct hv_vm_cfg;
+struct mig_hooks;
 
 #define MIG_CHANNELS_DEFAULT 2u
 #define MIG_CHANNELS_MAX 16u
@@ -56,6 +57,36 @@ struct mig_opts {
 	 * (and only then: tls == NULL without insecure is -EINVAL). */
 	const struct mig_tls_cfg *tls;
 	bool insecure;
+	/* Every blocking read or write of a channel fails after this long
+	 * without progress (a dead or stuck peer never hangs a side);
+	 * 0 = MIG_IO_TIMEOUT_MS_DEFAULT. Also bounds connect and accept of
+	 * the data channels. */
+	uint32_t io_timeout_ms;
+	/* Source: enum hv_dirty_mode to log with; 0 = the accelerator's
+	 * best (kvm: ring when the VM has one, else bitmap; soft: PML, else
+	 * write protection). */
+	unsigned dirty_mode;
+	/* Tests and benchmarks only; NULL in production. */
+	const struct mig_hooks *hooks;
+};
+
+#define MIG_IO_TIMEOUT_MS_DEFAULT 10000u
+/* The destination waits this long after resume for the guest's first
+ * heartbeat (guest-seen downtime) before it reports to the source. */
+#define MIG_FIRST_HEARTBEAT_WAIT_MS 1000u
+
+/*
+ * Observation points for tests (page-by-page oracles) and benchmarks.
+ * Called from the engine's thread; they may read guest memory through the
+ * VM but must not change its state.
+ */
+struct mig_hooks {
+	/* Source: VM paused, every page sent (final pass done), before the
+	 * state is saved: the memory the destination must end up with. */
+	void (*src_switchover)(void *arg, struct hv_vm *vm);
+	/* Destination: memory verified and state loaded, VM not started. */
+	void (*dst_loaded)(void *arg, struct hv_vm *vm);
+	void *arg;
 };
 
 /* Changed while a migration runs (mig_source_tune); 0 = leave as is. */
@@ -85,9 +116,16 @@ struct mig_downtime {
 	uint64_t final_harvest_ns; /* last harvest of the dirty logs */
 	uint64_t final_send_ns;	   /* last dirty pages on the wire */
 	uint64_t state_ns;	   /* VM + vCPU state saved and sent */
+	uint64_t digest_ns;	   /* source digest computed and sent */
 	uint64_t load_ns;	   /* destination: verify + load state */
 	uint64_t resume_ns;	   /* commit handshake until dest resumed */
 	uint64_t total_ns;	   /* pause .. destination resumed */
+	/* The parts are measured back to back on the source's clock, so
+	 * total_ns is their sum; load_ns and resume_ns include one round
+	 * trip each. The destination's own view of its share: */
+	uint64_t dst_verify_ns;	   /* digest of its memory */
+	uint64_t dst_load_ns;	   /* hv_vm_state_restore */
+	uint64_t dst_resume_ns;	   /* hv_vm_start */
 };
 
 struct mig_progress {
@@ -116,6 +154,10 @@ struct mig_progress {
 	char message[256];   /* human-readable reason when FAILED */
 };
 
+/*
+ * Called from one engine thread at a time (the session thread or a data
+ * channel thread of the send pipeline), never concurrently.
+ */
 typedef void (*mig_progress_cb)(void *arg, const struct mig_progress *p);
 
 struct mig_source;

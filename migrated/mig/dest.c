@@ -1,0 +1,748 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mig_dest: the receiving side of a precopy migration (session.h).
+ *
+ * One engine thread accepts the control channel and the data channels,
+ * then reads the control channel, every frame checked by the receiver
+ * state machine (recv_fsm.h) before a handler of the table below sees it.
+ * Pages arrive on the data channels through the receive pipeline, straight
+ * into the paused VM's memory.
+ *
+ * A watcher thread notices a failing data channel at once (the engine is
+ * blocked reading the control channel then): it records the error and
+ * shuts the control channel down, which wakes the engine; the engine then
+ * closes everything, so the source's next write fails instead of filling
+ * socket buffers until its timeout.
+ *
+ * Whatever fails before the Commit, the engine destroys the VM before it
+ * reports: a failed destination holds nothing. The VM starts only after
+ * the source's Commit.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hvcore/log.h"
+#include "hvcore/types.h"
+#include "hvcore/vcpu.h"
+#include "hvcore/vm.h"
+#include "migrated/mig/digest.h"
+#include "migrated/mig/handshake.h"
+#include "migrated/mig/layout.h"
+#include "migrated/mig/memmap.h"
+#include "migrated/mig/pipeline.h"
+#include "migrated/mig/recv_fsm.h"
+#include "migrated/mig/session_priv.h"
+
+#define VMSTATE_FORMAT 1u
+#define WATCH_POLL_MS 50u
+
+struct mig_dest {
+	/* immutable after start */
+	struct mig_opts opts;
+	struct mig_hooks hooks;
+	struct hv_vm_cfg base;
+	bool has_base;
+	struct mig_tls *tls;
+	int lfd;
+	uint16_t port;
+	uint32_t io_ms;
+	uint64_t t0;
+	pthread_t thread;
+	bool joined; /* controlling thread */
+
+	/* protected by lock */
+	pthread_mutex_t lock;
+	struct mig_conn *ctl;
+	struct mig_conn *data[MIG_CHANNELS_MAX];
+
+	/* any thread */
+	atomic_bool cancel;
+	atomic_bool watch_stop;
+	_Atomic int pipe_err;
+
+	struct mig__prog prog;
+
+	/* engine thread */
+	struct mig_recv_fsm fsm;
+	uint8_t sid[MIG_SESSION_ID_LEN];
+	uint32_t version;
+	unsigned nchan;
+	struct hv_vm *vm;
+	struct mig_memmap *map;
+	struct mig_recv_pipe *pipe;
+	pthread_t watcher;
+	bool watching;
+	bool data_done; /* pipe joined, digest computed */
+	uint8_t digest[MIG_DIGEST_LEN];
+	uint64_t digest_pages;
+	struct hv_blob state;
+	uint64_t verify_ns, load_ns;
+	uint64_t ctl_bytes;
+	int result;
+	struct hv_vm *vm_out;
+};
+
+#define FAIL(d, err, ...)                                                   \
+	do {                                                                 \
+		mig__prog_fail(&(d)->prog, (err), __VA_ARGS__);              \
+		return (err);                                                \
+	} while (0)
+
+static void dst_prog_counters(struct mig_dest *d)
+{
+	struct mig_pipe_stats st;
+
+	if (!d->pipe)
+		return;
+	mig_recv_pipe_stats(d->pipe, &st);
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.elapsed_ns = mig__now_ns() - d->t0;
+	d->prog.p.pages_sent = st.pages;
+	d->prog.p.pages_zero = st.zero;
+	d->prog.p.pages_compressed = st.compressed;
+	d->prog.p.pages_raw = st.raw;
+	d->prog.p.bytes_wire = st.wire + d->ctl_bytes;
+	d->prog.p.compression_ratio = mig_pipe_stats_ratio(&st);
+	if (st.wire && d->prog.p.elapsed_ns)
+		d->prog.p.bandwidth = (uint64_t)((double)st.wire * 1e9 /
+						 (double)d->prog.p.elapsed_ns);
+	pthread_mutex_unlock(&d->prog.lock);
+}
+
+/* Wait for a connection on the listener, checking cancel every 100 ms;
+ * @wait_ms 0: no limit. */
+static int accept_one(struct mig_dest *d, unsigned wait_ms,
+		      struct mig_conn **out)
+{
+	uint64_t end = wait_ms ? mig__now_ns() + wait_ms * 1000000ull : 0;
+	struct pollfd pfd = { .fd = d->lfd, .events = POLLIN };
+
+	for (;;) {
+		int r;
+
+		if (atomic_load(&d->cancel))
+			return -ECANCELED;
+		r = poll(&pfd, 1, 100);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			return mig_conn_accept(d->lfd, d->tls, d->io_ms, out);
+		if (end && mig__now_ns() > end)
+			return -ETIMEDOUT;
+	}
+}
+
+static void set_conn(struct mig_dest *d, struct mig_conn **slot,
+		     struct mig_conn *c)
+{
+	pthread_mutex_lock(&d->lock);
+	*slot = c;
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int accept_channels(struct mig_dest *d)
+{
+	bool seen[MIG_CHANNELS_MAX] = { false };
+	struct mig_hello_info hi;
+	struct mig_conn *c;
+	int ret;
+
+	/* A peer that fails TLS (wrong CA, no certificate) is not the
+	 * migration we wait for: keep listening. */
+	for (;;) {
+		ret = accept_one(d, 0, &c);
+		if (!ret)
+			break;
+		if (ret == -ECANCELED)
+			FAIL(d, ret, "cancelled while listening");
+		hv_warn("mig", "op=accept err=%d what=control_refused", ret);
+	}
+	set_conn(d, &d->ctl, c);
+	ret = mig_hello_recv(c, &hi);
+	if (!ret && hi.role != MIG__ROLE__ROLE_CONTROL)
+		ret = mig_conn_set_error(c, -EPROTO);
+	if (ret)
+		FAIL(d, ret, "hello on control channel: %s", strerror(-ret));
+	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
+		FAIL(d, -EPROTO, "hello refused by the state machine");
+	if (mig_version_negotiate(hi.version_min, hi.version_max,
+				  &d->version)) {
+		Mig__SetupRefuse r = MIG__SETUP_REFUSE__INIT;
+
+		r.reason = MIG__REFUSE_REASON__REFUSE_VERSION;
+		r.detail = "no stream version in common";
+		mig_conn_send(c, MIG__MSG_TYPE__MSG_SETUP_REFUSE, &r.base, NULL,
+			      0);
+		FAIL(d, -EPROTONOSUPPORT, "source speaks versions %u..%u",
+		     hi.version_min, hi.version_max);
+	}
+	memcpy(d->sid, hi.session_id, sizeof(d->sid));
+	d->nchan = hi.nr_channels;
+	ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_CONTROL, d->sid, 0,
+			     d->nchan);
+	if (ret)
+		FAIL(d, ret, "hello reply: %s", strerror(-ret));
+	for (unsigned i = 0; i < d->nchan; i++) {
+		ret = accept_one(d, d->io_ms, &c);
+		if (ret)
+			FAIL(d, ret, "accept data channel %u of %u: %s", i,
+			     d->nchan, strerror(-ret));
+		ret = mig_hello_recv(c, &hi);
+		if (!ret && (hi.role != MIG__ROLE__ROLE_DATA ||
+			     memcmp(hi.session_id, d->sid, sizeof(d->sid)) ||
+			     hi.nr_channels != d->nchan ||
+			     seen[hi.channel_index] ||
+			     hi.version_min != d->version))
+			ret = -EPROTO;
+		if (ret) {
+			mig_conn_destroy(c);
+			FAIL(d, ret, "hello on data channel: %s",
+			     strerror(-ret));
+		}
+		seen[hi.channel_index] = true;
+		set_conn(d, &d->data[hi.channel_index], c);
+		ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_DATA,
+				     d->sid, hi.channel_index, d->nchan);
+		if (ret)
+			FAIL(d, ret, "hello reply on data channel %u: %s",
+			     hi.channel_index, strerror(-ret));
+	}
+	return 0;
+}
+
+static void *watch_thread(void *arg)
+{
+	struct mig_dest *d = arg;
+	uint64_t want[MIG_CHANNELS_MAX];
+
+	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++)
+		want[i] = UINT64_MAX;
+	while (!atomic_load(&d->watch_stop)) {
+		int r = mig_recv_pipe_wait(d->pipe, want, WATCH_POLL_MS);
+
+		if (r == -ETIMEDOUT) {
+			dst_prog_counters(d);
+			mig__prog_emit(&d->prog, false);
+			continue;
+		}
+		/*
+		 * -EPROTO also means "a channel ended": after its DataEnd
+		 * (the final pass, which may land before the engine read the
+		 * Switchover) or short of its count. Joining tells: 0 once
+		 * every channel ended cleanly, else the first error.
+		 */
+		if (r == -EPROTO)
+			r = mig_recv_pipe_join(d->pipe);
+		if (!r)
+			break;
+		atomic_store(&d->pipe_err, r);
+		pthread_mutex_lock(&d->lock);
+		if (d->ctl)
+			mig_conn_shutdown(d->ctl);
+		pthread_mutex_unlock(&d->lock);
+		break;
+	}
+	return NULL;
+}
+
+static int refuse(struct mig_dest *d, unsigned reason, const char *why,
+		  int err)
+{
+	Mig__SetupRefuse r = MIG__SETUP_REFUSE__INIT;
+
+	r.reason = (Mig__RefuseReason)reason;
+	r.detail = (char *)why;
+	mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_SETUP_REFUSE, &r.base, NULL, 0);
+	mig_recv_fsm_fail(&d->fsm);
+	FAIL(d, err, "refused the layout: %s", why);
+}
+
+static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__VmLayout *l = (const Mig__VmLayout *)m;
+	Mig__SetupAccept acc = MIG__SETUP_ACCEPT__INIT;
+	struct mig_memmap_slot *ms;
+	struct hv_vm_cfg cfg;
+	char why[160];
+	int reason, ret;
+
+	reason = mig_layout_to_cfg(l, d->has_base ? &d->base : NULL, &cfg, why,
+				   sizeof(why));
+	if (reason)
+		return refuse(d, (unsigned)reason, why, -EINVAL);
+	ret = hv_vm_create(&cfg, &d->vm);
+	if (ret) {
+		snprintf(why, sizeof(why), "cannot create the VM: %s",
+			 strerror(-ret));
+		return refuse(d,
+			      ret == -ENOMEM ? MIG__REFUSE_REASON__REFUSE_NO_MEMORY
+			      : ret == -ENODEV || ret == -EOPNOTSUPP
+				      ? MIG__REFUSE_REASON__REFUSE_ACCEL
+				      : MIG__REFUSE_REASON__REFUSE_LAYOUT,
+			      why, ret);
+	}
+	ms = calloc(l->n_slots, sizeof(*ms));
+	if (!ms)
+		FAIL(d, -ENOMEM, "memory map: out of memory");
+	for (size_t i = 0; i < l->n_slots; i++) {
+		const Mig__Memslot *s = l->slots[i];
+
+		ms[i] = (struct mig_memmap_slot){
+			.id = s->id,
+			.base_gfn = s->base_gfn,
+			.npages = s->npages,
+			.host = hv_vm_gpa_to_hva(d->vm, hv_gfn_to_gpa(s->base_gfn),
+						 s->npages << HV_PAGE_SHIFT),
+		};
+	}
+	ret = mig_memmap_create(ms, (unsigned)l->n_slots, &d->map);
+	free(ms);
+	if (ret)
+		FAIL(d, ret, "memory map: %s", strerror(-ret));
+	ret = mig_recv_pipe_create(d->data, d->nchan, d->map, &d->pipe);
+	if (ret)
+		FAIL(d, ret, "receive pipeline: %s", strerror(-ret));
+	ret = -pthread_create(&d->watcher, NULL, watch_thread, d);
+	if (ret)
+		FAIL(d, ret, "watcher thread: %s", strerror(-ret));
+	d->watching = true;
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.ram_bytes = cfg.mem_bytes;
+	pthread_mutex_unlock(&d->prog.lock);
+	mig__prog_phase(&d->prog, MIG_PHASE_ITERATE);
+	acc.nr_channels = d->nchan;
+	acc.features = MIG_FEATURES_SUPPORTED;
+	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_SETUP_ACCEPT, &acc.base,
+			    NULL, 0);
+	if (ret)
+		FAIL(d, ret, "send setup accept: %s", strerror(-ret));
+	return 0;
+}
+
+static int on_iter_start(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__IterStart *is = (const Mig__IterStart *)m;
+
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.iteration = is->iteration;
+	d->prog.p.remaining_bytes = is->dirty_pages << HV_PAGE_SHIFT;
+	pthread_mutex_unlock(&d->prog.lock);
+	return 0;
+}
+
+static int on_iter_end(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__IterEnd *ie = (const Mig__IterEnd *)m;
+	int ret;
+
+	if (ie->n_channel_batches != d->nchan)
+		FAIL(d, -EPROTO, "iter_end for %zu channels, not %u",
+		     ie->n_channel_batches, d->nchan);
+	ret = mig_recv_pipe_wait(d->pipe, ie->channel_batches, d->io_ms);
+	if (ret)
+		FAIL(d, ret, "iteration %u: pages: %s", ie->iteration,
+		     strerror(-ret));
+	dst_prog_counters(d);
+	mig__prog_emit(&d->prog, false);
+	return 0;
+}
+
+static int on_switchover(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	(void)m;
+	mig__prog_phase(&d->prog, MIG_PHASE_SWITCHOVER);
+	return 0;
+}
+
+static int on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
+	uint64_t t0;
+	int ret;
+
+	if (env->format != VMSTATE_FORMAT || !env->state.len)
+		FAIL(d, -EPROTO, "VM state format %u, %zu bytes", env->format,
+		     env->state.len);
+	/* The source sent DataEnd on every channel before the state. */
+	ret = mig_recv_pipe_join(d->pipe);
+	if (ret)
+		FAIL(d, ret, "final pages: %s", strerror(-ret));
+	d->state.data = malloc(env->state.len);
+	if (!d->state.data)
+		FAIL(d, -ENOMEM, "VM state: out of memory");
+	memcpy(d->state.data, env->state.data, env->state.len);
+	d->state.len = env->state.len;
+	/* Computed now, while the source computes its own. */
+	t0 = mig__now_ns();
+	ret = mig_digest_compute(d->map, d->nchan, d->digest, &d->digest_pages);
+	d->verify_ns = mig__now_ns() - t0;
+	if (ret)
+		FAIL(d, ret, "digest: %s", strerror(-ret));
+	d->data_done = true;
+	dst_prog_counters(d);
+	return 0;
+}
+
+static int on_digest(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__Digest *dg = (const Mig__Digest *)m;
+	Mig__Ack ack = MIG__ACK__INIT;
+	uint64_t t0;
+	int ret;
+
+	if (!d->data_done)
+		FAIL(d, -EPROTO, "digest before the VM state");
+	if (dg->algo != MIG__DIGEST_ALGO__DIGEST_PAGE64_SHA256 ||
+	    dg->digest.len != MIG_DIGEST_LEN)
+		FAIL(d, -EPROTO, "digest algorithm %d, %zu bytes",
+		     (int)dg->algo, dg->digest.len);
+	if (dg->pages != d->digest_pages ||
+	    memcmp(dg->digest.data, d->digest, MIG_DIGEST_LEN))
+		FAIL(d, -EBADE,
+		     "memory digest mismatch over %llu pages: received memory "
+		     "differs from the source's",
+		     (unsigned long long)d->digest_pages);
+	t0 = mig__now_ns();
+	ret = hv_vm_state_restore(d->vm, &d->state);
+	d->load_ns = mig__now_ns() - t0;
+	if (ret)
+		FAIL(d, ret, "load VM state: %s", strerror(-ret));
+	if (d->hooks.dst_loaded)
+		d->hooks.dst_loaded(d->hooks.arg, d->vm);
+	mig__prog_phase(&d->prog, MIG_PHASE_COMMIT);
+	ack.pages = d->digest_pages;
+	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_ACK, &ack.base, NULL, 0);
+	if (ret)
+		FAIL(d, ret, "send ack: %s", strerror(-ret));
+	return 0;
+}
+
+static bool wants_heartbeats(struct hv_vm *vm)
+{
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		uint32_t us = 0;
+
+		hv_vm_read_guest(vm,
+				 HV_WL_PARAMS_GPA +
+					 offsetof(struct hv_wl_params, vcpu) +
+					 i * sizeof(struct hv_wl_vcpu_params) +
+					 offsetof(struct hv_wl_vcpu_params,
+						  heartbeat_us),
+				 &us, sizeof(us));
+		if (us)
+			return true;
+	}
+	return false;
+}
+
+/* The earliest heartbeat after resume, CLOCK_MONOTONIC; 0 if none came
+ * within MIG_FIRST_HEARTBEAT_WAIT_MS. Polled: the first one is seen
+ * within 200 us, far below a heartbeat period. */
+static uint64_t first_heartbeat(struct hv_vm *vm)
+{
+	uint64_t end = mig__now_ns() + MIG_FIRST_HEARTBEAT_WAIT_MS * 1000000ull;
+
+	while (mig__now_ns() < end) {
+		uint64_t first = 0;
+
+		for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+			struct hv_vcpu_stats st;
+
+			if (hv_vm_vcpu_stats(vm, i, &st) || !st.heartbeats)
+				continue;
+			if (!first || st.last_heartbeat_ns < first)
+				first = st.last_heartbeat_ns;
+		}
+		if (first)
+			return first;
+		usleep(200);
+	}
+	return 0;
+}
+
+static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	Mig__Resumed r = MIG__RESUMED__INIT;
+	uint64_t t0 = mig__now_ns(), t1, hb = 0;
+	int ret;
+
+	(void)m;
+	ret = hv_vm_start(d->vm);
+	t1 = mig__now_ns();
+	if (ret)
+		FAIL(d, ret, "start the VM after commit: %s", strerror(-ret));
+	if (wants_heartbeats(d->vm))
+		hb = first_heartbeat(d->vm);
+	r.verify_ns = d->verify_ns;
+	r.load_ns = d->load_ns;
+	r.resume_ns = t1 - t0;
+	r.first_heartbeat_realtime_ns = mig__mono_to_real(hb);
+	r.heartbeat_wait_ns = mig__now_ns() - t1;
+	/* The VM runs here now, whether or not the report arrives. */
+	d->vm_out = d->vm;
+	d->vm = NULL;
+	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_RESUMED, &r.base, NULL,
+			    0);
+	if (ret)
+		hv_warn("mig", "op=resumed_report err=%d", ret);
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.downtime.dst_verify_ns = d->verify_ns;
+	d->prog.p.downtime.dst_load_ns = d->load_ns;
+	d->prog.p.downtime.dst_resume_ns = t1 - t0;
+	pthread_mutex_unlock(&d->prog.lock);
+	return 0;
+}
+
+static int on_abort(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__Abort *a = (const Mig__Abort *)m;
+
+	FAIL(d, -ECONNABORTED, "source aborted (reason %d): %.160s",
+	     (int)a->reason, a->detail ? a->detail : "");
+}
+
+static int on_cancel(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	(void)m;
+	FAIL(d, -ECANCELED, "source cancelled the migration");
+}
+
+typedef int (*msg_handler)(struct mig_dest *d, const ProtobufCMessage *m);
+
+/* What each accepted control message does; the state machine has already
+ * refused every message out of place. */
+static const msg_handler handlers[] = {
+	[MIG__MSG_TYPE__MSG_SETUP] = on_setup,
+	[MIG__MSG_TYPE__MSG_ITER_START] = on_iter_start,
+	[MIG__MSG_TYPE__MSG_ITER_END] = on_iter_end,
+	[MIG__MSG_TYPE__MSG_SWITCHOVER] = on_switchover,
+	[MIG__MSG_TYPE__MSG_VM_STATE] = on_vm_state,
+	[MIG__MSG_TYPE__MSG_DIGEST] = on_digest,
+	[MIG__MSG_TYPE__MSG_COMMIT] = on_commit,
+	[MIG__MSG_TYPE__MSG_ABORT] = on_abort,
+	[MIG__MSG_TYPE__MSG_CANCEL] = on_cancel,
+};
+
+static int control_loop(struct mig_dest *d)
+{
+	while (d->fsm.state != MIG_RECV_COMMITTED) {
+		struct mig_frame_hdr h;
+		ProtobufCMessage *m;
+		int ret;
+
+		ret = mig_conn_recv(d->ctl, &h, &m);
+		if (ret) {
+			int perr = atomic_load(&d->pipe_err);
+
+			if (atomic_load(&d->cancel))
+				FAIL(d, -ECANCELED, "cancelled");
+			if (perr)
+				FAIL(d, perr, "data channel: %s",
+				     strerror(-perr));
+			FAIL(d, ret, "control channel (%s): %s",
+			     mig_recv_state_name(d->fsm.state),
+			     strerror(-ret));
+		}
+		d->ctl_bytes += MIG_FRAME_HDR_SIZE + h.len;
+		ret = mig_recv_fsm_step(&d->fsm, h.type);
+		if (ret) {
+			mig_frame_msg_free(m);
+			FAIL(d, ret, "unexpected %s in state %s",
+			     mig_frame_type_name(h.type),
+			     mig_recv_state_name(d->fsm.failed_in));
+		}
+		ret = h.type < HV_ARRAY_SIZE(handlers) && handlers[h.type]
+			      ? handlers[h.type](d, m)
+			      : 0;
+		mig_frame_msg_free(m);
+		if (ret) {
+			mig_recv_fsm_fail(&d->fsm);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void teardown(struct mig_dest *d)
+{
+	/* Channels still open end now: the watcher may wait for them. */
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++)
+		if (d->data[i] && d->pipe)
+			mig_conn_shutdown(d->data[i]);
+	pthread_mutex_unlock(&d->lock);
+	if (d->watching) {
+		atomic_store(&d->watch_stop, true);
+		pthread_join(d->watcher, NULL);
+		d->watching = false;
+	}
+	dst_prog_counters(d);
+	mig_recv_pipe_destroy(d->pipe);
+	d->pipe = NULL;
+	pthread_mutex_lock(&d->lock);
+	mig_conn_destroy(d->ctl);
+	d->ctl = NULL;
+	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++) {
+		mig_conn_destroy(d->data[i]);
+		d->data[i] = NULL;
+	}
+	pthread_mutex_unlock(&d->lock);
+	mig_memmap_destroy(d->map);
+	d->map = NULL;
+	free(d->state.data);
+	d->state.data = NULL;
+	close(d->lfd);
+	d->lfd = -1;
+}
+
+static void *dst_thread(void *arg)
+{
+	struct mig_dest *d = arg;
+	int ret;
+
+	ret = accept_channels(d);
+	if (!ret)
+		ret = control_loop(d);
+	if (ret && atomic_load(&d->cancel)) {
+		pthread_mutex_lock(&d->prog.lock);
+		d->prog.p.error = -ECANCELED;
+		d->prog.p.phase = MIG_PHASE_CANCELLED;
+		pthread_mutex_unlock(&d->prog.lock);
+		ret = -ECANCELED;
+	}
+	if (ret) {
+		struct mig_progress p;
+
+		mig__prog_get(&d->prog, &p);
+		pthread_mutex_lock(&d->lock);
+		if (d->ctl && !mig_conn_error(d->ctl))
+			mig__send_abort(d->ctl, ret, p.message);
+		pthread_mutex_unlock(&d->lock);
+		hv_log(ret == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
+		       "op=migrate_in port=%u err=%d msg=\"%s\"", d->port, ret,
+		       p.message);
+	}
+	/* The pipe's threads write into the VM's memory: stop them first. */
+	teardown(d);
+	/* Nothing of a failed migration is kept. */
+	hv_vm_destroy(d->vm);
+	d->vm = NULL;
+	if (!ret)
+		mig__prog_phase(&d->prog, MIG_PHASE_COMPLETED);
+	d->result = ret;
+	mig__prog_emit(&d->prog, true);
+	return NULL;
+}
+
+int mig_dest_start(const char *host, uint16_t port,
+		   const struct mig_opts *opts, const struct hv_vm_cfg *base,
+		   mig_progress_cb cb, void *arg, struct mig_dest **out)
+{
+	unsigned nchan;
+	struct mig_dest *d;
+	int ret;
+
+	if (!host || !out)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->lfd = -1;
+	ret = mig__opts_check(opts, &nchan, &d->io_ms);
+	if (ret)
+		goto fail;
+	d->opts = *opts;
+	if (opts->hooks)
+		d->hooks = *opts->hooks;
+	d->opts.hooks = NULL;
+	d->opts.tls = NULL;
+	if (base) {
+		d->base = *base;
+		d->has_base = true;
+	}
+	ret = mig__tls_make(opts, true, &d->tls);
+	if (ret)
+		goto fail;
+	ret = mig_listen(host, port, &d->lfd, &d->port);
+	if (ret)
+		goto fail_tls;
+	pthread_mutex_init(&d->lock, NULL);
+	mig__prog_init(&d->prog, cb, arg);
+	mig_recv_fsm_init(&d->fsm);
+	d->t0 = mig__now_ns();
+	ret = -pthread_create(&d->thread, NULL, dst_thread, d);
+	if (ret)
+		goto fail_lfd;
+	*out = d;
+	return 0;
+fail_lfd:
+	mig__prog_fini(&d->prog);
+	pthread_mutex_destroy(&d->lock);
+	close(d->lfd);
+fail_tls:
+	mig_tls_destroy(d->tls);
+fail:
+	free(d);
+	return ret;
+}
+
+uint16_t mig_dest_port(const struct mig_dest *d)
+{
+	return d->port;
+}
+
+int mig_dest_cancel(struct mig_dest *d)
+{
+	if (atomic_exchange(&d->cancel, true))
+		return -EALREADY;
+	pthread_mutex_lock(&d->lock);
+	if (d->ctl)
+		mig_conn_shutdown(d->ctl);
+	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++)
+		if (d->data[i])
+			mig_conn_shutdown(d->data[i]);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+void mig_dest_get_progress(struct mig_dest *d, struct mig_progress *p)
+{
+	mig__prog_get(&d->prog, p);
+}
+
+int mig_dest_wait(struct mig_dest *d, struct hv_vm **vm_out,
+		  struct mig_progress *final)
+{
+	if (!d->joined) {
+		pthread_join(d->thread, NULL);
+		d->joined = true;
+	}
+	if (final)
+		mig__prog_get(&d->prog, final);
+	if (!d->result && vm_out) {
+		*vm_out = d->vm_out;
+		d->vm_out = NULL;
+	}
+	return d->result;
+}
+
+void mig_dest_destroy(struct mig_dest *d)
+{
+	if (!d)
+		return;
+	if (!d->joined) {
+		mig_dest_cancel(d);
+		mig_dest_wait(d, NULL, NULL);
+	}
+	/* A completed VM nobody took is ours to free. */
+	hv_vm_destroy(d->vm_out);
+	mig_tls_destroy(d->tls);
+	mig__prog_fini(&d->prog);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}

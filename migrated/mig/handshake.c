@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+#include "migrated/mig/handshake.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "hvcore/log.h"
+#include "hvcore/types.h"
+#include "migrated/mig/session.h"
+
+int mig_session_id_new(uint8_t id[MIG_SESSION_ID_LEN])
+{
+	size_t done = 0;
+
+	while (done < MIG_SESSION_ID_LEN) {
+		ssize_t n = getrandom(id + done, MIG_SESSION_ID_LEN - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int mig_version_negotiate(uint32_t peer_min, uint32_t peer_max,
+			  uint32_t *out)
+{
+	uint32_t lo = HV_MAX(peer_min, (uint32_t)MIG_FRAME_VERSION_MIN);
+	uint32_t hi = HV_MIN(peer_max, (uint32_t)MIG_FRAME_VERSION);
+
+	if (peer_min > peer_max || lo > hi)
+		return -EPROTONOSUPPORT;
+	*out = hi;
+	return 0;
+}
+
+int mig_hello_send(struct mig_conn *c, uint32_t version, unsigned role,
+		   const uint8_t id[MIG_SESSION_ID_LEN], uint32_t index,
+		   uint32_t nr_channels)
+{
+	Mig__Hello h = MIG__HELLO__INIT;
+	char host[MIG_HOST_ID_MAX] = "";
+
+	gethostname(host, sizeof(host) - 1);
+	h.version_min = version ? version : MIG_FRAME_VERSION_MIN;
+	h.version_max = version ? version : MIG_FRAME_VERSION;
+	h.role = (Mig__Role)role;
+	h.session_id.data = (uint8_t *)id;
+	h.session_id.len = MIG_SESSION_ID_LEN;
+	h.channel_index = index;
+	h.nr_channels = nr_channels;
+	h.host_id = host;
+	return mig_conn_send(c, MIG__MSG_TYPE__MSG_HELLO, &h.base, NULL, 0);
+}
+
+static int hello_check(const Mig__Hello *h)
+{
+	if (h->role != MIG__ROLE__ROLE_CONTROL &&
+	    h->role != MIG__ROLE__ROLE_DATA)
+		return -EPROTO;
+	if (h->session_id.len != MIG_SESSION_ID_LEN)
+		return -EPROTO;
+	if (!h->nr_channels || h->nr_channels > MIG_CHANNELS_MAX)
+		return -EPROTO;
+	if (h->channel_index >= h->nr_channels)
+		return -EPROTO;
+	if (h->role == MIG__ROLE__ROLE_CONTROL && h->channel_index)
+		return -EPROTO;
+	return 0;
+}
+
+int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out)
+{
+	struct mig_frame_hdr hdr;
+	ProtobufCMessage *msg;
+	const Mig__Hello *h;
+	int ret;
+
+	ret = mig_conn_recv(c, &hdr, &msg);
+	if (ret)
+		return ret;
+	if (hdr.type != MIG__MSG_TYPE__MSG_HELLO) {
+		/* A peer that refuses says why instead of answering. */
+		if (hdr.type == MIG__MSG_TYPE__MSG_SETUP_REFUSE)
+			ret = ((Mig__SetupRefuse *)msg)->reason ==
+					      MIG__REFUSE_REASON__REFUSE_VERSION
+				      ? -EPROTONOSUPPORT
+				      : -ECONNREFUSED;
+		else if (hdr.type == MIG__MSG_TYPE__MSG_ABORT ||
+			 hdr.type == MIG__MSG_TYPE__MSG_CANCEL)
+			ret = -ECONNABORTED;
+		else
+			ret = -EPROTO;
+		hv_err("mig", "op=hello err=%d msg=%s", ret,
+		       mig_frame_type_name(hdr.type));
+		mig_frame_msg_free(msg);
+		return mig_conn_set_error(c, ret);
+	}
+	h = (const Mig__Hello *)msg;
+	ret = hello_check(h);
+	if (ret) {
+		hv_err("mig", "op=hello err=bad_hello role=%d index=%u nr=%u "
+			      "sid_len=%zu",
+		       (int)h->role, h->channel_index, h->nr_channels,
+		       h->session_id.len);
+		mig_frame_msg_free(msg);
+		return mig_conn_set_error(c, ret);
+	}
+	memset(out, 0, sizeof(*out));
+	out->version_min = h->version_min;
+	out->version_max = h->version_max;
+	out->role = h->role;
+	memcpy(out->session_id, h->session_id.data, MIG_SESSION_ID_LEN);
+	out->channel_index = h->channel_index;
+	out->nr_channels = h->nr_channels;
+	if (h->host_id)
+		snprintf(out->host_id, sizeof(out->host_id), "%s", h->host_id);
+	mig_frame_msg_free(msg);
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mig_hello: the first exchange on every channel of a session (control and
+ * data), and the stream version negotiation.
+ *
+ * The source connects and sends Hello (its version range, role, session
+ * id, channel index and count); the destination checks it and answers
+ * with its own Hello, carrying the negotiated version as both ends of its
+ * range. Both sides then speak the highest version in both ranges, or the
+ * side that finds none fails the channel with -EPROTONOSUPPORT (the
+ * destination answers a control Hello it cannot serve with SetupRefuse
+ * REFUSE_VERSION first). The session id, 16 random bytes chosen by the
+ * source, ties the data channels to their control channel: a data channel
+ * with another id, a repeated or out-of-range index is refused.
+ *
+ * Functions do blocking I/O on the connection (its timeouts apply) from
+ * the thread that owns it; the pure ones are thread-safe.
+ */
+#ifndef MIG_HANDSHAKE_H
+#define MIG_HANDSHAKE_H
+
+#include <stdint.h>
+
+#include "migrated/mig/conn.h"
+
+#define MIG_SESSION_ID_LEN 16u
+#define MIG_HOST_ID_MAX 64u
+
+/* A validated Hello. */
+struct mig_hello_info {
+	uint32_t version_min, version_max;
+	unsigned role; /* Mig__Role */
+	uint8_t session_id[MIG_SESSION_ID_LEN];
+	uint32_t channel_index;
+	uint32_t nr_channels;
+	char host_id[MIG_HOST_ID_MAX]; /* for logs; NUL-terminated */
+};
+
+/* 16 random bytes from getrandom(2). 0 or -errno. */
+int mig_session_id_new(uint8_t id[MIG_SESSION_ID_LEN]);
+
+/*
+ * Pure: the highest version in both [@peer_min, @peer_max] and
+ * [MIG_FRAME_VERSION_MIN, MIG_FRAME_VERSION] into *@out. 0, or
+ * -EPROTONOSUPPORT when the ranges do not meet (or peer_min > peer_max).
+ */
+int mig_version_negotiate(uint32_t peer_min, uint32_t peer_max,
+			  uint32_t *out);
+
+/*
+ * Send a Hello. @version 0 offers our whole range (the source); non-zero
+ * pins both ends to it (the destination's answer). 0 or the connection's
+ * error.
+ */
+int mig_hello_send(struct mig_conn *c, uint32_t version, unsigned role,
+		   const uint8_t id[MIG_SESSION_ID_LEN], uint32_t index,
+		   uint32_t nr_channels);
+
+/*
+ * Receive and check a Hello: the frame must be MSG_HELLO (otherwise
+ * -EPROTONOSUPPORT for a SetupRefuse REFUSE_VERSION, -ECONNREFUSED for
+ * another refusal, -ECONNABORTED for an abort/cancel, else -EPROTO), the role
+ * valid, the session id 16 bytes, 1 <= nr_channels <= MIG_CHANNELS_MAX,
+ * index < nr_channels (index 0 for the control channel). *@out filled on
+ * success; version negotiation is the caller's (it knows which side it
+ * is). Returns 0, -EPROTO or the connection's error; a bad Hello also
+ * fails the connection with -EPROTO.
+ */
+int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out);
+
+#endif

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+#include "migrated/mig/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvcore/types.h"
+
+int mig_layout_build(struct hv_vm *vm, Mig__VmLayout **out)
+{
+	unsigned n = hv_vm_slot_count(vm);
+	Mig__VmLayout *l;
+	Mig__Memslot *ms;
+	Mig__Memslot **pp;
+
+	if (!n)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	ms = calloc(n, sizeof(*ms));
+	pp = calloc(n, sizeof(*pp));
+	if (!l || !ms || !pp) {
+		free(l);
+		free(ms);
+		free(pp);
+		return -ENOMEM;
+	}
+	mig__vm_layout__init(l);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t id = 0;
+		gfn_t base = 0;
+		uint64_t np = 0;
+
+		mig__memslot__init(&ms[i]);
+		hv_vm_slot_info(vm, i, &id, &base, &np);
+		ms[i].id = id;
+		ms[i].base_gfn = base;
+		ms[i].npages = np;
+		pp[i] = &ms[i];
+	}
+	l->n_slots = n;
+	l->slots = pp;
+	l->nr_vcpus = vm->cfg.nr_vcpus;
+	l->accel = (char *)hv_accel_kind_name(vm->cfg.accel);
+	l->features = 0;
+	l->page_size = HV_PAGE_SIZE;
+	*out = l;
+	return 0;
+}
+
+void mig_layout_free(Mig__VmLayout *l)
+{
+	if (!l)
+		return;
+	if (l->n_slots)
+		free(l->slots[0]);
+	free(l->slots);
+	free(l);
+}
+
+static enum hv_accel_kind accel_by_name(const char *name)
+{
+	for (unsigned k = HV_ACCEL_INVALID + 1; k < HV_ACCEL_COUNT; k++)
+		if (name && !strcmp(name, hv_accel_kind_name(k)))
+			return (enum hv_accel_kind)k;
+	return HV_ACCEL_INVALID;
+}
+
+#define REFUSE(r, ...)                                                      \
+	do {                                                                 \
+		snprintf(why, why_len, __VA_ARGS__);                         \
+		return MIG__REFUSE_REASON__##r;                              \
+	} while (0)
+
+int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
+		      struct hv_vm_cfg *cfg, char *why, size_t why_len)
+{
+	const uint64_t two_m = 2ULL << 20;
+	enum hv_accel_kind accel = accel_by_name(l->accel);
+	uint64_t per = 0, next_gfn = 0, mem;
+	struct hv_vm_cfg c;
+
+	if (accel == HV_ACCEL_INVALID)
+		REFUSE(REFUSE_ACCEL, "unknown accelerator \"%.32s\"",
+		       l->accel ? l->accel : "");
+	if (base && base->accel != HV_ACCEL_INVALID && base->accel != accel)
+		REFUSE(REFUSE_ACCEL, "source runs on %s, this side on %s",
+		       hv_accel_kind_name(accel),
+		       hv_accel_kind_name(base->accel));
+	if (l->features & ~MIG_FEATURES_SUPPORTED)
+		REFUSE(REFUSE_FEATURES, "features 0x%llx not supported",
+		       (unsigned long long)(l->features &
+					    ~MIG_FEATURES_SUPPORTED));
+	if (l->page_size != HV_PAGE_SIZE)
+		REFUSE(REFUSE_LAYOUT, "page size %llu",
+		       (unsigned long long)l->page_size);
+	if (!l->nr_vcpus || l->nr_vcpus > HV_VM_MAX_VCPUS)
+		REFUSE(REFUSE_LAYOUT, "%u vCPUs", l->nr_vcpus);
+	if (!l->n_slots || l->n_slots > HV_VM_MAX_MEM / two_m)
+		REFUSE(REFUSE_LAYOUT, "%zu slots", l->n_slots);
+	for (size_t i = 0; i < l->n_slots; i++) {
+		const Mig__Memslot *s = l->slots[i];
+
+		/* Ids 0.. in gfn order, contiguous from 0, equal sizes but
+		 * the last: the only shape hv_vm_create() builds. */
+		if (s->id != i || s->base_gfn != next_gfn || !s->npages ||
+		    s->npages > (HV_VM_MAX_MEM >> HV_PAGE_SHIFT) ||
+		    s->flags)
+			REFUSE(REFUSE_LAYOUT,
+			       "slot %zu: id %u gfn 0x%llx npages %llu", i,
+			       s->id, (unsigned long long)s->base_gfn,
+			       (unsigned long long)s->npages);
+		if (i == 0)
+			per = s->npages;
+		else if (s->npages > per ||
+			 (i + 1 < l->n_slots && s->npages != per))
+			REFUSE(REFUSE_LAYOUT, "slot %zu: %llu pages, not %llu",
+			       i, (unsigned long long)s->npages,
+			       (unsigned long long)per);
+		next_gfn += s->npages;
+	}
+	mem = next_gfn << HV_PAGE_SHIFT;
+	if (mem < HV_VM_MIN_MEM || mem > HV_VM_MAX_MEM || mem % two_m)
+		REFUSE(REFUSE_LAYOUT, "%llu bytes of RAM",
+		       (unsigned long long)mem);
+	if (l->n_slots > 1 && (per << HV_PAGE_SHIFT) % two_m)
+		REFUSE(REFUSE_LAYOUT, "slot size %llu",
+		       (unsigned long long)(per << HV_PAGE_SHIFT));
+
+	hv_vm_cfg_init(&c, accel, mem, l->nr_vcpus);
+	c.slot_bytes = l->n_slots > 1 ? per << HV_PAGE_SHIFT : 0;
+	if (base) {
+		c.backing = base->backing ? base->backing : c.backing;
+		c.dirty_ring_entries = base->dirty_ring_entries;
+		c.clear_chunk_pages = base->clear_chunk_pages;
+		c.guest_elf = base->guest_elf;
+	}
+	*cfg = c;
+	return 0;
+}

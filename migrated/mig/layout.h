@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mig_layout: the VM layout a source offers in setup (Mig__VmLayout) and
+ * its validation by the destination (DESIGN.md section 4, step 1).
+ *
+ * hvcore VMs have guest RAM from gpa 0 cut into memslots of cfg.slot_bytes
+ * (the last may be shorter), ids 0, 1, 2, ... in gfn order; a destination
+ * can only rebuild that shape, so mig_layout_to_cfg() accepts exactly
+ * those layouts and derives the hv_vm_cfg to create the paused twin with.
+ * Everything received is checked before use; pure and thread-safe except
+ * mig_layout_build(), which reads the VM (control thread).
+ */
+#ifndef MIG_LAYOUT_H
+#define MIG_LAYOUT_H
+
+#include <stddef.h>
+
+#include "hvcore/vm.h"
+#include "proto/migration.pb-c.h"
+
+/* MIG_FEATURE_* bits: none defined yet; a source needing one that the
+ * destination lacks is refused with REFUSE_FEATURES. */
+#define MIG_FEATURES_SUPPORTED 0ull
+
+/*
+ * Describe @vm. *@out is a heap message for mig_layout_free(). Returns 0,
+ * -ENOMEM or -EINVAL (a VM without slots).
+ */
+int mig_layout_build(struct hv_vm *vm, Mig__VmLayout **out);
+void mig_layout_free(Mig__VmLayout *l);
+
+/*
+ * Validate @l and derive the destination's VM configuration: accelerator,
+ * backing and other local choices from @base (may be NULL: defaults, the
+ * accelerator named by the layout), memory size, slot size and vCPU count
+ * from @l; the workload parameters are defaults (the real ones arrive in
+ * guest RAM). Returns 0, or a Mig__RefuseReason (> 0) with a one-line
+ * reason in @why.
+ */
+int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
+		      struct hv_vm_cfg *cfg, char *why, size_t why_len);
+
+#endif

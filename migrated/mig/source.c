@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mig_source: the sending side of a precopy migration (session.h).
+ *
+ * One engine thread runs setup -> iterations -> switchover -> commit.
+ * Until the destination's Ack has been accepted (s->committed, under
+ * s->lock) every failure goes through rollback(): vCPUs resumed if we
+ * paused them, throttle removed, dirty logging stopped, the peer told
+ * (Abort or Cancel) when the control channel still works. After the
+ * Commit went out, the VM is the destination's: the source never resumes
+ * it again.
+ *
+ * Cancel timeline (any thread):
+ *   cancel:  cancel = true; lock; if !committed: shutdown data channels,
+ *            and the control channel if the engine is blocked reading it
+ *   engine:  page source returns -ECANCELED / I/O returns -ECANCELED ->
+ *            rollback; or, holding the lock after the Ack arrived, sees
+ *            cancel and rolls back instead of committing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvcore/log.h"
+#include "hvcore/types.h"
+#include "hvcore/vcpu.h"
+#include "migrated/mig/converge.h"
+#include "migrated/mig/digest.h"
+#include "migrated/mig/layout.h"
+#include "migrated/mig/source_priv.h"
+
+/* A pass shorter than this (and smaller than 16 MiB) says more about
+ * latency than bandwidth: its measurement is not used. */
+#define SRC_BW_MIN_NS 20000000ull
+#define SRC_BW_MIN_PAGES 4096u
+#define VMSTATE_FORMAT 1u
+
+#define FAIL(s, err, ...)                                                   \
+	do {                                                                 \
+		mig__prog_fail(&(s)->prog, (err), __VA_ARGS__);              \
+		return (err);                                                \
+	} while (0)
+
+static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
+		    ProtobufCMessage **m)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	s->ctl_blocked = true;
+	ret = atomic_load(&s->cancel) ? -ECANCELED : 0;
+	pthread_mutex_unlock(&s->lock);
+	if (!ret)
+		ret = mig_conn_recv(s->ctl, h, m);
+	pthread_mutex_lock(&s->lock);
+	s->ctl_blocked = false;
+	pthread_mutex_unlock(&s->lock);
+	if (!ret)
+		s->ctl_bytes += MIG_FRAME_HDR_SIZE + h->len;
+	return ret;
+}
+
+/* Receive the reply of @want type; an Abort/Cancel from the peer or any
+ * other message is an error, with the peer's reason in the message. */
+static int ctl_expect(struct mig_source *s, unsigned want,
+		      ProtobufCMessage **m, const char *what)
+{
+	struct mig_frame_hdr h;
+	int ret = ctl_recv(s, &h, m);
+
+	if (ret)
+		FAIL(s, ret, "%s: control channel: %s", what, strerror(-ret));
+	if (h.type == want)
+		return 0;
+	if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
+		Mig__Abort *a = (Mig__Abort *)*m;
+
+		mig__prog_fail(&s->prog, -ECONNABORTED,
+			       "%s: destination aborted (reason %d): %.160s",
+			       what, (int)a->reason, a->detail ? a->detail : "");
+		ret = -ECONNABORTED;
+	} else if (h.type == MIG__MSG_TYPE__MSG_CANCEL) {
+		mig__prog_fail(&s->prog, -ECANCELED,
+			       "%s: destination cancelled", what);
+		ret = -ECANCELED;
+	} else {
+		mig__prog_fail(&s->prog, -EPROTO,
+			       "%s: unexpected %s from destination", what,
+			       mig_frame_type_name(h.type));
+		ret = -EPROTO;
+	}
+	mig_frame_msg_free(*m);
+	*m = NULL;
+	mig_conn_set_error(s->ctl, ret);
+	return ret;
+}
+
+static int connect_channels(struct mig_source *s)
+{
+	struct mig_hello_info hi;
+	struct mig_conn *c;
+	int ret;
+
+	ret = mig_conn_connect(s->host, s->port, s->tls, s->io_ms, &c);
+	if (ret)
+		FAIL(s, ret, "connect %s:%u: %s", s->host, s->port,
+		     strerror(-ret));
+	pthread_mutex_lock(&s->lock);
+	s->ctl = c;
+	pthread_mutex_unlock(&s->lock);
+	ret = mig_hello_send(c, 0, MIG__ROLE__ROLE_CONTROL, s->sid, 0,
+			     s->nchan);
+	if (!ret)
+		ret = mig_hello_recv(c, &hi);
+	if (!ret && (hi.role != MIG__ROLE__ROLE_CONTROL ||
+		     memcmp(hi.session_id, s->sid, MIG_SESSION_ID_LEN) ||
+		     hi.version_min != hi.version_max ||
+		     hi.version_max < MIG_FRAME_VERSION_MIN ||
+		     hi.version_max > MIG_FRAME_VERSION))
+		ret = -EPROTO;
+	if (ret)
+		FAIL(s, ret, "hello on control channel: %s", strerror(-ret));
+	for (unsigned i = 0; i < s->nchan; i++) {
+		ret = mig_conn_connect(s->host, s->port, s->tls, s->io_ms, &c);
+		if (ret)
+			FAIL(s, ret, "connect data channel %u: %s", i,
+			     strerror(-ret));
+		pthread_mutex_lock(&s->lock);
+		s->data[i] = c;
+		pthread_mutex_unlock(&s->lock);
+		ret = mig_hello_send(c, hi.version_max, MIG__ROLE__ROLE_DATA,
+				     s->sid, i, s->nchan);
+		if (!ret)
+			ret = mig_hello_recv(c, &hi);
+		if (!ret && (hi.role != MIG__ROLE__ROLE_DATA ||
+			     hi.channel_index != i ||
+			     memcmp(hi.session_id, s->sid, MIG_SESSION_ID_LEN)))
+			ret = -EPROTO;
+		if (ret)
+			FAIL(s, ret, "hello on data channel %u: %s", i,
+			     strerror(-ret));
+	}
+	return 0;
+}
+
+static int refuse_errno(unsigned reason)
+{
+	switch (reason) {
+	case MIG__REFUSE_REASON__REFUSE_NO_MEMORY:
+		return -ENOMEM;
+	case MIG__REFUSE_REASON__REFUSE_ACCEL:
+		return -ENODEV;
+	case MIG__REFUSE_REASON__REFUSE_BUSY:
+		return -EBUSY;
+	case MIG__REFUSE_REASON__REFUSE_VERSION:
+		return -EPROTONOSUPPORT;
+	default:
+		return -ECONNREFUSED;
+	}
+}
+
+static int setup(struct mig_source *s)
+{
+	struct mig_send_pipe_cfg pcfg = { 0 };
+	Mig__VmLayout *layout = NULL;
+	struct mig_memmap_slot *ms;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m;
+	unsigned dmode;
+	int ret;
+
+	ret = mig_layout_build(s->vm, &layout);
+	if (ret)
+		FAIL(s, ret, "layout: %s", strerror(-ret));
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_SETUP, &layout->base,
+			    NULL, 0);
+	s->ctl_bytes += mig_frame_size(&layout->base);
+	mig_layout_free(layout);
+	if (ret)
+		FAIL(s, ret, "send setup: %s", strerror(-ret));
+	ret = ctl_recv(s, &h, &m);
+	if (ret)
+		FAIL(s, ret, "setup reply: %s", strerror(-ret));
+	if (h.type == MIG__MSG_TYPE__MSG_SETUP_REFUSE) {
+		Mig__SetupRefuse *r = (Mig__SetupRefuse *)m;
+
+		ret = refuse_errno(r->reason);
+		mig__prog_fail(&s->prog, ret,
+			       "destination refused the layout (reason %d): "
+			       "%.160s",
+			       (int)r->reason, r->detail ? r->detail : "");
+		mig_frame_msg_free(m);
+		return ret;
+	}
+	if (h.type != MIG__MSG_TYPE__MSG_SETUP_ACCEPT ||
+	    ((Mig__SetupAccept *)m)->nr_channels != s->nchan) {
+		mig_frame_msg_free(m);
+		FAIL(s, -EPROTO, "bad setup reply %s from destination",
+		     mig_frame_type_name(h.type));
+	}
+	mig_frame_msg_free(m);
+
+	ret = src_dirty_init(s);
+	if (ret)
+		FAIL(s, ret, "dirty set: %s", strerror(-ret));
+	ms = calloc(s->nslots, sizeof(*ms));
+	if (!ms)
+		FAIL(s, -ENOMEM, "memory map: out of memory");
+	for (unsigned i = 0; i < s->nslots; i++) {
+		const struct src_slot *sl = &s->slots[i];
+
+		ms[i] = (struct mig_memmap_slot){
+			.id = sl->id,
+			.base_gfn = sl->base,
+			.npages = sl->npages,
+			.host = hv_vm_gpa_to_hva(s->vm, hv_gfn_to_gpa(sl->base),
+						 sl->npages << HV_PAGE_SHIFT),
+		};
+	}
+	ret = mig_memmap_create(ms, s->nslots, &s->map);
+	free(ms);
+	if (ret)
+		FAIL(s, ret, "memory map: %s", strerror(-ret));
+	pcfg.encoding = s->opts.zstd_level < 0 ? MIG__ENCODING__ENCODING_RAW
+					       : MIG__ENCODING__ENCODING_ZSTD;
+	pcfg.level = s->opts.zstd_level > 0 ? s->opts.zstd_level : 1;
+	ret = mig_send_pipe_create(s->data, s->nchan, s->map, &pcfg, &s->pipe);
+	if (ret)
+		FAIL(s, ret, "send pipeline: %s", strerror(-ret));
+	ret = mig_throttle_init(&s->thr, s->vm);
+	if (ret)
+		FAIL(s, ret, "workload params: %s", strerror(-ret));
+
+	/* Logging starts last: a refused setup leaves the VM untouched. */
+	dmode = s->opts.dirty_mode;
+	if (!dmode && s->vm->cfg.accel == HV_ACCEL_KVM)
+		dmode = s->vm->cfg.dirty_ring_entries ? HV_DIRTY_RING
+						      : HV_DIRTY_BITMAP;
+	if (!dmode) {
+		ret = hv_vm_dirty_log_start(s->vm, HV_DIRTY_PML);
+		if (ret == -EOPNOTSUPP)
+			dmode = HV_DIRTY_WP;
+	}
+	if (dmode)
+		ret = hv_vm_dirty_log_start(s->vm, dmode);
+	if (ret)
+		FAIL(s, ret, "dirty logging: %s", strerror(-ret));
+	s->logging = true;
+	return 0;
+}
+
+static void set_rates(struct mig_source *s, uint32_t iter, uint64_t bw_wire,
+		      uint64_t dirty_rate, double exp_ms)
+{
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.iteration = iter;
+	s->prog.p.bandwidth = bw_wire;
+	s->prog.p.dirty_rate = dirty_rate;
+	s->prog.p.expected_downtime_ns =
+		exp_ms >= 0 ? (uint64_t)(exp_ms * 1e6) : 0;
+	s->prog.p.throttle_pct = mig_throttle_max(&s->thr);
+	pthread_mutex_unlock(&s->prog.lock);
+}
+
+/* Iterate until mig_converge() says the rest fits the downtime. */
+static int iterate(struct mig_source *s, uint32_t *iter_out)
+{
+	double bw_pages = 0;
+	uint64_t bw_wire = 0, t_h;
+	uint32_t iter = 0;
+	int64_t n;
+	int ret;
+
+	mig__prog_phase(&s->prog, MIG_PHASE_ITERATE);
+	n = src_harvest(s); /* initially set: every page */
+	if (n < 0)
+		FAIL(s, (int)n, "harvest: %s", strerror((int)-n));
+	t_h = mig__now_ns();
+	for (;;) {
+		struct mig_pipe_stats a, b;
+		struct mig_conv_in in = { 0 };
+		struct mig_conv_out out;
+		uint64_t t_s, t_e, sent, dirty_rate;
+
+		mig_send_pipe_stats(s->pipe, &a);
+		t_s = mig__now_ns();
+		ret = src_send_pass(s, iter);
+		if (ret) {
+			if (ret == -ECANCELED && atomic_load(&s->cancel))
+				FAIL(s, ret, "cancelled in iteration %u", iter);
+			if (ret == -ETIMEDOUT && s->deadline &&
+			    mig__now_ns() > s->deadline)
+				FAIL(s, ret,
+				     "could not converge within %u ms "
+				     "(iteration %u, throttle %u%%)",
+				     s->opts.timeout_ms, iter,
+				     mig_throttle_max(&s->thr));
+			FAIL(s, ret, "iteration %u: %s", iter, strerror(-ret));
+		}
+		t_e = mig__now_ns();
+		mig_send_pipe_stats(s->pipe, &b);
+		sent = b.pages - a.pages;
+		if (bw_pages <= 0 || t_e - t_s >= SRC_BW_MIN_NS ||
+		    sent >= SRC_BW_MIN_PAGES) {
+			double dt = (double)HV_MAX(t_e - t_s, 1000u) / 1e9;
+
+			bw_pages = (double)(sent << HV_PAGE_SHIFT) / dt;
+			bw_wire = (uint64_t)((double)(b.wire - a.wire) / dt);
+		}
+		n = src_harvest(s);
+		if (n < 0)
+			FAIL(s, (int)n, "harvest: %s", strerror((int)-n));
+		dirty_rate = (uint64_t)((double)((uint64_t)n << HV_PAGE_SHIFT) *
+					1e9 / (double)HV_MAX(mig__now_ns() - t_h, 1u));
+		t_h = mig__now_ns();
+		mig_throttle_sample(&s->thr);
+		iter++;
+
+		in.remaining_bytes = s->pending << HV_PAGE_SHIFT;
+		/* Page bytes per second, the unit of remaining_bytes; the
+		 * wire cap is already in it through pacing. */
+		in.bandwidth = bw_pages;
+		in.dirty_rate = (double)dirty_rate;
+		in.downtime_ms = atomic_load(&s->downtime_ms);
+		in.iteration = iter;
+		in.max_iterations = s->opts.max_iterations;
+		in.throttle_pct = mig_throttle_max(&s->thr);
+		out = mig_converge(&in);
+		set_rates(s, iter, bw_wire, dirty_rate,
+			  out.expected_downtime_ms);
+		src_prog_counters(s);
+		mig__prog_emit(&s->prog, false);
+		hv_dbg("mig", "op=iterate iter=%u sent=%llu pending=%llu "
+			      "bw=%.0f dirty=%llu action=%s",
+		       iter, (unsigned long long)sent,
+		       (unsigned long long)s->pending, bw_pages,
+		       (unsigned long long)dirty_rate,
+		       mig_conv_action_name(out.action));
+		if (out.action == MIG_CONV_SWITCHOVER)
+			break;
+		if (out.action == MIG_CONV_THROTTLE) {
+			uint32_t cap = atomic_load(&s->throttle_max);
+			uint32_t pct = HV_MIN(out.throttle_pct, cap);
+
+			if (pct > in.throttle_pct) {
+				ret = mig_throttle_apply(&s->thr, pct);
+				if (ret)
+					FAIL(s, ret, "throttle: %s",
+					     strerror(-ret));
+				hv_info("mig", "op=throttle iter=%u pct=%u",
+					iter, pct);
+			}
+		}
+		if (s->deadline && mig__now_ns() > s->deadline)
+			FAIL(s, -ETIMEDOUT,
+			     "could not converge within %u ms (iteration %u, "
+			     "throttle %u%%)",
+			     s->opts.timeout_ms, iter,
+			     mig_throttle_max(&s->thr));
+	}
+	*iter_out = iter;
+	return 0;
+}
+
+static uint64_t last_heartbeat(struct hv_vm *vm)
+{
+	uint64_t last = 0;
+
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct hv_vcpu_stats st;
+
+		if (!hv_vm_vcpu_stats(vm, i, &st))
+			last = HV_MAX(last, st.last_heartbeat_ns);
+	}
+	return last;
+}
+
+/* Pause, send the rest, the state and the digest; wait for the Ack. */
+static int switchover(struct mig_source *s, uint32_t iter,
+		      struct mig_downtime *dt, uint64_t *hb_src)
+{
+	Mig__Switchover so = MIG__SWITCHOVER__INIT;
+	Mig__VmStateEnvelope env = MIG__VM_STATE_ENVELOPE__INIT;
+	Mig__Digest dg = MIG__DIGEST__INIT;
+	uint8_t digest[MIG_DIGEST_LEN];
+	struct hv_blob blob = { 0 };
+	ProtobufCMessage *m;
+	uint64_t t[8], pages = 0;
+	int64_t n;
+	int ret;
+
+	mig__prog_phase(&s->prog, MIG_PHASE_SWITCHOVER);
+	t[0] = mig__now_ns();
+	ret = hv_vm_pause(s->vm);
+	if (ret)
+		FAIL(s, ret, "pause: %s", strerror(-ret));
+	s->paused = true;
+	t[1] = mig__now_ns();
+	/* The last heartbeat any vCPU sent before it parked. */
+	*hb_src = mig__mono_to_real(last_heartbeat(s->vm));
+	/* The destination must not inherit our throttle: restore it now,
+	 * while paused; the params page is dirty and goes in the final pass. */
+	ret = mig_throttle_restore(&s->thr);
+	if (ret)
+		FAIL(s, ret, "unthrottle: %s", strerror(-ret));
+	n = src_harvest(s);
+	if (n < 0)
+		FAIL(s, (int)n, "final harvest: %s", strerror((int)-n));
+	so.iteration = iter;
+	so.remaining_pages = s->pending;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_SWITCHOVER, &so.base,
+			    NULL, 0);
+	if (ret)
+		FAIL(s, ret, "send switchover: %s", strerror(-ret));
+	t[2] = mig__now_ns();
+	do
+		ret = src_send_pass(s, iter);
+	while (!ret && s->pending);
+	if (!ret)
+		ret = mig_send_pipe_finish(s->pipe);
+	if (ret)
+		FAIL(s, ret, "final pass: %s", strerror(-ret));
+	t[3] = mig__now_ns();
+	/* A test hook runs inside the downtime and is counted in state_ns:
+	 * the guest waits for it too. */
+	if (s->hooks.src_switchover)
+		s->hooks.src_switchover(s->hooks.arg, s->vm);
+	ret = hv_vm_state_save(s->vm, &blob);
+	if (ret)
+		FAIL(s, ret, "save VM state: %s", strerror(-ret));
+	env.format = VMSTATE_FORMAT;
+	env.state.data = blob.data;
+	env.state.len = blob.len;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_VM_STATE, &env.base,
+			    NULL, 0);
+	s->ctl_bytes += mig_frame_size(&env.base);
+	free(blob.data);
+	if (ret)
+		FAIL(s, ret, "send VM state: %s", strerror(-ret));
+	t[4] = mig__now_ns();
+	ret = mig_digest_compute(s->map, s->nchan, digest, &pages);
+	if (ret)
+		FAIL(s, ret, "digest: %s", strerror(-ret));
+	dg.algo = MIG__DIGEST_ALGO__DIGEST_PAGE64_SHA256;
+	dg.digest.data = digest;
+	dg.digest.len = sizeof(digest);
+	dg.pages = pages;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_DIGEST, &dg.base, NULL,
+			    0);
+	if (ret)
+		FAIL(s, ret, "send digest: %s", strerror(-ret));
+	t[5] = mig__now_ns();
+	mig__prog_phase(&s->prog, MIG_PHASE_COMMIT);
+	ret = ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");
+	if (ret)
+		return ret;
+	if (((Mig__Ack *)m)->pages != pages) {
+		uint64_t acked = ((Mig__Ack *)m)->pages;
+
+		mig_frame_msg_free(m);
+		FAIL(s, -EPROTO, "ack for %llu pages, sent %llu",
+		     (unsigned long long)acked, (unsigned long long)pages);
+	}
+	mig_frame_msg_free(m);
+	t[6] = mig__now_ns();
+	dt->pause_ns = t[1] - t[0];
+	dt->final_harvest_ns = t[2] - t[1];
+	dt->final_send_ns = t[3] - t[2];
+	dt->state_ns = t[4] - t[3];
+	dt->digest_ns = t[5] - t[4];
+	dt->load_ns = t[6] - t[5];
+	return 0;
+}
+
+/* After the Ack: commit, wait for the destination to run the VM. */
+static int commit(struct mig_source *s, struct mig_downtime *dt,
+		  uint64_t hb_src)
+{
+	Mig__Commit c = MIG__COMMIT__INIT;
+	ProtobufCMessage *m = NULL;
+	uint64_t t0 = mig__now_ns(), t1;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	if (atomic_load(&s->cancel)) {
+		pthread_mutex_unlock(&s->lock);
+		FAIL(s, -ECANCELED, "cancelled before commit");
+	}
+	s->committed = true;
+	pthread_mutex_unlock(&s->lock);
+	c.downtime_us = (dt->pause_ns + dt->final_harvest_ns +
+			 dt->final_send_ns + dt->state_ns + dt->digest_ns +
+			 dt->load_ns) / 1000;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_COMMIT, &c.base, NULL,
+			    0);
+	if (ret) {
+		/* Not written: the destination cannot resume; we may. */
+		pthread_mutex_lock(&s->lock);
+		s->committed = false;
+		pthread_mutex_unlock(&s->lock);
+		FAIL(s, ret, "send commit: %s", strerror(-ret));
+	}
+	/*
+	 * The VM stays paused here until the destination reports: an Abort
+	 * means it did not start the VM, so ours may run again; silence or a
+	 * broken channel leaves us unable to tell, and then the VM must not
+	 * run twice: it is stopped and the migration counts as done.
+	 */
+	ret = ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
+			 "waiting for resume report");
+	t1 = mig__now_ns();
+	if (ret == -ECONNABORTED) {
+		pthread_mutex_lock(&s->lock);
+		s->committed = false;
+		pthread_mutex_unlock(&s->lock);
+		return ret;
+	}
+	hv_vm_stop(s->vm);
+	s->paused = false;
+	pthread_mutex_lock(&s->prog.lock);
+	if (ret) {
+		hv_warn("mig", "op=commit err=%d what=no_resume_report "
+			       "vm_stopped=1",
+			ret);
+		s->prog.p.error = 0;
+		s->prog.p.message[0] = 0;
+		dt->resume_ns = t1 - t0;
+	} else {
+		Mig__Resumed *r = (Mig__Resumed *)m;
+
+		dt->resume_ns = t1 - t0 - HV_MIN(r->heartbeat_wait_ns, t1 - t0);
+		dt->dst_verify_ns = r->verify_ns;
+		dt->dst_load_ns = r->load_ns;
+		dt->dst_resume_ns = r->resume_ns;
+		if (r->first_heartbeat_realtime_ns && hb_src &&
+		    r->first_heartbeat_realtime_ns > hb_src)
+			s->prog.p.guest_downtime_ns =
+				r->first_heartbeat_realtime_ns - hb_src;
+	}
+	dt->total_ns = dt->pause_ns + dt->final_harvest_ns +
+		       dt->final_send_ns + dt->state_ns + dt->digest_ns +
+		       dt->load_ns + dt->resume_ns;
+	s->prog.p.downtime = *dt;
+	s->prog.p.throttle_pct = 0;
+	pthread_mutex_unlock(&s->prog.lock);
+	mig_frame_msg_free(m);
+	return 0;
+}
+
+/* Everything back as it was before the migration, VM running. */
+static void rollback(struct mig_source *s, int err)
+{
+	struct mig_progress p;
+	int r;
+
+	if (s->paused) {
+		r = hv_vm_resume(s->vm);
+		if (r)
+			hv_err("mig", "op=rollback what=resume err=%d", r);
+		s->paused = false;
+	}
+	r = mig_throttle_restore(&s->thr);
+	if (r)
+		hv_err("mig", "op=rollback what=unthrottle err=%d", r);
+	if (s->logging) {
+		hv_vm_dirty_log_stop(s->vm);
+		s->logging = false;
+	}
+	mig__prog_get(&s->prog, &p);
+	mig__send_abort(s->ctl, err, p.message);
+	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
+	       "op=migrate_out vm=%p err=%d phase=%s msg=\"%s\"",
+	       (void *)s->vm, err, mig_phase_name(p.phase), p.message);
+}
+
+static void *src_thread(void *arg)
+{
+	struct mig_source *s = arg;
+	struct mig_downtime dt = { 0 };
+	uint64_t hb_src = 0;
+	uint32_t iter = 0;
+	int ret;
+
+	ret = connect_channels(s);
+	if (!ret)
+		ret = setup(s);
+	if (!ret)
+		ret = iterate(s, &iter);
+	if (!ret)
+		ret = switchover(s, iter, &dt, &hb_src);
+	if (!ret)
+		ret = commit(s, &dt, hb_src);
+	if (ret && atomic_load(&s->cancel) && !s->committed) {
+		/* Whatever broke, the operator's cancel is the cause. */
+		pthread_mutex_lock(&s->prog.lock);
+		s->prog.p.error = -ECANCELED;
+		s->prog.p.phase = MIG_PHASE_CANCELLED;
+		pthread_mutex_unlock(&s->prog.lock);
+		ret = -ECANCELED;
+	}
+	mig_send_pipe_destroy(s->pipe);
+	s->pipe = NULL;
+	if (ret) {
+		rollback(s, ret);
+	} else {
+		if (s->logging)
+			hv_vm_dirty_log_stop(s->vm);
+		s->logging = false;
+		src_prog_counters(s);
+		mig__prog_phase(&s->prog, MIG_PHASE_COMPLETED);
+		hv_info("mig", "op=migrate_out vm=%p result=completed "
+			       "downtime_ms=%.1f guest_downtime_ms=%.1f",
+			(void *)s->vm, (double)dt.total_ns / 1e6,
+			(double)s->prog.p.guest_downtime_ns / 1e6);
+	}
+	pthread_mutex_lock(&s->lock);
+	mig_conn_destroy(s->ctl);
+	s->ctl = NULL;
+	for (unsigned i = 0; i < s->nchan; i++) {
+		mig_conn_destroy(s->data[i]);
+		s->data[i] = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	mig_memmap_destroy(s->map);
+	s->map = NULL;
+	src_dirty_fini(s);
+	src_prog_counters(s);
+	s->result = ret;
+	mig__prog_emit(&s->prog, true);
+	return NULL;
+}
+
+int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
+		     const struct mig_opts *opts, mig_progress_cb cb,
+		     void *arg, struct mig_source **out)
+{
+	struct mig_source *s;
+	int ret;
+
+	if (!vm || !host || !out || strlen(host) >= sizeof(s->host))
+		return -EINVAL;
+	if (hv_vm_get_state(vm) != HV_VM_RUNNING)
+		return -EBUSY;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ret = mig__opts_check(opts, &s->nchan, &s->io_ms);
+	if (ret)
+		goto fail;
+	s->vm = vm;
+	snprintf(s->host, sizeof(s->host), "%s", host);
+	s->port = port;
+	s->opts = *opts;
+	if (opts->hooks)
+		s->hooks = *opts->hooks;
+	s->opts.hooks = NULL;
+	s->opts.tls = NULL; /* only used here, not kept */
+	atomic_store(&s->max_bw, opts->max_bandwidth);
+	atomic_store(&s->downtime_ms, opts->downtime_ms);
+	atomic_store(&s->throttle_max, opts->throttle_max_pct
+					       ? opts->throttle_max_pct
+					       : MIG_CONV_THROTTLE_MAX);
+	ret = mig_session_id_new(s->sid);
+	if (ret)
+		goto fail;
+	ret = mig__tls_make(opts, false, &s->tls);
+	if (ret)
+		goto fail;
+	pthread_mutex_init(&s->lock, NULL);
+	mig__prog_init(&s->prog, cb, arg);
+	s->prog.p.ram_bytes = vm->cfg.mem_bytes;
+	s->t0 = mig__now_ns();
+	s->pass_limit_ns = (uint64_t)s->io_ms * 1000000ull / 3;
+	if (opts->timeout_ms)
+		s->deadline = s->t0 + (uint64_t)opts->timeout_ms * 1000000ull;
+	ret = -pthread_create(&s->thread, NULL, src_thread, s);
+	if (ret) {
+		mig__prog_fini(&s->prog);
+		pthread_mutex_destroy(&s->lock);
+		mig_tls_destroy(s->tls);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	free(s);
+	return ret;
+}
+
+int mig_source_cancel(struct mig_source *s)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->committed || atomic_load(&s->cancel)) {
+		ret = -EALREADY;
+	} else {
+		atomic_store(&s->cancel, true);
+		/* Wake an engine stuck in I/O; the page source and the
+		 * commit decision see the flag otherwise. */
+		for (unsigned i = 0; i < s->nchan; i++)
+			if (s->data[i])
+				mig_conn_shutdown(s->data[i]);
+		if (s->ctl && s->ctl_blocked)
+			mig_conn_shutdown(s->ctl);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+int mig_source_tune(struct mig_source *s, const struct mig_tune *t)
+{
+	if (!t || t->throttle_max_pct > 99)
+		return -EINVAL;
+	if (t->nr_channels && t->nr_channels != s->nchan)
+		return -EOPNOTSUPP;
+	if (t->max_bandwidth)
+		atomic_store(&s->max_bw, t->max_bandwidth);
+	if (t->downtime_ms)
+		atomic_store(&s->downtime_ms, t->downtime_ms);
+	if (t->throttle_max_pct)
+		atomic_store(&s->throttle_max, t->throttle_max_pct);
+	return 0;
+}
+
+void mig_source_get_progress(struct mig_source *s, struct mig_progress *p)
+{
+	mig__prog_get(&s->prog, p);
+}
+
+int mig_source_wait(struct mig_source *s, struct mig_progress *final)
+{
+	if (!s->joined) {
+		pthread_join(s->thread, NULL);
+		s->joined = true;
+	}
+	if (final)
+		mig__prog_get(&s->prog, final);
+	return s->result;
+}
+
+void mig_source_destroy(struct mig_source *s)
+{
+	if (!s)
+		return;
+	if (!s->joined) {
+		mig_source_cancel(s);
+		mig_source_wait(s, NULL);
+	}
+	mig_tls_destroy(s->tls);
+	mig__prog_fini(&s->prog);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The source's dirty set and one iteration: harvest the VM's dirty logs
+ * into per-slot bitmaps, then hand them to the send pipeline 64 pages (one
+ * bitmap word) at a time, pacing to the bandwidth cap.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hvcore/log.h"
+#include "hvcore/types.h"
+#include "migrated/mig/source_priv.h"
+
+int src_dirty_init(struct mig_source *s)
+{
+	unsigned n = hv_vm_slot_count(s->vm);
+
+	s->slots = calloc(n, sizeof(*s->slots));
+	s->fetch_buf = malloc(SRC_FETCH_PAGES / 64 * sizeof(uint64_t));
+	if (!s->slots || !s->fetch_buf)
+		return -ENOMEM;
+	s->nslots = n;
+	for (unsigned i = 0; i < n; i++) {
+		struct src_slot *sl = &s->slots[i];
+		int ret = hv_vm_slot_info(s->vm, i, &sl->id, &sl->base,
+					  &sl->npages);
+
+		if (ret)
+			return ret;
+		sl->nwords = HV_DIV_ROUND_UP(sl->npages, 64);
+		sl->bits = calloc(sl->nwords, sizeof(uint64_t));
+		if (!sl->bits)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void src_dirty_fini(struct mig_source *s)
+{
+	for (unsigned i = 0; s->slots && i < s->nslots; i++)
+		free(s->slots[i].bits);
+	free(s->slots);
+	free(s->fetch_buf);
+	s->slots = NULL;
+	s->fetch_buf = NULL;
+	s->nslots = 0;
+}
+
+int64_t src_harvest(struct mig_source *s)
+{
+	int64_t got = hv_vm_dirty_harvest(s->vm), total = 0;
+
+	if (got < 0)
+		return got;
+	for (unsigned i = 0; i < s->nslots; i++) {
+		struct src_slot *sl = &s->slots[i];
+
+		for (uint64_t first = 0; first < sl->npages;
+		     first += SRC_FETCH_PAGES) {
+			uint64_t count = HV_MIN((uint64_t)SRC_FETCH_PAGES,
+						sl->npages - first);
+			uint64_t *dst = sl->bits + first / 64;
+			int64_t n;
+
+			n = hv_vm_dirty_fetch_clear(s->vm, sl->id, first, count,
+						    s->fetch_buf);
+			if (n < 0)
+				return n;
+			total += n;
+			if (!n)
+				continue;
+			/* OR, not copy: pages of an unsent pass stay. */
+			for (uint64_t w = 0; w < HV_DIV_ROUND_UP(count, 64);
+			     w++) {
+				uint64_t add = s->fetch_buf[w] & ~dst[w];
+
+				s->pending += (uint64_t)__builtin_popcountll(add);
+				dst[w] |= s->fetch_buf[w];
+			}
+		}
+	}
+	return total;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull),
+			       (long)(ns % 1000000000ull) };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Hold the pipe back (its lock is held: every channel waits) until the
+ * bytes written in this run fit the cap. In-flight batches are not counted
+ * yet, so the cap is exceeded by at most one batch per channel.
+ */
+static int pace(struct mig_source *s)
+{
+	for (;;) {
+		uint64_t cap = atomic_load(&s->max_bw), now, allowed;
+		struct mig_pipe_stats st;
+
+		if (!cap)
+			return 0;
+		if (atomic_load(&s->cancel))
+			return -ECANCELED;
+		mig_send_pipe_stats(s->pipe, &st);
+		now = mig__now_ns();
+		allowed = (uint64_t)((double)cap *
+				     (double)(now - s->run_start_ns) / 1e9);
+		if (st.wire - s->run_wire0 <= allowed)
+			return 0;
+		sleep_ns(HV_MIN((st.wire - s->run_wire0 - allowed) *
+					1000000000ull / cap,
+				20000000ull));
+	}
+}
+
+void src_prog_counters(struct mig_source *s)
+{
+	struct mig_pipe_stats st;
+
+	if (!s->pipe)
+		return;
+	mig_send_pipe_stats(s->pipe, &st);
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
+	s->prog.p.pages_sent = st.pages;
+	s->prog.p.pages_zero = st.zero;
+	s->prog.p.pages_compressed = st.compressed;
+	s->prog.p.pages_raw = st.raw;
+	s->prog.p.bytes_wire = st.wire + s->ctl_bytes;
+	s->prog.p.compression_ratio = mig_pipe_stats_ratio(&st);
+	s->prog.p.remaining_bytes = s->pending << HV_PAGE_SHIFT;
+	pthread_mutex_unlock(&s->prog.lock);
+}
+
+/* The pipe's page source: the next non-empty word of the dirty set. */
+static int next_run(void *ctx, struct mig_page_run *run)
+{
+	struct mig_source *s = ctx;
+	int ret;
+
+	if (atomic_load(&s->cancel))
+		return -ECANCELED;
+	if (s->deadline && mig__now_ns() > s->deadline)
+		return -ETIMEDOUT;
+	ret = pace(s);
+	if (ret)
+		return ret;
+	/* End a long pass early (the rest stays in the dirty set for the
+	 * next one) so the control channel never stays silent for as long
+	 * as the destination's read timeout. */
+	if (mig__now_ns() - s->run_start_ns > s->pass_limit_ns)
+		return 0;
+	src_prog_counters(s);
+	mig__prog_emit(&s->prog, false);
+	for (; s->cur_slot < s->nslots; s->cur_slot++, s->cur_word = 0) {
+		struct src_slot *sl = &s->slots[s->cur_slot];
+
+		for (; s->cur_word < sl->nwords; s->cur_word++) {
+			uint64_t m = sl->bits[s->cur_word];
+
+			if (!m)
+				continue;
+			sl->bits[s->cur_word] = 0;
+			run->slot = sl->id;
+			run->gfn = sl->base + s->cur_word * 64;
+			run->mask = m;
+			s->pending -= (uint64_t)__builtin_popcountll(m);
+			s->cur_word++;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int send_ctl(struct mig_source *s, unsigned type,
+		    const ProtobufCMessage *m)
+{
+	s->ctl_bytes += mig_frame_size(m);
+	return mig_conn_send(s->ctl, type, m, NULL, 0);
+}
+
+int src_send_pass(struct mig_source *s, uint32_t iteration)
+{
+	Mig__IterStart is = MIG__ITER_START__INIT;
+	Mig__IterEnd ie = MIG__ITER_END__INIT;
+	uint64_t counts[MIG_CHANNELS_MAX];
+	struct mig_pipe_stats st;
+	uint64_t pages0;
+	int ret;
+
+	is.iteration = iteration;
+	is.dirty_pages = s->pending;
+	ret = send_ctl(s, MIG__MSG_TYPE__MSG_ITER_START, &is.base);
+	if (ret)
+		return ret;
+	mig_send_pipe_stats(s->pipe, &st);
+	pages0 = st.pages;
+	s->run_wire0 = st.wire;
+	s->run_start_ns = mig__now_ns();
+	s->cur_slot = 0;
+	s->cur_word = 0;
+	ret = mig_send_pipe_run(s->pipe, next_run, s, counts);
+	if (ret)
+		return ret;
+	mig_send_pipe_stats(s->pipe, &st);
+	ie.iteration = iteration;
+	ie.n_channel_batches = s->nchan;
+	ie.channel_batches = counts;
+	ie.pages = st.pages - pages0;
+	return send_ctl(s, MIG__MSG_TYPE__MSG_ITER_END, &ie.base);
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The source engine's object, shared by source.c (API, setup, switchover,
+ * commit, rollback) and source_iter.c (dirty set, page source, one
+ * iteration). Not a public contract.
+ */
+#ifndef MIG_SOURCE_PRIV_H
+#define MIG_SOURCE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "hvcore/vm.h"
+#include "migrated/mig/handshake.h"
+#include "migrated/mig/memmap.h"
+#include "migrated/mig/pipeline.h"
+#include "migrated/mig/session_priv.h"
+#include "migrated/mig/throttle.h"
+
+/* Pages fetched from the VM's bitmaps per hv_vm_dirty_fetch_clear()
+ * call (64-aligned; the VM re-arms cfg.clear_chunk_pages at a time). */
+#define SRC_FETCH_PAGES 32768u
+
+/* The dirty set still to send of one slot: one bit per page. */
+struct src_slot {
+	uint32_t id;
+	gfn_t base;
+	uint64_t npages;
+	uint64_t nwords;
+	uint64_t *bits;
+};
+
+struct mig_source {
+	/* immutable after start */
+	struct hv_vm *vm;
+	char host[64];
+	uint16_t port;
+	struct mig_opts opts;
+	struct mig_hooks hooks; /* zero when opts.hooks == NULL */
+	struct mig_tls *tls;
+	uint8_t sid[MIG_SESSION_ID_LEN];
+	unsigned nchan;
+	uint32_t io_ms;
+	uint64_t t0;	    /* start, CLOCK_MONOTONIC */
+	uint64_t deadline;  /* 0: none */
+	pthread_t thread;
+	bool joined; /* controlling thread */
+
+	/* protected by lock */
+	pthread_mutex_t lock;
+	bool committed;	  /* ack accepted: cancel is too late */
+	bool ctl_blocked; /* engine blocked reading the control channel */
+	struct mig_conn *ctl;
+	struct mig_conn *data[MIG_CHANNELS_MAX];
+
+	/* any thread */
+	atomic_bool cancel;
+	_Atomic uint64_t max_bw;	/* bytes/s on the wire, 0 = none */
+	_Atomic uint32_t downtime_ms;
+	_Atomic uint32_t throttle_max;
+
+	struct mig__prog prog;
+
+	/*
+	 * Engine thread; the page source (source_iter.c) runs on a pipe
+	 * thread but only while the engine waits in mig_send_pipe_run(), so
+	 * these need no lock.
+	 */
+	struct src_slot *slots;
+	unsigned nslots;
+	uint64_t *fetch_buf; /* SRC_FETCH_PAGES / 64 words */
+	unsigned cur_slot;
+	uint64_t cur_word;
+	uint64_t pending;	 /* pages in the dirty set */
+	uint64_t run_start_ns; /* for bandwidth pacing */
+	uint64_t run_wire0;
+	uint64_t pass_limit_ns;	/* io timeout / 3 */
+	struct mig_memmap *map;
+	struct mig_send_pipe *pipe;
+	struct mig_throttle thr;
+	uint64_t ctl_bytes;	/* control frames' share of bytes_wire */
+	bool logging, paused;
+	int result;
+};
+
+/* source_iter.c */
+int src_dirty_init(struct mig_source *s);
+void src_dirty_fini(struct mig_source *s);
+/* Harvest the VM's logs and OR them into the dirty set; returns the pages
+ * newly taken from the VM or a negative errno. */
+int64_t src_harvest(struct mig_source *s);
+/* IterStart, every page of the dirty set through the pipe, IterEnd. */
+int src_send_pass(struct mig_source *s, uint32_t iteration);
+/* Refresh the counters of the progress snapshot from the pipe. */
+void src_prog_counters(struct mig_source *s);
+
+#endif
