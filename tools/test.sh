@@ -6,6 +6,7 @@
 #   tools/test.sh            everything
 #   tools/test.sh -R memslot only tests whose name matches (ctest -R)
 set -euo pipefail
+TSAN_OPTIONS_EXTRA=${TSAN_OPTIONS:-}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/tools/setup.sh" asan
@@ -15,5 +16,7 @@ rc=0
 echo "== tests: ASan + UBSan build"
 (cd "$top/build/asan" && ctest --output-on-failure "$@") || rc=1
 echo "== tests: ThreadSanitizer build (label tsan)"
-(cd "$top/build/tsan" && ctest --output-on-failure -L tsan "$@") || rc=1
+(cd "$top/build/tsan" &&
+	TSAN_OPTIONS="suppressions=$top/tests/tsan.supp history_size=7 halt_on_error=0 $TSAN_OPTIONS_EXTRA" \
+	ctest --output-on-failure -L tsan "$@") || rc=1
 exit $rc
