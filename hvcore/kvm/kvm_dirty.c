@@ -16,8 +16,24 @@
  * Ring mode: each vCPU pushes (slot, offset) entries; harvest collects
  * every ring into the bitmaps and then KVM_RESET_DIRTY_RINGS re-protects
  * the collected pages, so dirty_clear has nothing to do.
+ *
+ * The ring drainer. KVM only stops a vCPU at its ring's soft limit (64
+ * entries below the end) when it next checks requests. The nested PVM
+ * host of our build machines emulates guest ring-0 code in batches
+ * (kvm_pvm.pvm_emul_batch=1024 instructions) and checks only after the
+ * batch: traced, a 256-entry ring reached 315 used entries before the
+ * KVM_EXIT_DIRTY_RING_FULL, and kvm_dirty_ring_push WARNs "should never
+ * get full" (dirty_ring.c:225, from pvm_emulate_insn_scrubbed). The
+ * overflow overwrites entries not yet reset, their pages are never
+ * re-protected (lost writes), and the kernel's reset index stops for good
+ * (endless ring-full exits). tools/kvm-ring-repro reproduces it with raw
+ * ioctls. Userspace cannot repair that state, so we keep rings far from
+ * soft-full instead: a thread polls every ring each millisecond and
+ * collects + resets one as soon as an eighth of it is pending. Ring-full
+ * exits remain handled (and overflows detected) as the safety net.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -35,6 +51,81 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Poll period and trigger of the ring drainer (see the top comment): a
+ * vCPU here dirties at most ~150 pages per ms (7 us per logged write). */
+#define RING_DRAIN_PERIOD_NS 1000000L
+#define RING_DRAIN_FRACTION 8
+
+/* At least @n entries pending from our fetch index (they are in order). A
+ * collector holding the lock is draining anyway: report nothing. */
+static bool ring_pending(struct hv_kvm_vm *k, struct hv_kvm_vcpu *c,
+			 uint32_t n)
+{
+	struct kvm_dirty_gfn *e;
+	bool ret;
+
+	if (pthread_mutex_trylock(&c->ring_lock))
+		return false;
+	e = &c->ring[(c->fetch + n - 1) & (k->ring_entries - 1)];
+	ret = __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE) &
+	      KVM_DIRTY_GFN_F_DIRTY;
+	pthread_mutex_unlock(&c->ring_lock);
+	return ret;
+}
+
+static void *ring_drain_thread(void *arg)
+{
+	struct hv_vm *vm = arg;
+	struct hv_kvm_vm *k = kvm_of(vm);
+	const struct timespec period = {0, RING_DRAIN_PERIOD_NS};
+	uint32_t n = HV_MAX(k->ring_entries / RING_DRAIN_FRACTION, 1u);
+
+	while (!__atomic_load_n(&k->drain_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t got = 0;
+
+		nanosleep(&period, NULL);
+		for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+			struct hv_vcpu *vcpu = vm->vcpus[i];
+
+			if (vcpu && vcpu->accel &&
+			    ring_pending(k, vcpu->accel, n))
+				got += hv_kvm_ring_harvest_vcpu(vm, vcpu,
+								false);
+		}
+		if (got)
+			hv_kvm_ring_reset(vm);
+	}
+	return NULL;
+}
+
+static int ring_drain_start(struct hv_vm *vm, struct hv_kvm_vm *k)
+{
+	int ret;
+
+	if (k->drain_running)
+		return 0;
+	__atomic_store_n(&k->drain_stop, false, __ATOMIC_RELEASE);
+	ret = -pthread_create(&k->drain_thread, NULL, ring_drain_thread, vm);
+	if (ret) {
+		hv_err("kvm", "vm=%p op=ring_drain_start err=%d", (void *)vm,
+		       ret);
+		return ret;
+	}
+	k->drain_running = true;
+	return 0;
+}
+
+void hv_kvm_ring_drain_stop(struct hv_vm *vm)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+
+	if (!k || !k->drain_running)
+		return;
+	__atomic_store_n(&k->drain_stop, true, __ATOMIC_RELEASE);
+	pthread_join(k->drain_thread, NULL);
+	k->drain_running = false;
 }
 
 int hv_kvm_dirty_start(struct hv_vm *vm, enum hv_dirty_mode mode)
@@ -64,6 +155,12 @@ int hv_kvm_dirty_start(struct hv_vm *vm, enum hv_dirty_mode mode)
 	default:
 		return -EOPNOTSUPP;
 	}
+	if (mode == HV_DIRTY_RING) {
+		int ret = ring_drain_start(vm, k);
+
+		if (ret)
+			return ret;
+	}
 	k->mode = mode;
 	return 0;
 }
@@ -73,6 +170,7 @@ void hv_kvm_dirty_stop(struct hv_vm *vm)
 	struct hv_kvm_vm *k = kvm_of(vm);
 
 	/* Drain the rings so that a later start begins empty. */
+	hv_kvm_ring_drain_stop(vm);
 	if (k->mode == HV_DIRTY_RING)
 		hv_kvm_dirty_harvest(vm);
 	k->mode = HV_DIRTY_INVALID;

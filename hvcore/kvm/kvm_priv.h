@@ -18,6 +18,10 @@
 /* Signal that interrupts KVM_RUN (a no-op handler, no SA_RESTART). */
 #define HV_KVM_KICK_SIGNAL SIGUSR1
 
+/* Smallest dirty ring measured never to overflow on the nested PVM host
+ * with the ring drainer running (kvm_dirty.c, tools/kvm-ring-repro). */
+#define HV_KVM_RING_MIN_SAFE 4096u
+
 /* What the accelerator knows about one memslot (by id). */
 struct kvm_slot {
 	bool used;
@@ -49,6 +53,13 @@ struct hv_kvm_vm {
 	/* probed once by vCPU 0, then immutable */
 	struct x86_msr_list *msrs;
 
+	/* Ring drainer (kvm_dirty.c): started by dirty_start in ring mode,
+	 * stopped by dirty_stop or the first vcpu_fini (before any ring is
+	 * unmapped). drain_running: control thread only. */
+	pthread_t drain_thread;
+	bool drain_running;
+	bool drain_stop; /* atomic */
+
 	/* atomics */
 	bool ring_per_entry;
 	bool ring_overflow; /* set by a collector, consumed by harvest */
@@ -63,6 +74,9 @@ struct hv_kvm_vcpu {
 	struct kvm_dirty_gfn *ring;
 	uint32_t fetch;
 	pthread_mutex_t ring_lock;
+	/* vCPU thread only: consecutive KVM_EXIT_DIRTY_RING_FULL exits that
+	 * found nothing to collect (see exit_ring_full) */
+	uint32_t empty_full_run;
 };
 
 static inline struct hv_kvm_vm *kvm_of(struct hv_vm *vm)
@@ -86,6 +100,8 @@ int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,
 uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
 				  bool full_exit);
 int hv_kvm_ring_reset(struct hv_vm *vm);
+/* Stop the ring drainer if it runs (control thread; idempotent). */
+void hv_kvm_ring_drain_stop(struct hv_vm *vm);
 
 /* kvm_vcpu.c */
 int hv_kvm_vcpu_init(struct hv_vcpu *vcpu);

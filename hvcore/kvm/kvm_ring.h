@@ -38,9 +38,10 @@ void hv_kvm_ring_collect(struct kvm_dirty_gfn *ring, uint32_t size,
 
 /*
  * Find the kernel's next entry when ours (*@fetch) is empty although the
- * ring reported full: on the nested KVM of our build machines the kernel's
- * ring position has been seen to run ahead of userspace's (entries reset
- * that were never collected). Advances *@fetch to the first dirty entry
+ * ring reported full. That only happens after the kernel pushed past the
+ * end of the ring (seen on the nested PVM host: its emulator overshoots
+ * the soft limit, see kvm_dirty.c and tools/kvm-ring-repro), which
+ * overwrites entries not yet reset. Advances *@fetch to the first dirty entry
  * within one lap and returns how far it moved (0: in sync, or nothing
  * dirty). A move means entries may have been lost: the caller must treat
  * the log as incomplete.

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch/x86/guest/ucall.h"
@@ -105,6 +106,8 @@ void hv_kvm_vcpu_fini(struct hv_vcpu *vcpu)
 
 	if (!c)
 		return;
+	/* The drainer reads every vCPU's ring: stop it before one goes. */
+	hv_kvm_ring_drain_stop(vcpu->vm);
 	if (c->ring)
 		munmap(c->ring, k->ring_entries * sizeof(struct kvm_dirty_gfn));
 	munmap(c->run, k->run_size);
@@ -169,19 +172,52 @@ static int exit_io(struct hv_vcpu *vcpu, struct hv_exit *exit)
 	return ret ? ret : 1;
 }
 
+/* Consecutive ring-full exits with nothing to collect after which the
+ * kernel's ring is taken as wedged (see below). One or two happen
+ * legitimately when another thread collected the entries first. */
+#define RING_STUCK_EXITS 1000
+
 static int exit_ring_full(struct hv_vcpu *vcpu, struct hv_exit *exit)
 {
 	struct hv_kvm_vm *k = kvm_of(vcpu->vm);
+	struct hv_kvm_vcpu *c = vcpu->accel;
 	int ret;
 
 	/* Make room ourselves: collect our own ring into the bitmaps and
-	 * reset. The harvester may be collecting the same ring; ring_lock
-	 * serialises the two. */
+	 * reset. The harvester or the drainer may be collecting the same
+	 * ring; ring_lock serialises them. */
 	__atomic_fetch_add(&k->rstats.full_exits, 1, __ATOMIC_RELAXED);
-	hv_kvm_ring_harvest_vcpu(vcpu->vm, vcpu, true);
+	if (hv_kvm_ring_harvest_vcpu(vcpu->vm, vcpu, true))
+		c->empty_full_run = 0;
+	else
+		c->empty_full_run++;
 	ret = hv_kvm_ring_reset(vcpu->vm);
 	if (ret)
 		return ret;
+	/*
+	 * Full, yet every entry is collected and reset, again and again:
+	 * the kernel pushed past the end of the ring (kvm_dirty_ring_push
+	 * WARN "should never get full"; on the nested PVM host its emulator
+	 * overshoots the soft limit) and its reset index can no longer
+	 * advance. This vCPU cannot run again and writes were lost: count
+	 * it, resync the log, say so once, and stop spinning hot (kicks
+	 * still work: we return to the generic loop).
+	 */
+	if (c->empty_full_run == RING_STUCK_EXITS) {
+		__atomic_fetch_add(&k->rstats.desyncs, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
+		hv_err("kvm",
+		       "vm=%p vcpu=%u op=ring_full err=%d "
+		       "reason=kernel_ring_overflow empty_full_exits=%u "
+		       "ring=%u",
+		       (void *)vcpu->vm, vcpu->id, -EIO, c->empty_full_run,
+		       k->ring_entries);
+	}
+	if (c->empty_full_run >= RING_STUCK_EXITS) {
+		const struct timespec ms = {0, 1000000L};
+
+		nanosleep(&ms, NULL);
+	}
 	exit->kind = HV_EXIT_LOG_FULL;
 	exit->detail = "KVM_EXIT_DIRTY_RING_FULL";
 	return 1;

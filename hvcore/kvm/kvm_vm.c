@@ -116,6 +116,14 @@ static int setup_ring(struct hv_vm *vm, struct hv_kvm_vm *k)
 		return -EINVAL;
 	}
 	k->ring_entries = vm->cfg.dirty_ring_entries;
+	/* The PVM host's emulator overshoots the soft limit by up to a
+	 * batch of pushes (kvm_dirty.c): small rings overflow there even
+	 * with the drainer, on a scheduling stall or at boot. */
+	if (k->ring_entries < HV_KVM_RING_MIN_SAFE)
+		hv_warn("kvm",
+			"op=vm_init ring_entries=%u safe_min=%u "
+			"reason=host_may_overflow_small_rings",
+			k->ring_entries, HV_KVM_RING_MIN_SAFE);
 	return enable_cap(k->vm_fd,
 			  k->ring_acq_rel ? KVM_CAP_DIRTY_LOG_RING_ACQ_REL
 					  : KVM_CAP_DIRTY_LOG_RING,
@@ -254,6 +262,7 @@ static void kvm_vm_fini(struct hv_vm *vm)
 
 	if (!k)
 		return;
+	hv_kvm_ring_drain_stop(vm);
 	for (uint32_t i = 0; i < k->nr_slots; i++)
 		free(k->slots[i].scratch);
 	free(k->slots);
