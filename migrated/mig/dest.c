@@ -19,6 +19,7 @@
  * the source's Commit.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "hvcore/types.h"
 #include "hvcore/vcpu.h"
@@ -82,7 +84,8 @@ struct mig_dest {
 	uint64_t digest_pages;
 	struct hv_blob state;
 	uint64_t verify_ns, load_ns;
-	uint64_t ctl_bytes;
+	/* written by the control thread, read by the watcher's progress */
+	_Atomic uint64_t ctl_bytes;
 	int result;
 	struct hv_vm *vm_out;
 };
@@ -106,7 +109,9 @@ static void dst_prog_counters(struct mig_dest *d)
 	d->prog.p.pages_zero = st.zero;
 	d->prog.p.pages_compressed = st.compressed;
 	d->prog.p.pages_raw = st.raw;
-	d->prog.p.bytes_wire = st.wire + d->ctl_bytes;
+	d->prog.p.bytes_wire =
+		st.wire + atomic_load_explicit(&d->ctl_bytes,
+					       memory_order_relaxed);
 	d->prog.p.compression_ratio = mig_pipe_stats_ratio(&st);
 	if (st.wire && d->prog.p.elapsed_ns)
 		d->prog.p.bandwidth = (uint64_t)((double)st.wire * 1e9 /
@@ -286,6 +291,17 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 				      : MIG__REFUSE_REASON__REFUSE_LAYOUT,
 			      why, ret);
 	}
+	/*
+	 * The source does not send the holes of its memory (never-written
+	 * pages): ours must read as zeros wherever no page arrives, whatever
+	 * creating the VM wrote here. Punching is cheap and leaves the
+	 * memory unpopulated, so the digest skips what never arrived too.
+	 */
+	if (d->vm->mem &&
+	    fallocate(d->vm->mem->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      0, (off_t)d->vm->mem->bytes) < 0)
+		FAIL(d, -errno, "clear the new VM's memory: %s",
+		     strerror(errno));
 	ms = calloc(l->n_slots, sizeof(*ms));
 	if (!ms)
 		FAIL(d, -ENOMEM, "memory map: out of memory");
@@ -359,6 +375,48 @@ static int on_switchover(struct mig_dest *d, const ProtobufCMessage *m)
 	return 0;
 }
 
+/*
+ * Digest of the received memory. Holes of our memfd (nothing arrived
+ * there since setup punched it) are zeros and are not read: reading would
+ * fault each one in, several us per page on a nested host.
+ */
+static int dst_digest(struct mig_dest *d)
+{
+	const struct hv_guest_mem *mem = d->vm->mem;
+	unsigned n = mig_memmap_count(d->map);
+	uint64_t **data = calloc(HV_MAX(n, 1u), sizeof(*data));
+	int ret = 0;
+
+	if (!data)
+		return -ENOMEM;
+	for (unsigned i = 0; mem && i < n; i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(d->map, i);
+		uint64_t off = (uint64_t)(sl->host - mem->hva);
+
+		if (sl->host < mem->hva ||
+		    off + (sl->npages << HV_PAGE_SHIFT) > mem->bytes)
+			continue;
+		data[i] = malloc(HV_DIV_ROUND_UP(sl->npages, 64) * 8);
+		if (!data[i]) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (mig_data_map_build(mem->fd, off, sl->npages, data[i])) {
+			free(data[i]);
+			data[i] = NULL;
+		}
+	}
+	if (!ret)
+		ret = mig_digest_compute_data(d->map,
+					      (const uint64_t *const *)data,
+					      d->nchan, d->digest,
+					      &d->digest_pages);
+	for (unsigned i = 0; i < n; i++)
+		free(data[i]);
+	free(data);
+	return ret;
+}
+
 static int on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
@@ -377,9 +435,9 @@ static int on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 		FAIL(d, -ENOMEM, "VM state: out of memory");
 	memcpy(d->state.data, env->state.data, env->state.len);
 	d->state.len = env->state.len;
-	/* Computed now, while the source computes its own. */
+	/* Computed now, while the source hashes its page table. */
 	t0 = mig__now_ns();
-	ret = mig_digest_compute(d->map, d->nchan, d->digest, &d->digest_pages);
+	ret = dst_digest(d);
 	d->verify_ns = mig__now_ns() - t0;
 	if (ret)
 		FAIL(d, ret, "digest: %s", strerror(-ret));
@@ -548,7 +606,9 @@ static int control_loop(struct mig_dest *d)
 			     mig_recv_state_name(d->fsm.state),
 			     strerror(-ret));
 		}
-		d->ctl_bytes += MIG_FRAME_HDR_SIZE + h.len;
+		atomic_fetch_add_explicit(&d->ctl_bytes,
+					  MIG_FRAME_HDR_SIZE + h.len,
+					  memory_order_relaxed);
 		ret = mig_recv_fsm_step(&d->fsm, h.type);
 		if (ret) {
 			mig_frame_msg_free(m);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,35 +61,102 @@ uint64_t mig_page_hash(const void *page)
 	return h;
 }
 
+uint64_t mig_zero_page_hash(void)
+{
+	static const uint8_t zero_page[HV_PAGE_SIZE];
+	static _Atomic uint64_t cached;
+	uint64_t h = cached;
+
+	if (!h) {
+		h = mig_page_hash(zero_page);
+		cached = h;
+	}
+	return h;
+}
+
+uint64_t mig_memmap_pages(const struct mig_memmap *map)
+{
+	uint64_t total = 0;
+
+	for (unsigned s = 0; s < mig_memmap_count(map); s++)
+		total += mig_memmap_at(map, s)->npages;
+	return total;
+}
+
+static inline bool bit_test(const uint64_t *b, uint64_t i)
+{
+	return b[i / 64] >> (i % 64) & 1;
+}
+
 struct hash_job {
-	const struct mig_memmap *map;
-	uint64_t *table; /* one entry per page, all slots back to back */
-	uint64_t first, count; /* pages of the table this job fills */
+	const uint8_t *host;
+	const uint64_t *select, *data;
+	uint64_t *table;
+	uint64_t first, end; /* pages of the range this job fills */
 	uint64_t zero_hash;
 	pthread_t thread;
 };
 
-/* Fill table[first, first + count): walk the slots to find the pages. */
 static void *hash_run(void *arg)
 {
 	struct hash_job *j = arg;
-	uint64_t idx = 0, end = j->first + j->count;
 
-	for (unsigned s = 0; s < mig_memmap_count(j->map) && idx < end; s++) {
-		const struct mig_memmap_slot *sl = mig_memmap_at(j->map, s);
-		uint64_t lo = HV_MAX(idx, j->first);
-		uint64_t hi = HV_MIN(idx + sl->npages, end);
+	for (uint64_t i = j->first; i < j->end; i++) {
+		const uint8_t *pg = j->host + (i << HV_PAGE_SHIFT);
 
-		for (uint64_t i = lo; i < hi; i++) {
-			const uint8_t *pg = sl->host +
-					    ((i - idx) << HV_PAGE_SHIFT);
-
+		if (j->select && !bit_test(j->select, i)) {
+			/* Skip a whole empty word at once. */
+			if (!j->select[i / 64])
+				i |= 63;
+			continue;
+		}
+		if (j->data && !bit_test(j->data, i))
+			j->table[i] = j->zero_hash;
+		else
 			j->table[i] = mig_page_is_zero(pg) ? j->zero_hash
 							    : mig_page_hash(pg);
-		}
-		idx += sl->npages;
 	}
 	return NULL;
+}
+
+int mig_hash_range(const uint8_t *host, uint64_t npages,
+		   const uint64_t *select, const uint64_t *data,
+		   uint64_t *table, unsigned nthreads)
+{
+	struct hash_job jobs[MIG_DIGEST_MAX_THREADS];
+	unsigned started = 0;
+	uint64_t per;
+	int ret = 0;
+
+	nthreads = HV_MAX(1u, HV_MIN(nthreads, MIG_DIGEST_MAX_THREADS));
+	/* Below 1024 pages a thread costs more than it saves. */
+	nthreads = (unsigned)HV_MIN((uint64_t)nthreads,
+				    HV_MAX(npages / 1024, 1u));
+	/* Word-aligned shares: the select skip never crosses a share. */
+	per = HV_ALIGN_UP(HV_DIV_ROUND_UP(npages, nthreads), 64);
+	for (unsigned t = 0; t < nthreads; t++)
+		jobs[t] = (struct hash_job){
+			.host = host,
+			.select = select,
+			.data = data,
+			.table = table,
+			.first = HV_MIN(t * per, npages),
+			.end = HV_MIN((t + 1) * per, npages),
+			.zero_hash = mig_zero_page_hash(),
+		};
+	/* Jobs 1.. in threads, job 0 here. */
+	for (unsigned t = 1; t < nthreads; t++, started++) {
+		ret = -pthread_create(&jobs[t].thread, NULL, hash_run, &jobs[t]);
+		if (ret)
+			break;
+	}
+	hash_run(&jobs[0]);
+	for (unsigned t = 1; t <= started; t++)
+		pthread_join(jobs[t].thread, NULL);
+	/* Jobs that did not start: do them here rather than fail. */
+	for (unsigned t = started + 1; t < nthreads; t++)
+		hash_run(&jobs[t]);
+	return 0;
 }
 
 static void put_le(uint8_t *b, uint64_t v, unsigned n)
@@ -97,11 +165,11 @@ static void put_le(uint8_t *b, uint64_t v, unsigned n)
 		b[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* SHA-256 over the slot headers and the (little-endian) table. */
-static int sha_table(const struct mig_memmap *map, uint64_t *table,
+int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint8_t buf[8 * 512];
 	uint64_t idx = 0;
 	unsigned len = 0;
 	int ok;
@@ -116,11 +184,22 @@ static int sha_table(const struct mig_memmap *map, uint64_t *table,
 		put_le(hdr, sl->id, 4);
 		put_le(hdr + 4, sl->base_gfn, 8);
 		put_le(hdr + 12, sl->npages, 8);
-		for (uint64_t i = 0; i < sl->npages; i++)
-			put_le((uint8_t *)&table[idx + i], table[idx + i], 8);
-		ok = EVP_DigestUpdate(ctx, hdr, sizeof(hdr)) &&
-		     EVP_DigestUpdate(ctx, &table[idx],
-				      sl->npages * sizeof(uint64_t));
+		ok = EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* The table is already in wire order: hash it in place. */
+		ok = ok && EVP_DigestUpdate(ctx, table + idx,
+					    sl->npages * sizeof(uint64_t));
+		idx += sl->npages;
+		continue;
+#endif
+		/* Little-endian on the wire whatever the host is. */
+		for (uint64_t i = 0; ok && i < sl->npages; i += 512) {
+			uint64_t n = HV_MIN(sl->npages - i, 512u);
+
+			for (uint64_t k = 0; k < n; k++)
+				put_le(buf + 8 * k, table[idx + i + k], 8);
+			ok = EVP_DigestUpdate(ctx, buf, n * 8);
+		}
 		idx += sl->npages;
 	}
 	ok = ok && EVP_DigestFinal_ex(ctx, out, &len) && len == MIG_DIGEST_LEN;
@@ -128,47 +207,78 @@ static int sha_table(const struct mig_memmap *map, uint64_t *table,
 	return ok ? 0 : -EIO;
 }
 
-int mig_digest_compute(const struct mig_memmap *map, unsigned nthreads,
-		       uint8_t out[MIG_DIGEST_LEN], uint64_t *pages)
+static void set_bits(uint64_t *bits, uint64_t from, uint64_t to)
 {
-	struct hash_job jobs[MIG_DIGEST_MAX_THREADS];
-	static const uint8_t zero_page[HV_PAGE_SIZE];
-	uint64_t total = 0, per, zero_hash = mig_page_hash(zero_page);
+	for (uint64_t i = from; i < to; i++) {
+		if (!(i % 64) && to - i >= 64) {
+			bits[i / 64] = ~0ull;
+			i += 63;
+			continue;
+		}
+		bits[i / 64] |= 1ull << (i % 64);
+	}
+}
+
+int mig_data_map_build(int fd, uint64_t off, uint64_t npages,
+		       uint64_t *bits)
+{
+	uint64_t end = off + (npages << HV_PAGE_SHIFT), pos = off;
+
+	memset(bits, 0, HV_DIV_ROUND_UP(npages, 64) * sizeof(uint64_t));
+	while (pos < end) {
+		off_t d = lseek(fd, (off_t)pos, SEEK_DATA), h;
+
+		if (d < 0) {
+			if (errno == ENXIO) /* no data after pos */
+				return 0;
+			if (errno == EINVAL) { /* no SEEK_DATA: all data */
+				set_bits(bits, 0, npages);
+				return 0;
+			}
+			return -errno;
+		}
+		if ((uint64_t)d >= end)
+			return 0;
+		h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			return -errno;
+		set_bits(bits, ((uint64_t)d - off) >> HV_PAGE_SHIFT,
+			 HV_DIV_ROUND_UP(HV_MIN((uint64_t)h, end) - off,
+					 HV_PAGE_SIZE));
+		pos = (uint64_t)h;
+	}
+	return 0;
+}
+
+int mig_digest_compute_data(const struct mig_memmap *map,
+			    const uint64_t *const *data, unsigned nthreads,
+			    uint8_t out[MIG_DIGEST_LEN], uint64_t *pages)
+{
+	uint64_t total = mig_memmap_pages(map), idx = 0;
 	uint64_t *table;
-	unsigned started = 0;
 	int ret = 0;
 
-	for (unsigned s = 0; s < mig_memmap_count(map); s++)
-		total += mig_memmap_at(map, s)->npages;
 	table = malloc(HV_MAX(total, 1) * sizeof(*table));
 	if (!table)
 		return -ENOMEM;
-	nthreads = HV_MAX(1u, HV_MIN(nthreads, MIG_DIGEST_MAX_THREADS));
-	per = HV_DIV_ROUND_UP(total, nthreads);
-	for (unsigned t = 0; t < nthreads; t++) {
-		jobs[t] = (struct hash_job){
-			.map = map,
-			.table = table,
-			.first = HV_MIN(t * per, total),
-			.count = HV_MIN(per, total - HV_MIN(t * per, total)),
-			.zero_hash = zero_hash,
-		};
+	for (unsigned s = 0; !ret && s < mig_memmap_count(map); s++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(map, s);
+
+		ret = mig_hash_range(sl->host, sl->npages, NULL,
+				     data ? data[s] : NULL, table + idx,
+				     nthreads);
+		idx += sl->npages;
 	}
-	/* Jobs 1.. in threads, job 0 here. */
-	for (unsigned t = 1; t < nthreads; t++, started++) {
-		ret = -pthread_create(&jobs[t].thread, NULL, hash_run, &jobs[t]);
-		if (ret)
-			break;
-	}
-	hash_run(&jobs[0]);
-	for (unsigned t = 1; t <= started; t++)
-		pthread_join(jobs[t].thread, NULL);
-	if (!ret && started + 1 < nthreads)
-		ret = -EAGAIN;
 	if (!ret)
-		ret = sha_table(map, table, out);
+		ret = mig_digest_table(map, table, out);
 	if (!ret && pages)
 		*pages = total;
 	free(table);
 	return ret;
+}
+
+int mig_digest_compute(const struct mig_memmap *map, unsigned nthreads,
+		       uint8_t out[MIG_DIGEST_LEN], uint64_t *pages)
+{
+	return mig_digest_compute_data(map, NULL, nthreads, out, pages);
 }

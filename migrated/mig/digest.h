@@ -14,11 +14,17 @@
  * digest catches lost, stale, misplaced or corrupted pages (transport
  * bugs), not an adversary, which TLS keeps out.
  *
- * Cost: one read of guest memory, split over @nthreads threads, plus 8
- * bytes of table per page (0.2% of RAM), freed before returning. Both
- * sides run it inside the downtime; the destination starts as soon as its
- * last page landed, while the source computes its own, so the two scans
- * overlap.
+ * The page table is the digest's unit of work: the source keeps one for
+ * the whole migration, updated after each pass for the pages the pass
+ * sent (mig_hash_range with a selection), so that its switchover digest
+ * is a SHA-256 of 8 bytes per page (0.2% of RAM; ~ms for 1 GiB) instead
+ * of a read of all guest memory inside the downtime; after commit it
+ * re-hashes its frozen memory and compares page by page (verification).
+ *
+ * Holes: guest RAM is a memfd; a range the file has no data for (never
+ * written, SEEK_HOLE) reads as zeros. mig_data_map_build() finds them, so
+ * that hashing (and sending) skips them without faulting them in, which
+ * costs several us per page on a nested host (DESIGN.md section 8).
  */
 #ifndef MIG_DIGEST_H
 #define MIG_DIGEST_H
@@ -33,14 +39,55 @@
 /* The 64-bit hash of the 4 KiB page at @page. Pure, thread-safe. */
 uint64_t mig_page_hash(const void *page);
 
+/* The hash of a page of zeros (what a hole or a zero page hashes to). */
+uint64_t mig_zero_page_hash(void);
+
+/* Total pages of @map, all slots. */
+uint64_t mig_memmap_pages(const struct mig_memmap *map);
+
+/*
+ * Hash pages [0, @npages) at @host into @table[i]. @select (one bit per
+ * page; NULL = every page): only the pages whose bit is set. @data (NULL
+ * = none): pages whose bit is clear are holes, given the zero hash
+ * without being read. @nthreads as below. The pages must not change
+ * meanwhile for the result to mean anything. 0 or -errno of
+ * pthread_create.
+ */
+int mig_hash_range(const uint8_t *host, uint64_t npages,
+		   const uint64_t *select, const uint64_t *data,
+		   uint64_t *table, unsigned nthreads);
+
+/*
+ * The digest (definition above) of a finished page table: @table holds
+ * one entry per page of @map, slots back to back in id order. Does not
+ * change @table. 0, -ENOMEM or -EIO (OpenSSL).
+ */
+int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
+		     uint8_t out[MIG_DIGEST_LEN]);
+
+/*
+ * Data map of pages [0, @npages) of memfd @fd from byte @off: bit i set
+ * when page i has data (or may have: a page partly inside a data range
+ * counts as data), clear when it is a hole. @bits holds
+ * ceil(npages / 64) words. A file system without SEEK_DATA support sets
+ * every bit. 0 or -errno of lseek.
+ */
+int mig_data_map_build(int fd, uint64_t off, uint64_t npages,
+		       uint64_t *bits);
+
 /*
  * Digest of every page of @map into @out; *@pages (may be NULL) gets the
- * number of pages covered. @nthreads 0 or 1: the calling thread only;
- * more: that many threads (capped at MIG_DIGEST_MAX_THREADS). The memory
- * must not change meanwhile (VM paused or not started). Returns 0,
- * -ENOMEM, -EIO (OpenSSL) or -errno of pthread_create.
+ * number of pages covered. @data (NULL = read every page): one data map
+ * per slot of @map (in its order), holes are not read. @nthreads 0 or 1:
+ * the calling thread only; more: that many threads (capped at
+ * MIG_DIGEST_MAX_THREADS). The memory must not change meanwhile (VM
+ * paused or not started). Returns 0, -ENOMEM, -EIO (OpenSSL) or -errno
+ * of pthread_create.
  */
 int mig_digest_compute(const struct mig_memmap *map, unsigned nthreads,
 		       uint8_t out[MIG_DIGEST_LEN], uint64_t *pages);
+int mig_digest_compute_data(const struct mig_memmap *map,
+			    const uint64_t *const *data, unsigned nthreads,
+			    uint8_t out[MIG_DIGEST_LEN], uint64_t *pages);
 
 #endif

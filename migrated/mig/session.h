@@ -116,7 +116,8 @@ struct mig_downtime {
 	uint64_t final_harvest_ns; /* last harvest of the dirty logs */
 	uint64_t final_send_ns;	   /* last dirty pages on the wire */
 	uint64_t state_ns;	   /* VM + vCPU state saved and sent */
-	uint64_t digest_ns;	   /* source digest computed and sent */
+	uint64_t digest_ns;	   /* source digest (of its page table)
+				    * computed and sent */
 	uint64_t load_ns;	   /* destination: verify + load state */
 	uint64_t resume_ns;	   /* commit handshake until dest resumed */
 	uint64_t total_ns;	   /* pause .. destination resumed */
@@ -150,6 +151,20 @@ struct mig_progress {
 	 * as timestamped by the hosts (source's last before pause to the
 	 * destination's first after resume, CLOCK_REALTIME). 0 if unknown. */
 	uint64_t guest_downtime_ns;
+	/*
+	 * Source, after commit (outside the downtime): its frozen memory
+	 * re-hashed page by page against the page table whose SHA-256 the
+	 * destination matched at switchover (digest.h). verify_pages 0: not
+	 * run. A mismatch means the destination got a page that differs
+	 * from the source's final memory (the migration has already
+	 * committed: this is a report, not a rollback).
+	 */
+	uint64_t verify_pages;
+	uint64_t verify_mismatches;
+	uint64_t verify_ns;
+	/* Pages never sent because they were holes of the source's memfd
+	 * (never written: zeros on both sides without a read). */
+	uint64_t pages_hole;
 	int error;	     /* negative errno when FAILED */
 	char message[256];   /* human-readable reason when FAILED */
 };

@@ -222,6 +222,9 @@ static int setup(struct mig_source *s)
 	free(ms);
 	if (ret)
 		FAIL(s, ret, "memory map: %s", strerror(-ret));
+	ret = src_table_init(s);
+	if (ret)
+		FAIL(s, ret, "page table: %s", strerror(-ret));
 	pcfg.encoding = s->opts.zstd_level < 0 ? MIG__ENCODING__ENCODING_RAW
 					       : MIG__ENCODING__ENCODING_ZSTD;
 	pcfg.level = s->opts.zstd_level > 0 ? s->opts.zstd_level : 1;
@@ -276,6 +279,11 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 	n = src_harvest(s); /* initially set: every page */
 	if (n < 0)
 		FAIL(s, (int)n, "harvest: %s", strerror((int)-n));
+	/* Never-written pages are zeros on both sides: not read, not sent
+	 * (the destination's memory starts as holes too, see dest.c). */
+	ret = src_skip_holes(s);
+	if (ret)
+		FAIL(s, ret, "memory holes: %s", strerror(-ret));
 	t_h = mig__now_ns();
 	for (;;) {
 		struct mig_pipe_stats a, b;
@@ -299,6 +307,9 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 			FAIL(s, ret, "iteration %u: %s", iter, strerror(-ret));
 		}
 		t_e = mig__now_ns();
+		ret = src_hash_sent(s);
+		if (ret)
+			FAIL(s, ret, "page hashes: %s", strerror(-ret));
 		mig_send_pipe_stats(s->pipe, &b);
 		sent = b.pages - a.pages;
 		if (bw_pages <= 0 || t_e - t_s >= SRC_BW_MIN_NS ||
@@ -414,9 +425,11 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "send switchover: %s", strerror(-ret));
 	t[2] = mig__now_ns();
-	do
+	do {
 		ret = src_send_pass(s, iter);
-	while (!ret && s->pending);
+		if (!ret)
+			ret = src_hash_sent(s);
+	} while (!ret && s->pending);
 	if (!ret)
 		ret = mig_send_pipe_finish(s->pipe);
 	if (ret)
@@ -439,7 +452,10 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "send VM state: %s", strerror(-ret));
 	t[4] = mig__now_ns();
-	ret = mig_digest_compute(s->map, s->nchan, digest, &pages);
+	/* The table already holds every page as sent: only its own 8 bytes
+	 * per page are hashed inside the downtime. */
+	pages = s->table_pages;
+	ret = mig_digest_table(s->map, s->table, digest);
 	if (ret)
 		FAIL(s, ret, "digest: %s", strerror(-ret));
 	dg.algo = MIG__DIGEST_ALGO__DIGEST_PAGE64_SHA256;
@@ -607,7 +623,13 @@ static void *src_thread(void *arg)
 		if (s->logging)
 			hv_vm_dirty_log_stop(s->vm);
 		s->logging = false;
-		src_prog_counters(s);
+		pthread_mutex_lock(&s->prog.lock);
+		s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
+		pthread_mutex_unlock(&s->prog.lock);
+		/* The VM is stopped and its memory frozen: check every page
+		 * against what the destination acknowledged. */
+		if (src_verify(s))
+			hv_warn("mig", "op=verify err=nomem");
 		mig__prog_phase(&s->prog, MIG_PHASE_COMPLETED);
 		hv_info("mig", "op=migrate_out vm=%p result=completed "
 			       "downtime_ms=%.1f guest_downtime_ms=%.1f",

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "hvcore/types.h"
+#include "migrated/mig/digest.h"
 #include "migrated/mig/source_priv.h"
 
 int src_dirty_init(struct mig_source *s)
@@ -31,7 +33,8 @@ int src_dirty_init(struct mig_source *s)
 			return ret;
 		sl->nwords = HV_DIV_ROUND_UP(sl->npages, 64);
 		sl->bits = calloc(sl->nwords, sizeof(uint64_t));
-		if (!sl->bits)
+		sl->sent = calloc(sl->nwords, sizeof(uint64_t));
+		if (!sl->bits || !sl->sent)
 			return -ENOMEM;
 	}
 	return 0;
@@ -39,9 +42,13 @@ int src_dirty_init(struct mig_source *s)
 
 void src_dirty_fini(struct mig_source *s)
 {
-	for (unsigned i = 0; s->slots && i < s->nslots; i++)
+	for (unsigned i = 0; s->slots && i < s->nslots; i++) {
 		free(s->slots[i].bits);
+		free(s->slots[i].sent);
+	}
 	free(s->slots);
+	free(s->table);
+	s->table = NULL;
 	free(s->fetch_buf);
 	s->slots = NULL;
 	s->fetch_buf = NULL;
@@ -167,6 +174,7 @@ static int next_run(void *ctx, struct mig_page_run *run)
 			if (!m)
 				continue;
 			sl->bits[s->cur_word] = 0;
+			sl->sent[s->cur_word] |= m;
 			run->slot = sl->id;
 			run->gfn = sl->base + s->cur_word * 64;
 			run->mask = m;
@@ -214,4 +222,143 @@ int src_send_pass(struct mig_source *s, uint32_t iteration)
 	ie.channel_batches = counts;
 	ie.pages = st.pages - pages0;
 	return send_ctl(s, MIG__MSG_TYPE__MSG_ITER_END, &ie.base);
+}
+
+int src_table_init(struct mig_source *s)
+{
+	uint64_t zh = mig_zero_page_hash();
+
+	s->table_pages = mig_memmap_pages(s->map);
+	s->table = malloc(HV_MAX(s->table_pages, 1) * sizeof(uint64_t));
+	if (!s->table)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < s->table_pages; i++)
+		s->table[i] = zh;
+	for (unsigned i = 0; i < s->nslots; i++) {
+		struct src_slot *sl = &s->slots[i];
+		uint64_t idx = 0;
+
+		for (unsigned m = 0; m < mig_memmap_count(s->map); m++) {
+			const struct mig_memmap_slot *ms =
+				mig_memmap_at(s->map, m);
+
+			if (ms->id == sl->id) {
+				sl->tidx = idx;
+				sl->host = ms->host;
+				break;
+			}
+			idx += ms->npages;
+		}
+	}
+	return 0;
+}
+
+/* The guest memory of @sl as a range of the VM's memfd. */
+static int slot_data_map(struct mig_source *s, const struct src_slot *sl,
+			 uint64_t *data)
+{
+	const struct hv_guest_mem *mem = s->vm->mem;
+
+	if (!mem || sl->host < mem->hva ||
+	    sl->host + (sl->npages << HV_PAGE_SHIFT) > mem->hva + mem->bytes)
+		return -ENOENT;
+	return mig_data_map_build(mem->fd, (uint64_t)(sl->host - mem->hva),
+				  sl->npages, data);
+}
+
+int src_skip_holes(struct mig_source *s)
+{
+	for (unsigned i = 0; i < s->nslots; i++) {
+		struct src_slot *sl = &s->slots[i];
+		uint64_t *data = malloc(sl->nwords * sizeof(uint64_t));
+		int ret;
+
+		if (!data)
+			return -ENOMEM;
+		ret = slot_data_map(s, sl, data);
+		if (ret) {
+			/* Not a memfd range we know: send every page. */
+			free(data);
+			continue;
+		}
+		for (uint64_t w = 0; w < sl->nwords; w++) {
+			uint64_t hole = sl->bits[w] & ~data[w];
+			uint64_t n = (uint64_t)__builtin_popcountll(hole);
+
+			sl->bits[w] &= data[w];
+			s->pending -= n;
+			s->holes += n;
+		}
+		free(data);
+	}
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.pages_hole = s->holes;
+	pthread_mutex_unlock(&s->prog.lock);
+	return 0;
+}
+
+int src_hash_sent(struct mig_source *s)
+{
+	for (unsigned i = 0; i < s->nslots; i++) {
+		struct src_slot *sl = &s->slots[i];
+		int ret;
+
+		if (!sl->host)
+			continue;
+		ret = mig_hash_range(sl->host, sl->npages, sl->sent, NULL,
+				     s->table + sl->tidx, s->nchan);
+		if (ret)
+			return ret;
+		memset(sl->sent, 0, sl->nwords * sizeof(uint64_t));
+	}
+	return 0;
+}
+
+int src_verify(struct mig_source *s)
+{
+	uint64_t t0 = mig__now_ns(), bad = 0, first_bad = UINT64_MAX;
+	uint64_t *now = malloc(HV_MAX(s->table_pages, 1) * sizeof(uint64_t));
+	int ret = 0;
+
+	if (!now)
+		return -ENOMEM;
+	for (unsigned i = 0; !ret && i < s->nslots; i++) {
+		struct src_slot *sl = &s->slots[i];
+		uint64_t *data = malloc(sl->nwords * sizeof(uint64_t));
+
+		if (!data) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (slot_data_map(s, sl, data)) {
+			free(data);
+			data = NULL;
+		}
+		ret = mig_hash_range(sl->host, sl->npages, NULL, data,
+				     now + sl->tidx, 2);
+		free(data);
+	}
+	for (uint64_t i = 0; !ret && i < s->table_pages; i++) {
+		if (now[i] == s->table[i])
+			continue;
+		if (!bad)
+			first_bad = i;
+		bad++;
+	}
+	free(now);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.verify_pages = s->table_pages;
+	s->prog.p.verify_mismatches = bad;
+	s->prog.p.verify_ns = mig__now_ns() - t0;
+	pthread_mutex_unlock(&s->prog.lock);
+	hv_log(bad ? HV_LOG_ERR : HV_LOG_INFO, "mig",
+	       "op=verify vm=%p pages=%llu mismatches=%llu first_bad_page=%lld "
+	       "ms=%.1f",
+	       (void *)s->vm, (unsigned long long)s->table_pages,
+	       (unsigned long long)bad,
+	       bad ? (long long)first_bad : -1LL,
+	       (double)(mig__now_ns() - t0) / 1e6);
+	return 0;
 }

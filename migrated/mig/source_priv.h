@@ -29,6 +29,9 @@ struct src_slot {
 	uint64_t npages;
 	uint64_t nwords;
 	uint64_t *bits;
+	uint64_t *sent;	 /* pages put on the wire by the current pass */
+	uint64_t tidx;	 /* first entry of this slot in the page table */
+	uint8_t *host;	 /* the slot's memory on this host */
 };
 
 struct mig_source {
@@ -80,6 +83,11 @@ struct mig_source {
 	struct mig_send_pipe *pipe;
 	struct mig_throttle thr;
 	uint64_t ctl_bytes;	/* control frames' share of bytes_wire */
+	/* One 64-bit hash per page (digest.h), memory map order: each page
+	 * as last sent; holes never sent keep the zero-page hash. */
+	uint64_t *table;
+	uint64_t table_pages;
+	uint64_t holes; /* pages skipped as holes in the first pass */
 	bool logging, paused;
 	int result;
 };
@@ -92,6 +100,17 @@ void src_dirty_fini(struct mig_source *s);
 int64_t src_harvest(struct mig_source *s);
 /* IterStart, every page of the dirty set through the pipe, IterEnd. */
 int src_send_pass(struct mig_source *s, uint32_t iteration);
+/* The page table (after the memory map exists): every entry the zero
+ * hash, each slot's index and host address filled. */
+int src_table_init(struct mig_source *s);
+/* Drop the holes of the guest's memfd from the dirty set (call right
+ * after the first harvest: every later write is logged). */
+int src_skip_holes(struct mig_source *s);
+/* Hash the pages the last pass sent into the page table. */
+int src_hash_sent(struct mig_source *s);
+/* After commit: re-hash all of the (stopped) VM's memory and compare it
+ * with the page table; fills the verify_* fields of the progress. */
+int src_verify(struct mig_source *s);
 /* Refresh the counters of the progress snapshot from the pipe. */
 void src_prog_counters(struct mig_source *s);
 

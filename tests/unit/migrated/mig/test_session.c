@@ -63,7 +63,15 @@ static void check_migration(enum hv_accel_kind accel, uint32_t nr,
 					d->resume_ns);
 		CU_ASSERT(d->total_ns > 0);
 		CU_ASSERT(r.src_final.guest_downtime_ns > 0);
-		CU_ASSERT(r.src_final.pages_sent >= SU_MEM / HV_PAGE_SIZE);
+		/* Every page went on the wire or was a hole of the source's
+		 * memfd (never written: zeros on both sides). */
+		CU_ASSERT(r.src_final.pages_sent + r.src_final.pages_hole >=
+			  SU_MEM / HV_PAGE_SIZE);
+		/* The post-commit check re-hashed all of the frozen source
+		 * memory against the table the destination matched. */
+		CU_ASSERT_EQUAL(r.src_final.verify_pages,
+				SU_MEM / HV_PAGE_SIZE);
+		CU_ASSERT_EQUAL(r.src_final.verify_mismatches, 0);
 		CU_ASSERT(r.src_final.bytes_wire > 0);
 		CU_ASSERT(r.phases_seen[MIG_PHASE_ITERATE]);
 		CU_ASSERT(r.phases_seen[MIG_PHASE_SWITCHOVER]);

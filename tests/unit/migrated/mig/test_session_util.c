@@ -287,6 +287,12 @@ void su_print(const char *what, const struct su_run *r)
 	       (double)d->resume_ns / 1e6, (double)d->dst_verify_ns / 1e6,
 	       (double)d->dst_load_ns / 1e6, (double)d->dst_resume_ns / 1e6,
 	       (double)p->guest_downtime_ns / 1e6, r->cb_calls);
+	printf("      holes=%llu verify: %llu pages, %llu mismatches, "
+	       "%.2f ms\n",
+	       (unsigned long long)p->pages_hole,
+	       (unsigned long long)p->verify_pages,
+	       (unsigned long long)p->verify_mismatches,
+	       (double)p->verify_ns / 1e6);
 	if (p->message[0])
 		printf("      message: %s\n", p->message);
 	fflush(stdout);
