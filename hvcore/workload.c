@@ -11,7 +11,7 @@
 
 #define EINVAL_ 22
 #define PAGE_SIZE_ 4096u
-#define BATCH 64u
+#define BATCH HV_WL_BATCH
 /* Pacing debt is capped so that a vCPU that was descheduled or paused (a
  * migration switchover) does not burst far above its rate afterwards. */
 #define MAX_DEBT_MS 10u

@@ -29,6 +29,12 @@
 #define HV_WL_STAMP_MAGIC 0x504d5453u /* "STMP" */
 #define HV_WL_VERSION 1u
 #define HV_WL_MAX_VCPUS 64u
+/*
+ * The status line is published once per batch of this many accesses (and
+ * while pacing), so a vCPU stopped mid-batch (a KVM pause interrupts any
+ * instruction) may have stamped up to this many pages beyond status.seq.
+ */
+#define HV_WL_BATCH 64u
 
 /* Fixed guest-physical pages (below the guest image at 1 MiB). */
 #define HV_WL_PARAMS_GPA 0x10000ULL

@@ -249,8 +249,10 @@ bool su_stamps_ok(const uint8_t *snap, const struct hv_vm_cfg *cfg,
 			       sizeof(s));
 			if (!s.magic && !s.seq)
 				continue;
+			/* A vCPU paused mid-batch has stamped up to a batch
+			 * beyond its published seq. */
 			if (s.magic != HV_WL_STAMP_MAGIC || s.vcpu != v ||
-			    !s.seq || s.seq > st[v].seq)
+			    !s.seq || s.seq > st[v].seq + HV_WL_BATCH)
 				return false;
 			max = s.seq > max ? s.seq : max;
 			(*stamped)++;
