@@ -365,6 +365,21 @@ static int on_iter_end(struct mig_dest *d, const ProtobufCMessage *m)
 		     strerror(-ret));
 	dst_prog_counters(d);
 	mig__prog_emit(&d->prog, false);
+	/* Every batch of the iteration is in memory: let the source send the
+	 * next pass (see IterAck in proto/migration.proto). */
+	{
+		Mig__IterAck ack = MIG__ITER_ACK__INIT;
+		struct mig_pipe_stats st;
+
+		mig_recv_pipe_stats(d->pipe, &st);
+		ack.iteration = ie->iteration;
+		ack.pages = st.pages;
+		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_ITER_ACK,
+				    &ack.base, NULL, 0);
+		if (ret)
+			FAIL(d, ret, "iteration %u: ack: %s", ie->iteration,
+			     strerror(-ret));
+	}
 	return 0;
 }
 

@@ -52,6 +52,8 @@ static const struct frame_type {
 					4096 },
 	[MIG__MSG_TYPE__MSG_RESUMED] = { "resumed",
 					 &mig__resumed__descriptor, 256 },
+	[MIG__MSG_TYPE__MSG_ITER_ACK] = { "iter_ack",
+					  &mig__iter_ack__descriptor, 256 },
 };
 
 static const struct frame_type *type_get(unsigned type)

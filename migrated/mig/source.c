@@ -63,7 +63,7 @@ static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
 
 /* Receive the reply of @want type; an Abort/Cancel from the peer or any
  * other message is an error, with the peer's reason in the message. */
-static int ctl_expect(struct mig_source *s, unsigned want,
+int src_ctl_expect(struct mig_source *s, unsigned want,
 		      ProtobufCMessage **m, const char *what)
 {
 	struct mig_frame_hdr h;
@@ -468,7 +468,7 @@ static int switchover(struct mig_source *s, uint32_t iter,
 		FAIL(s, ret, "send digest: %s", strerror(-ret));
 	t[5] = mig__now_ns();
 	mig__prog_phase(&s->prog, MIG_PHASE_COMMIT);
-	ret = ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");
+	ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");
 	if (ret)
 		return ret;
 	if (((Mig__Ack *)m)->pages != pages) {
@@ -523,7 +523,7 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	 * broken channel leaves us unable to tell, and then the VM must not
 	 * run twice: it is stopped and the migration counts as done.
 	 */
-	ret = ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
+	ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
 			 "waiting for resume report");
 	t1 = mig__now_ns();
 	if (ret == -ECONNABORTED) {

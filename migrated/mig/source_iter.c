@@ -5,6 +5,7 @@
  * bitmap word) at a time, pacing to the bandwidth cap.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -221,7 +222,33 @@ int src_send_pass(struct mig_source *s, uint32_t iteration)
 	ie.n_channel_batches = s->nchan;
 	ie.channel_batches = counts;
 	ie.pages = st.pages - pages0;
-	return send_ctl(s, MIG__MSG_TYPE__MSG_ITER_END, &ie.base);
+	ret = send_ctl(s, MIG__MSG_TYPE__MSG_ITER_END, &ie.base);
+	if (ret)
+		return ret;
+	/*
+	 * Wait until the destination applied the whole pass before the next
+	 * one: pages are spread over channels by whichever thread is free,
+	 * so a page re-sent next pass may take another channel and must not
+	 * overtake its older copy still queued on this one. The reply also
+	 * brings a destination's Abort (and its reason) to us at once.
+	 */
+	{
+		ProtobufCMessage *m = NULL;
+		char what[48];
+
+		snprintf(what, sizeof(what), "iteration %u", iteration);
+		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ITER_ACK, &m, what);
+		if (ret)
+			return ret;
+		if (((Mig__IterAck *)m)->iteration != iteration)
+			ret = -EPROTO;
+		mig_frame_msg_free(m);
+		if (ret)
+			mig__prog_fail(&s->prog, ret,
+				       "%s: acknowledged another iteration",
+				       what);
+		return ret;
+	}
 }
 
 int src_table_init(struct mig_source *s)

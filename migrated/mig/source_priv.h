@@ -100,6 +100,11 @@ void src_dirty_fini(struct mig_source *s);
 int64_t src_harvest(struct mig_source *s);
 /* IterStart, every page of the dirty set through the pipe, IterEnd. */
 int src_send_pass(struct mig_source *s, uint32_t iteration);
+/* Receive the control reply of type @want (*@m to free with
+ * mig_frame_msg_free); an Abort, a Cancel or anything else fails the
+ * migration with the peer's reason. 0 or negative errno. */
+int src_ctl_expect(struct mig_source *s, unsigned want, ProtobufCMessage **m,
+		   const char *what);
 /* The page table (after the memory map exists): every entry the zero
  * hash, each slot's index and host address filled. */
 int src_table_init(struct mig_source *s);

@@ -100,6 +100,7 @@ static void test_page_batches_and_own_replies_never_reach_control(void)
 		MIG__MSG_TYPE__MSG_PAGE_BATCH, MIG__MSG_TYPE__MSG_DATA_END,
 		MIG__MSG_TYPE__MSG_SETUP_ACCEPT,
 		MIG__MSG_TYPE__MSG_SETUP_REFUSE, MIG__MSG_TYPE__MSG_ACK,
+		MIG__MSG_TYPE__MSG_ITER_ACK, MIG__MSG_TYPE__MSG_RESUMED,
 		MIG__MSG_TYPE__MSG_INVALID,
 	};
 

@@ -122,6 +122,18 @@ static void *fake_dst_run(void *arg)
 				      NULL, 0);
 			goto out;
 		}
+		if (type == MIG__MSG_TYPE__MSG_ITER_END) {
+			/* Applied the pass, as a real destination would. */
+			const Mig__IterEnd *ie = (const Mig__IterEnd *)m;
+			Mig__IterAck ia = MIG__ITER_ACK__INIT;
+
+			if (mig_recv_pipe_wait(pipe, ie->channel_batches,
+					       2000))
+				goto out;
+			ia.iteration = ie->iteration;
+			mig_conn_send(ctl, MIG__MSG_TYPE__MSG_ITER_ACK,
+				      &ia.base, NULL, 0);
+		}
 		if (type == MIG__MSG_TYPE__MSG_DIGEST) {
 			Mig__Ack ack = MIG__ACK__INIT;
 
