@@ -7,7 +7,8 @@
 add_library(hvcore_vm STATIC
 	${CMAKE_CURRENT_SOURCE_DIR}/vm.c
 	${CMAKE_CURRENT_SOURCE_DIR}/vcpu.c
-	${CMAKE_CURRENT_SOURCE_DIR}/guest_mem.c)
+	${CMAKE_CURRENT_SOURCE_DIR}/guest_mem.c
+	${CMAKE_CURRENT_SOURCE_DIR}/dirtyrate.c)
 target_link_libraries(hvcore_vm PUBLIC hvcore hv_proto Threads::Threads)
 if(TARGET hvcore_kvm)
 	target_compile_definitions(hvcore_vm PRIVATE HV_HAVE_KVM)

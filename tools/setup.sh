@@ -17,7 +17,7 @@ pkgs=(
 	libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev
 	libssl-dev libcunit1-dev
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
-	qemu-system-x86
+	qemu-system-x86 librsvg2-bin jq curl bc
 )
 
 missing=()

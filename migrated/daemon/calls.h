@@ -2,7 +2,7 @@
 /*
  * The control RPC handlers, one per Request.call case (the dispatch table
  * is in server.c): VM calls in calls_vm.c, migration and subscription
- * calls in calls_mig.c. Each runs on the loop thread, fills call->resp or
+ * calls in calls_mig.c, dirty-rate calls in calls_dirty.c. Each runs on the loop thread, fills call->resp or
  * fails the call (server.h).
  */
 #ifndef MIGD_CALLS_H
@@ -29,6 +29,9 @@ void migd_call_mig_cancel(struct migd_call *call);
 void migd_call_mig_tune(struct migd_call *call);
 void migd_call_subscribe(struct migd_call *call);
 void migd_call_unsubscribe(struct migd_call *call);
+void migd_call_dirty_rate(struct migd_call *call);
+void migd_call_converge_estimate(struct migd_call *call);
+void migd_call_vm_set_workload(struct migd_call *call);
 
 /* A VmInfo of @v in @call's arena (NULL: call failed). */
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);

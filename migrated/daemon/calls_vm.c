@@ -12,6 +12,7 @@
 #include "hvcore/vcpu.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
+#include "migrated/daemon/monitor.h"
 
 #define COMP "migd.vm"
 
@@ -71,6 +72,9 @@ void migd_call_ping(struct migd_call *call)
 	r->engine = true;
 #endif
 	r->uptime_ms = (migd_now_ns() - call->d->start_ns) / 1000000;
+	r->requests_served = call->d->srv.requests;
+	r->tls_refused = call->d->srv.tls_refused;
+	r->rpc_tls = call->d->srv.tcp_listening;
 	call->resp->result_case = MIGD__RESPONSE__RESULT_PING;
 	call->resp->ping = r;
 }
@@ -179,6 +183,8 @@ void migd_call_vm_create(struct migd_call *call)
 		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus, wl.pattern,
 		wl.content, (unsigned long long)wl.rate_pages, !r->paused);
 	reply_vm(call, v);
+	d->vms_created++;
+	migd_monitor_attach(d, v);
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_INVALID, false);
 }
 

@@ -13,7 +13,9 @@
 
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
+#include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
+#include "migrated/daemon/monitor.h"
 #include "migrated/mig/devca.h"
 
 #define COMP "migd"
@@ -131,6 +133,9 @@ void migd_shutdown(struct migd *d)
 	/* Migrations first: an outgoing one must give its VM back before
 	 * the VMs go, an incoming one must discard what it received. */
 	migd_mig_shutdown_all(d);
+	migd_monitor_events_stop(d);
+	migd_metrics_stop(d->metrics);
+	d->metrics = NULL;
 	migd_server_stop(&d->srv);
 	migd_registry_fini(&d->reg);
 	uv_signal_stop(&d->sig_term);
@@ -194,6 +199,47 @@ int migd_run(const struct migd_cfg *cfg)
 		d->exit_code = 1;
 		goto out_loop;
 	}
+	if (d->cfg.rpc_tcp) {
+		if (!d->tls_ready) {
+			hv_err(COMP, "event=start_failed rpc_listen=%s:%u "
+				     "why=\"no TLS material: ca.pem, host.pem, "
+				     "host.key in the TLS dir, or --dev-tls\"",
+			       d->cfg.rpc_host, d->cfg.rpc_port);
+			d->exit_code = 1;
+			migd_server_stop(&d->srv);
+			goto out_loop;
+		}
+		ret = migd_server_listen_tcp(&d->srv, d->cfg.rpc_host,
+					     d->cfg.rpc_port, d->tls_ca,
+					     d->tls_cert, d->tls_key);
+		if (ret) {
+			hv_err(COMP, "event=start_failed rpc_listen=%s:%u "
+				     "err=\"%s\"",
+			       d->cfg.rpc_host, d->cfg.rpc_port,
+			       ret < -1000 ? uv_strerror(ret)
+					   : strerror(-ret));
+			d->exit_code = 1;
+			migd_server_stop(&d->srv);
+			goto out_loop;
+		}
+	}
+	if (d->cfg.metrics) {
+		uint16_t port;
+
+		ret = migd_metrics_start(d, d->cfg.metrics_host,
+					 d->cfg.metrics_port, &port,
+					 &d->metrics);
+		if (ret) {
+			hv_err(COMP, "event=start_failed metrics_listen=%s:%u "
+				     "err=\"%s\"",
+			       d->cfg.metrics_host, d->cfg.metrics_port,
+			       uv_strerror(ret));
+			d->exit_code = 1;
+			migd_server_stop(&d->srv);
+			goto out_loop;
+		}
+	}
+	migd_monitor_events_start(d);
 	uv_signal_init(d->loop, &d->sig_term);
 	uv_signal_init(d->loop, &d->sig_int);
 	d->sig_term.data = d;
@@ -202,10 +248,13 @@ int migd_run(const struct migd_cfg *cfg)
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
 	hv_info(COMP,
 		"event=started version=%s pid=%d state_dir=%s socket=%s "
-		"accel=%s tls=%s engine=%s",
+		"rpc_tls=%s accel=%s tls=%s dirty_monitor=%s engine=%s",
 		MIGD_VERSION, (int)getpid(), d->cfg.state_dir,
-		d->cfg.socket_path, hv_accel_kind_name(d->accel),
+		d->cfg.socket_path,
+		d->srv.tcp_listening ? d->srv.tcp_addr : "off",
+		hv_accel_kind_name(d->accel),
 		d->tls_ready ? d->cfg.tls_dir : "none",
+		d->cfg.dirty_monitor ? "on" : "off",
 #ifdef MIGD_HAVE_ENGINE
 		"yes"
 #else

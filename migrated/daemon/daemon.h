@@ -32,6 +32,7 @@
 #define MIGD_VERSION "0.1.0"
 
 struct migd_mig;
+struct migd_metrics;
 
 struct migd_cfg {
 	char state_dir[PATH_MAX];
@@ -44,7 +45,24 @@ struct migd_cfg {
 	 * host.key; generated there when @dev_tls. "" = <state_dir>/tls. */
 	char tls_dir[PATH_MAX];
 	bool dev_tls;
+	/* Control RPC on TCP + mutual TLS (needs the TLS material above). */
+	bool rpc_tcp;
+	char rpc_host[MIGD_HOST_MAX + 1];
+	uint16_t rpc_port;
+	/* Prometheus text exposition over HTTP (metrics.h). */
+	bool metrics;
+	char metrics_host[MIGD_HOST_MAX + 1];
+	uint16_t metrics_port;
+	/* Dirty-rate monitor of every running VM (hvcore/dirtyrate.h). */
+	bool dirty_monitor;
+	uint32_t dirty_interval_ms; /* sampling period */
+	uint32_t dirty_sample_shift; /* re-arm 1 chunk in 2^shift */
+	uint32_t dirty_event_ms;    /* DIRTY_RATE event period */
 };
+
+/* Defaults of the options above (docs/api.md, tools/systemd). */
+#define MIGD_DIRTY_INTERVAL_MS_DEFAULT 200u
+#define MIGD_DIRTY_EVENT_MS_DEFAULT 1000u
 
 struct migd {
 	/* immutable after start-up */
@@ -60,6 +78,10 @@ struct migd {
 	/* loop thread */
 	struct migd_registry reg;
 	struct migd_server srv;
+	struct migd_metrics *metrics;
+	uv_timer_t dirty_timer; /* publishes DIRTY_RATE events */
+	bool dirty_timer_on;
+	uint64_t vms_created, vms_destroyed, mig_errors; /* for metrics */
 	struct migd_mig *migs; /* newest first */
 	uint64_t next_mig_id;
 	uv_signal_t sig_term, sig_int;

@@ -2,12 +2,15 @@
 /*
  * migrated: the live-migration daemon. Parses options, then migd_run().
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hvcore/dirtyrate.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 
@@ -50,96 +53,236 @@ static int bad(const char *opt, const char *val, const char *why)
 	return 2;
 }
 
+enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
+       O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
+       O_CONFIG, O_VERSION, O_HELP };
+
+static const struct option opts[] = {
+	{ "state-dir", required_argument, NULL, O_STATE },
+	{ "socket", required_argument, NULL, O_SOCKET },
+	{ "accel", required_argument, NULL, O_ACCEL },
+	{ "log-level", required_argument, NULL, O_LOG },
+	{ "migration-listen", required_argument, NULL, O_LISTEN },
+	{ "tls-dir", required_argument, NULL, O_TLSDIR },
+	{ "dev-tls", no_argument, NULL, O_DEVTLS },
+	{ "rpc-listen", required_argument, NULL, O_RPC },
+	{ "metrics-listen", required_argument, NULL, O_METRICS },
+	{ "dirty-monitor", required_argument, NULL, O_DMON },
+	{ "dirty-interval-ms", required_argument, NULL, O_DINT },
+	{ "dirty-sample-shift", required_argument, NULL, O_DSHIFT },
+	{ "dirty-event-ms", required_argument, NULL, O_DEVENT },
+	{ "config", required_argument, NULL, O_CONFIG },
+	{ "version", no_argument, NULL, O_VERSION },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int config_load(const char *path, struct migd_cfg *cfg);
+
+/* Apply one option; 0, 2 (bad value), or -1 for --version/--help done. */
+static int apply(int c, const char *arg, struct migd_cfg *cfg)
+{
+	uint64_t u;
+	size_t i;
+
+	switch (c) {
+	case O_STATE:
+		if (strlen(arg) >= sizeof(cfg->state_dir) - 32 || !*arg)
+			return bad("--state-dir", arg, "empty or too long");
+		strcpy(cfg->state_dir, arg);
+		break;
+	case O_SOCKET:
+		if (strlen(arg) >= sizeof(cfg->socket_path) || !*arg)
+			return bad("--socket", arg,
+				   "empty or longer than 107 bytes");
+		strcpy(cfg->socket_path, arg);
+		break;
+	case O_ACCEL:
+		if (!strcmp(arg, "auto"))
+			cfg->accel = HV_ACCEL_INVALID;
+		else if ((cfg->accel = migd_accel_parse(
+				  arg, HV_ACCEL_INVALID)) == HV_ACCEL_INVALID)
+			return bad("--accel", arg, "kvm, soft or auto");
+		break;
+	case O_LOG:
+		for (i = 0; i < HV_ARRAY_SIZE(log_levels); i++)
+			if (!strcmp(arg, log_levels[i].name))
+				break;
+		if (i == HV_ARRAY_SIZE(log_levels))
+			return bad("--log-level", arg,
+				   "err, warn, info or debug");
+		hv_log_set_level(log_levels[i].level);
+		break;
+	case O_LISTEN:
+		if (migd_parse_hostport(arg, true, cfg->mig_host,
+					sizeof(cfg->mig_host), &cfg->mig_port))
+			return bad("--migration-listen", arg, "HOST:PORT");
+		if (!cfg->mig_host[0])
+			strcpy(cfg->mig_host, "0.0.0.0");
+		break;
+	case O_TLSDIR:
+		if (strlen(arg) >= sizeof(cfg->tls_dir) - 32 || !*arg)
+			return bad("--tls-dir", arg, "empty or too long");
+		strcpy(cfg->tls_dir, arg);
+		break;
+	case O_DEVTLS:
+		cfg->dev_tls = true;
+		break;
+	case O_RPC:
+		if (!strcmp(arg, "off")) {
+			cfg->rpc_tcp = false;
+			break;
+		}
+		if (migd_parse_hostport(arg, true, cfg->rpc_host,
+					sizeof(cfg->rpc_host), &cfg->rpc_port))
+			return bad("--rpc-listen", arg, "HOST:PORT or off");
+		cfg->rpc_tcp = true;
+		break;
+	case O_METRICS:
+		if (!strcmp(arg, "off")) {
+			cfg->metrics = false;
+			break;
+		}
+		if (migd_parse_hostport(arg, true, cfg->metrics_host,
+					sizeof(cfg->metrics_host),
+					&cfg->metrics_port))
+			return bad("--metrics-listen", arg, "HOST:PORT or off");
+		cfg->metrics = true;
+		break;
+	case O_DMON:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return bad("--dirty-monitor", arg, "on or off");
+		cfg->dirty_monitor = !strcmp(arg, "on");
+		break;
+	case O_DINT:
+		if (migd_parse_u64(arg, HV_DR_INTERVAL_MS_MAX, &u) ||
+		    u < HV_DR_INTERVAL_MS_MIN)
+			return bad("--dirty-interval-ms", arg, "20..1000");
+		cfg->dirty_interval_ms = (uint32_t)u;
+		break;
+	case O_DSHIFT:
+		if (migd_parse_u64(arg, HV_DR_SHIFT_MAX, &u))
+			return bad("--dirty-sample-shift", arg, "0..6");
+		cfg->dirty_sample_shift = (uint32_t)u;
+		break;
+	case O_DEVENT:
+		if (migd_parse_u64(arg, 60000, &u) || u < 100)
+			return bad("--dirty-event-ms", arg, "100..60000");
+		cfg->dirty_event_ms = (uint32_t)u;
+		break;
+	case O_CONFIG:
+		return config_load(arg, cfg);
+	case O_VERSION:
+		printf("migrated %s\n", MIGD_VERSION);
+		return -1;
+	case O_HELP:
+		usage(stdout);
+		return -1;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/*
+ * The config file (tools/systemd/migrated.conf): "key = value" lines whose
+ * keys are the long options without "--"; '#' starts a comment; flags
+ * take true/false. Command-line options given after --config win.
+ */
+static int config_load(const char *path, struct migd_cfg *cfg)
+{
+	FILE *f = fopen(path, "re");
+	char line[1024];
+	unsigned lineno = 0;
+	int ret = 0;
+
+	if (!f) {
+		fprintf(stderr, "migrated: cannot read config %s: %s\n", path,
+			strerror(errno));
+		return 2;
+	}
+	while (!ret && fgets(line, sizeof(line), f)) {
+		char *hash = strchr(line, '#'), *eq, *key, *val;
+		size_t i;
+
+		lineno++;
+		if (hash)
+			*hash = '\0';
+		key = trim(line);
+		if (!*key)
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			fprintf(stderr, "migrated: %s:%u: expected key = "
+					"value\n", path, lineno);
+			ret = 2;
+			break;
+		}
+		*eq = '\0';
+		key = trim(key);
+		val = trim(eq + 1);
+		for (i = 0; opts[i].name; i++)
+			if (!strcmp(opts[i].name, key))
+				break;
+		if (!opts[i].name || opts[i].val == O_CONFIG ||
+		    opts[i].val == O_VERSION || opts[i].val == O_HELP) {
+			fprintf(stderr, "migrated: %s:%u: unknown key '%s'\n",
+				path, lineno, key);
+			ret = 2;
+			break;
+		}
+		if (opts[i].has_arg == no_argument) {
+			if (!strcmp(val, "false") || !strcmp(val, "no") ||
+			    !strcmp(val, "0"))
+				continue;
+			if (strcmp(val, "true") && strcmp(val, "yes") &&
+			    strcmp(val, "1")) {
+				fprintf(stderr, "migrated: %s:%u: %s takes "
+						"true or false\n",
+					path, lineno, key);
+				ret = 2;
+				break;
+			}
+		}
+		ret = apply(opts[i].val, val, cfg);
+		if (ret < 0)
+			ret = 2;
+	}
+	fclose(f);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
-	       O_DEVTLS, O_VERSION, O_HELP };
-	static const struct option opts[] = {
-		{ "state-dir", required_argument, NULL, O_STATE },
-		{ "socket", required_argument, NULL, O_SOCKET },
-		{ "accel", required_argument, NULL, O_ACCEL },
-		{ "log-level", required_argument, NULL, O_LOG },
-		{ "migration-listen", required_argument, NULL, O_LISTEN },
-		{ "tls-dir", required_argument, NULL, O_TLSDIR },
-		{ "dev-tls", no_argument, NULL, O_DEVTLS },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct migd_cfg cfg;
-	int c;
+	int c, ret;
 
 	memset(&cfg, 0, sizeof(cfg));
 	strcpy(cfg.mig_host, "0.0.0.0");
+	cfg.dirty_monitor = true;
+	cfg.dirty_interval_ms = MIGD_DIRTY_INTERVAL_MS_DEFAULT;
+	cfg.dirty_event_ms = MIGD_DIRTY_EVENT_MS_DEFAULT;
 	if (migd_default_state_dir(cfg.state_dir, sizeof(cfg.state_dir))) {
 		fprintf(stderr, "migrated: default state dir too long\n");
 		return 2;
 	}
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		size_t i;
-
-		switch (c) {
-		case O_STATE:
-			if (strlen(optarg) >= sizeof(cfg.state_dir) - 32 ||
-			    !*optarg)
-				return bad("--state-dir", optarg,
-					   "empty or too long");
-			strcpy(cfg.state_dir, optarg);
-			break;
-		case O_SOCKET:
-			if (strlen(optarg) >= sizeof(cfg.socket_path) ||
-			    !*optarg)
-				return bad("--socket", optarg,
-					   "empty or longer than 107 bytes");
-			strcpy(cfg.socket_path, optarg);
-			break;
-		case O_ACCEL:
-			if (!strcmp(optarg, "auto"))
-				cfg.accel = HV_ACCEL_INVALID;
-			else if ((cfg.accel = migd_accel_parse(
-					  optarg, HV_ACCEL_INVALID)) ==
-				 HV_ACCEL_INVALID)
-				return bad("--accel", optarg,
-					   "kvm, soft or auto");
-			break;
-		case O_LOG:
-			for (i = 0; i < HV_ARRAY_SIZE(log_levels); i++)
-				if (!strcmp(optarg, log_levels[i].name))
-					break;
-			if (i == HV_ARRAY_SIZE(log_levels))
-				return bad("--log-level", optarg,
-					   "err, warn, info or debug");
-			hv_log_set_level(log_levels[i].level);
-			break;
-		case O_LISTEN:
-			if (migd_parse_hostport(optarg, true, cfg.mig_host,
-						sizeof(cfg.mig_host),
-						&cfg.mig_port))
-				return bad("--migration-listen", optarg,
-					   "HOST:PORT");
-			if (!cfg.mig_host[0])
-				strcpy(cfg.mig_host, "0.0.0.0");
-			break;
-		case O_TLSDIR:
-			if (strlen(optarg) >= sizeof(cfg.tls_dir) - 32 ||
-			    !*optarg)
-				return bad("--tls-dir", optarg,
-					   "empty or too long");
-			strcpy(cfg.tls_dir, optarg);
-			break;
-		case O_DEVTLS:
-			cfg.dev_tls = true;
-			break;
-		case O_VERSION:
-			printf("migrated %s\n", MIGD_VERSION);
-			return 0;
-		case O_HELP:
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+		ret = apply(c, optarg, &cfg);
+		if (ret)
+			return ret < 0 ? 0 : ret;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "migrated: unexpected argument '%s'\n",

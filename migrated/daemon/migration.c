@@ -11,6 +11,7 @@
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/migration.h"
+#include "migrated/daemon/monitor.h"
 
 #define COMP "migd.mig"
 
@@ -190,6 +191,9 @@ static void settle_outgoing(struct migd_mig *m)
 		return;
 	}
 	v->mig_id = 0;
+	/* Back on the source: the engine stopped logging, monitor again. */
+	migd_monitor_attach(d, v);
+	d->mig_errors += m->result != -ECANCELED;
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING, false);
 }
 
@@ -230,6 +234,7 @@ static void settle_incoming(struct migd_mig *m)
 		hv_vm_destroy(vm);
 		return;
 	}
+	migd_monitor_attach(d, v);
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_INVALID, false);
 }
 
@@ -391,11 +396,16 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 	snprintf(m->vm, sizeof(m->vm), "%s", v->name);
 	ret = set_tls(m, false, err, err_size);
 	if (!ret) {
+		/* The engine logs and clears the dirty bitmaps itself: the
+		 * monitor must not harvest beside it (monitor.h). */
+		migd_monitor_detach(v);
 		ret = mig_source_start(v->vm, prm->host, prm->port, &m->opts,
 				       progress_cb, m, &m->src);
-		if (ret)
+		if (ret) {
 			snprintf(err, err_size, "migration engine refused: %s",
 				 strerror(-ret));
+			migd_monitor_attach(d, v);
+		}
 	}
 	if (!ret) {
 		ret = mig_launch(m);
@@ -405,6 +415,7 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 			mig_source_wait(m->src, &m->final);
 			mig_source_destroy(m->src);
 			snprintf(err, err_size, "cannot start a thread");
+			migd_monitor_attach(d, v);
 		}
 	}
 	if (ret) {

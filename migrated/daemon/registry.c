@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hvcore/dirtyrate.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/registry.h"
 
@@ -197,6 +198,9 @@ void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v)
 			break;
 		}
 	}
+	/* The monitor harvests from its own thread: gone before the VM. */
+	hv_dirtyrate_destroy(v->mon);
+	v->mon = NULL;
 	if (v->vm) {
 		hv_vm_stop(v->vm);
 		hv_vm_destroy(v->vm);

@@ -49,6 +49,9 @@ struct migd_vm {
 	bool migrated_in;
 	/* Non-zero while outgoing migration @mig_id owns the VM. */
 	uint64_t mig_id;
+	/* Dirty-rate monitor (monitor.h); NULL while a migration owns the
+	 * dirty log or when monitoring is off. Owned. */
+	struct hv_dirtyrate *mon;
 };
 
 struct migd_registry {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * migd_server: control RPC over a Unix socket (server.h).
+ * migd_server: control RPC over a Unix socket and TCP + mutual TLS
+ * (server.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +18,8 @@
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/server.h"
+#include "migrated/daemon/tlsconn.h"
+#include "migrated/mig/tls.h"
 
 #define COMP "migd.rpc"
 #define READ_CHUNK (64u << 10)
@@ -48,6 +52,12 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },
 	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = { "unsubscribe",
 					      migd_call_unsubscribe },
+	[MIGD__REQUEST__CALL_DIRTY_RATE] = { "dirty_rate",
+					     migd_call_dirty_rate },
+	[MIGD__REQUEST__CALL_CONVERGE_ESTIMATE] = {
+		"converge_estimate", migd_call_converge_estimate },
+	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = { "vm_set_workload",
+						  migd_call_vm_set_workload },
 };
 
 /* ---- call helpers ------------------------------------------------------ */
@@ -156,31 +166,20 @@ static void write_done(uv_write_t *req, int status)
 	(void)status; /* a failed write shows up as a read error / EOF */
 }
 
-static int conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
+/* Queue @buf (malloc'd, ownership taken) of @len bytes on the stream. */
+static int write_raw(struct migd_conn *conn, uint8_t *buf, size_t len)
 {
-	struct write_req *w;
+	struct write_req *w = calloc(1, sizeof(*w));
 	uv_buf_t b;
-	size_t len;
 	int ret;
 
-	if (conn->closing)
-		return -EPIPE;
-	if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) >
-	    MIGD_CONN_WQ_MAX) {
-		conn_close(conn, "client not reading");
-		return -ENOBUFS;
-	}
-	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		free(buf);
 		return -ENOMEM;
-	ret = migd_frame_pack(msg, MIGD_FRAME_MAX, &w->buf, &len);
-	if (ret) {
-		free(w);
-		return ret;
 	}
-	b = uv_buf_init((char *)w->buf, (unsigned)len);
-	ret = uv_write(&w->req, (uv_stream_t *)&conn->pipe, &b, 1,
-		       write_done);
+	w->buf = buf;
+	b = uv_buf_init((char *)buf, (unsigned)len);
+	ret = uv_write(&w->req, &conn->h.stream, &b, 1, write_done);
 	if (ret) {
 		free(w->buf);
 		free(w);
@@ -188,6 +187,44 @@ static int conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
 		return ret;
 	}
 	return 0;
+}
+
+/* Send what TLS has ready (handshake records, alerts, ciphertext). */
+static int tls_flush(struct migd_conn *conn)
+{
+	uint8_t *buf;
+	long n = migd_tlsconn_take_out(conn->tls, &buf);
+
+	if (n <= 0)
+		return (int)n;
+	return write_raw(conn, buf, (size_t)n);
+}
+
+static int conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret;
+
+	if (conn->closing)
+		return -EPIPE;
+	if (uv_stream_get_write_queue_size(&conn->h.stream) >
+	    MIGD_CONN_WQ_MAX) {
+		conn_close(conn, "client not reading");
+		return -ENOBUFS;
+	}
+	ret = migd_frame_pack(msg, MIGD_FRAME_MAX, &buf, &len);
+	if (ret)
+		return ret;
+	if (!conn->tls)
+		return write_raw(conn, buf, len);
+	ret = migd_tlsconn_write(conn->tls, buf, len);
+	free(buf);
+	if (ret) {
+		conn_close(conn, "tls write failed");
+		return ret;
+	}
+	return tls_flush(conn);
 }
 
 static int send_response(struct migd_conn *conn, Migd__Response *resp)
@@ -280,6 +317,7 @@ static void conn_closed(uv_handle_t *h)
 		free(s);
 	}
 	migd_framer_fini(&conn->framer);
+	migd_tlsconn_free(conn->tls);
 	free(conn);
 }
 
@@ -299,7 +337,7 @@ static void conn_close(struct migd_conn *conn, const char *why)
 	}
 	hv_dbg(COMP, "event=conn_closed conn=%llu why=\"%s\"",
 	       (unsigned long long)conn->id, why);
-	uv_close((uv_handle_t *)&conn->pipe, conn_closed);
+	uv_close((uv_handle_t *)&conn->h.stream, conn_closed);
 }
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -308,12 +346,72 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	buf->len = buf->base ? READ_CHUNK : 0;
 }
 
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* Plaintext arrived (the Unix socket, or TLS after its handshake):
+ * reassemble frames and serve every complete request. */
+static int conn_plain(void *arg, const void *data, size_t n)
 {
-	struct migd_conn *conn = (struct migd_conn *)s;
+	struct migd_conn *conn = arg;
 	const uint8_t *msg;
 	uint32_t len;
 	int ret;
+
+	if (conn->closing)
+		return -EPIPE;
+	ret = migd_framer_feed(&conn->framer, data, n);
+	if (ret) {
+		conn_close(conn, "out of memory");
+		return ret;
+	}
+	while (!conn->closing &&
+	       (ret = migd_framer_next(&conn->framer, &msg, &len)) == 1) {
+		Migd__Request *req = migd__request__unpack(NULL, len, msg);
+
+		if (!req) {
+			hv_warn(COMP, "event=bad_request conn=%llu len=%u",
+				(unsigned long long)conn->id, len);
+			refuse_malformed(conn, "malformed request");
+			return -EPROTO;
+		}
+		serve(conn, req);
+		migd__request__free_unpacked(req, NULL);
+	}
+	if (ret < 0) {
+		hv_warn(COMP, "event=bad_frame conn=%llu err=%d",
+			(unsigned long long)conn->id, ret);
+		refuse_malformed(conn, "bad frame length");
+		return ret;
+	}
+	return conn->closing ? -EPIPE : 0;
+}
+
+static void tls_read(struct migd_conn *conn, const void *data, size_t n)
+{
+	struct migd_server *srv = conn->srv;
+	bool was = migd_tlsconn_established(conn->tls);
+	int ret = migd_tlsconn_feed(conn->tls, data, n, conn_plain, conn);
+
+	if (!conn->closing)
+		tls_flush(conn); /* handshake records or the alert */
+	if (!was && migd_tlsconn_established(conn->tls))
+		hv_dbg(COMP, "event=tls_established conn=%llu peer=\"%s\"",
+		       (unsigned long long)conn->id,
+		       migd_tlsconn_peer(conn->tls));
+	if (ret == -EACCES) {
+		srv->tls_refused++;
+		hv_warn(COMP, "event=tls_refused conn=%llu why=\"%s\"",
+			(unsigned long long)conn->id,
+			migd_tlsconn_error(conn->tls));
+		conn_close(conn, "tls handshake refused");
+	} else if (ret == -ECONNRESET) {
+		conn_close(conn, "tls close_notify");
+	} else if (ret == -EPROTO) {
+		conn_close(conn, migd_tlsconn_error(conn->tls));
+	}
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct migd_conn *conn = (struct migd_conn *)s;
 
 	if (n < 0) {
 		free(buf->base);
@@ -325,65 +423,72 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 						 : "eof");
 		return;
 	}
-	ret = migd_framer_feed(&conn->framer, buf->base, (size_t)n);
+	if (conn->tls)
+		tls_read(conn, buf->base, (size_t)n);
+	else
+		conn_plain(conn, buf->base, (size_t)n);
 	free(buf->base);
-	if (ret) {
-		conn_close(conn, "out of memory");
+}
+
+static void accept_common(struct migd_server *srv, uv_stream_t *listener,
+			  bool tcp)
+{
+	struct migd_conn *conn;
+	const char *why = NULL;
+	int ret;
+
+	conn = calloc(1, sizeof(*conn));
+	if (!conn)
+		return;
+	if (tcp)
+		uv_tcp_init(srv->d->loop, &conn->h.tcp);
+	else
+		uv_pipe_init(srv->d->loop, &conn->h.pipe, 0);
+	conn->srv = srv;
+	conn->id = ++srv->next_conn_id;
+	migd_framer_init(&conn->framer, MIGD_FRAME_MAX);
+	ret = uv_accept(listener, &conn->h.stream);
+	if (ret)
+		why = uv_err_name(ret);
+	else if (srv->nr_conns >= MIGD_CONNS_MAX)
+		why = "too many connections";
+	else if (tcp && migd_tlsconn_new(mig_tls_ctx(srv->tls), &conn->tls))
+		why = "out of memory";
+	if (why) {
+		hv_warn(COMP, "event=conn_refused conn=%llu why=\"%s\"",
+			(unsigned long long)conn->id, why);
+		conn->closing = true;
+		uv_close((uv_handle_t *)&conn->h.stream, conn_closed);
 		return;
 	}
-	while (!conn->closing &&
-	       (ret = migd_framer_next(&conn->framer, &msg, &len)) == 1) {
-		Migd__Request *req = migd__request__unpack(NULL, len, msg);
-
-		if (!req) {
-			hv_warn(COMP, "event=bad_request conn=%llu len=%u",
-				(unsigned long long)conn->id, len);
-			refuse_malformed(conn, "malformed request");
-			return;
-		}
-		serve(conn, req);
-		migd__request__free_unpacked(req, NULL);
-	}
-	if (ret < 0) {
-		hv_warn(COMP, "event=bad_frame conn=%llu err=%d",
-			(unsigned long long)conn->id, ret);
-		refuse_malformed(conn, "bad frame length");
-	}
+	if (tcp)
+		uv_tcp_nodelay(&conn->h.tcp, 1);
+	conn->next = srv->conns;
+	srv->conns = conn;
+	srv->nr_conns++;
+	ret = uv_read_start(&conn->h.stream, alloc_cb, read_cb);
+	if (ret)
+		conn_close(conn, uv_err_name(ret));
 }
 
 static void accept_cb(uv_stream_t *listener, int status)
 {
-	struct migd_server *srv = listener->data;
-	struct migd_conn *conn;
-	int ret;
-
 	if (status < 0) {
 		hv_warn(COMP, "event=accept_failed err=%s",
 			uv_err_name(status));
 		return;
 	}
-	conn = calloc(1, sizeof(*conn));
-	if (!conn)
-		return;
-	uv_pipe_init(srv->d->loop, &conn->pipe, 0);
-	conn->srv = srv;
-	conn->id = ++srv->next_conn_id;
-	migd_framer_init(&conn->framer, MIGD_FRAME_MAX);
-	ret = uv_accept(listener, (uv_stream_t *)&conn->pipe);
-	if (ret || srv->nr_conns >= MIGD_CONNS_MAX) {
-		hv_warn(COMP, "event=conn_refused conn=%llu why=%s",
-			(unsigned long long)conn->id,
-			ret ? uv_err_name(ret) : "too many connections");
-		conn->closing = true;
-		uv_close((uv_handle_t *)&conn->pipe, conn_closed);
+	accept_common(listener->data, listener, false);
+}
+
+static void accept_tcp_cb(uv_stream_t *listener, int status)
+{
+	if (status < 0) {
+		hv_warn(COMP, "event=accept_failed transport=tcp err=%s",
+			uv_err_name(status));
 		return;
 	}
-	conn->next = srv->conns;
-	srv->conns = conn;
-	srv->nr_conns++;
-	ret = uv_read_start((uv_stream_t *)&conn->pipe, alloc_cb, read_cb);
-	if (ret)
-		conn_close(conn, uv_err_name(ret));
+	accept_common(listener->data, listener, true);
 }
 
 /* ---- listener ---------------------------------------------------------- */
@@ -445,10 +550,83 @@ int migd_server_start(struct migd_server *srv, struct migd *d,
 	return 0;
 }
 
+int migd_server_listen_tcp(struct migd_server *srv, const char *host,
+			   uint16_t port, const char *ca_file,
+			   const char *cert_file, const char *key_file)
+{
+	struct mig_tls_cfg tcfg = {
+		.ca_file = ca_file,
+		.cert_file = cert_file,
+		.key_file = key_file,
+		.server = true,
+	};
+	struct sockaddr_storage ss;
+	int namelen = sizeof(ss);
+	char ip[64] = "";
+	int ret;
+
+	if (!host || !host[0])
+		host = "0.0.0.0";
+	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
+	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))
+		return -EINVAL;
+	ret = mig_tls_create(&tcfg, &srv->tls);
+	if (ret)
+		return ret;
+	ret = uv_tcp_init(srv->d->loop, &srv->tcp_listener);
+	if (ret)
+		goto fail_tls;
+	srv->tcp_listener.data = srv;
+	ret = uv_tcp_bind(&srv->tcp_listener, (struct sockaddr *)&ss, 0);
+	if (!ret)
+		ret = uv_listen((uv_stream_t *)&srv->tcp_listener, 256,
+				accept_tcp_cb);
+	if (!ret)
+		ret = uv_tcp_getsockname(&srv->tcp_listener,
+					 (struct sockaddr *)&ss, &namelen);
+	if (ret) {
+		uv_close((uv_handle_t *)&srv->tcp_listener, NULL);
+		goto fail_tls;
+	}
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		uv_ip6_name(s6, ip, sizeof(ip));
+		srv->tcp_port = ntohs(s6->sin6_port);
+		snprintf(srv->tcp_addr, sizeof(srv->tcp_addr), "[%s]:%u", ip,
+			 srv->tcp_port);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		uv_ip4_name(s4, ip, sizeof(ip));
+		srv->tcp_port = ntohs(s4->sin_port);
+		snprintf(srv->tcp_addr, sizeof(srv->tcp_addr), "%s:%u", ip,
+			 srv->tcp_port);
+	}
+	srv->tcp_listening = true;
+	hv_info(COMP, "event=listening transport=tls addr=%s ca=%s",
+		srv->tcp_addr, ca_file);
+	return 0;
+fail_tls:
+	mig_tls_destroy(srv->tls);
+	srv->tls = NULL;
+	return ret;
+}
+
 void migd_server_stop(struct migd_server *srv)
 {
 	while (srv->conns)
 		conn_close(srv->conns, "shutdown");
+	if (srv->tcp_listening) {
+		uv_close((uv_handle_t *)&srv->tcp_listener, NULL);
+		srv->tcp_listening = false;
+		hv_info(COMP, "event=tcp_closed addr=%s tls_refused=%llu",
+			srv->tcp_addr, (unsigned long long)srv->tls_refused);
+	}
+	/* Connections still closing hold SSL objects, not the context:
+	 * SSL_new took a reference to it. */
+	mig_tls_destroy(srv->tls);
+	srv->tls = NULL;
 	if (srv->listening) {
 		uv_close((uv_handle_t *)&srv->listener, NULL);
 		unlink(srv->path);

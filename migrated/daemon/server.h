@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * migd_server: the control RPC server on a Unix socket (proto/control.proto,
- * framing in ctl_frame.h).
+ * migd_server: the control RPC server (proto/control.proto, framing in
+ * ctl_frame.h) on a Unix socket for local tools and, optionally, on TCP
+ * with TLS 1.3 and mutual certificate authentication for remote
+ * orchestrators (tlsconn.h: TLS runs over memory BIOs on the loop). Both
+ * transports carry the same frames into the same handlers.
  *
  * Each accepted connection reassembles frames, decodes one Request per
  * frame and runs its handler (calls.h) on the loop thread; the handler
@@ -50,9 +53,17 @@ struct migd_sub {
 	bool end_with_mig; /* MigWatch: ends after the terminal phase */
 };
 
+struct migd_tlsconn;
+struct mig_tls;
+
 struct migd_conn {
-	uv_pipe_t pipe; /* first: handle->data is not needed */
+	union { /* first: the handle pointer is the connection pointer */
+		uv_stream_t stream;
+		uv_pipe_t pipe;
+		uv_tcp_t tcp;
+	} h;
 	struct migd_server *srv;
+	struct migd_tlsconn *tls; /* TCP only; NULL on the Unix socket */
 	struct migd_conn *next;
 	uint64_t id; /* for logs */
 	struct migd_framer framer;
@@ -70,7 +81,14 @@ struct migd_server {
 	struct migd_conn *conns;
 	unsigned nr_conns;
 	uint64_t next_conn_id;
-	uint64_t requests; /* served, for logs */
+	uint64_t requests; /* served, for logs and metrics */
+	/* TCP + mutual TLS listener (migd_server_listen_tcp) */
+	uv_tcp_t tcp_listener;
+	bool tcp_listening;
+	struct mig_tls *tls;
+	char tcp_addr[MIGD_HOST_MAX + 16]; /* as bound, "host:port" */
+	uint16_t tcp_port;
+	uint64_t tls_refused; /* handshakes refused (metrics, tests) */
 };
 
 /*
@@ -107,7 +125,19 @@ Migd__Status migd_status_from_errno(int err);
  */
 int migd_server_start(struct migd_server *srv, struct migd *d,
 		      const char *path);
-/* Close every connection and the listener; remove the socket file. */
+/*
+ * Also serve on TCP @host:@port (port 0: any; the bound port is
+ * srv->tcp_port) with TLS 1.3 and mutual authentication: the server
+ * presents @cert_file/@key_file and accepts only clients whose
+ * certificate chains to @ca_file and is valid now. Call after
+ * migd_server_start(). 0, -EINVAL, -ENOENT (TLS files), -EADDRINUSE or
+ * another negative errno from libuv.
+ */
+int migd_server_listen_tcp(struct migd_server *srv, const char *host,
+			   uint16_t port, const char *ca_file,
+			   const char *cert_file, const char *key_file);
+
+/* Close every connection and the listeners; remove the socket file. */
 void migd_server_stop(struct migd_server *srv);
 
 /*

@@ -71,7 +71,7 @@ run_one busy1 256M sweep 20000 ""
 run_one flat1 128M sweep 0 ""
 
 # Cancel: the VM stays on the source, the destination holds nothing.
-SOCK=$SRC expect_rc 0 "create c1" ctl vm create c1 --mem 512M --rate 100000
+SOCK=$SRC expect_rc 0 "create c1" ctl vm create c1 --mem 512M --rate 100000 --content random
 port=$("$RECV" --socket "$DST" --name c1 127.0.0.1:0)
 "$SEND" --socket "$SRC" --bandwidth 20M c1 "127.0.0.1:$port" >"$TMP/c1.out" 2>&1 &
 SP=$!

@@ -31,7 +31,7 @@ static int bad(const char *what, const char *val)
 }
 
 /* "--rate 25000" pages/s, or "--rate 100M" bytes/s (a unit suffix). */
-static int parse_rate(const char *s, uint64_t *pages)
+int ctl_parse_rate(const char *s, uint64_t *pages)
 {
 	uint64_t v;
 	size_t n = strlen(s);
@@ -112,7 +112,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 			wl.content = (Migd__WlContent)ret;
 			break;
 		case O_RATE:
-			if (parse_rate(optarg, &wl.rate_pages))
+			if (ctl_parse_rate(optarg, &wl.rate_pages))
 				return bad("--rate", optarg);
 			break;
 		case O_ROFF:
@@ -310,6 +310,8 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "create"))
 		return vm_create(ctl, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "set-rate"))
+		return ctl_vm_set_rate(ctl, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list")) {
 		if (argc != 2) {
 			fprintf(stderr, "migratectl: vm list takes no "

@@ -7,12 +7,16 @@
 #define MIGRATECTL_CTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "proto/control.pb-c.h"
 #include "tools/rpc/client.h"
 
 struct ctl {
 	const char *socket; /* NULL: default */
+	/* --connect HOST:PORT: TCP + mutual TLS instead of the socket */
+	const char *connect;
+	struct migd_client_tls tls;
 	bool json;
 	int timeout_ms;
 	struct migd_client *client;
@@ -31,5 +35,11 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv);
 int ctl_mig(struct ctl *ctl, int argc, char **argv);
 int ctl_events(struct ctl *ctl, int argc, char **argv);
 int ctl_ping(struct ctl *ctl, int argc, char **argv);
+/* cmd_dirty.c: dirty VM, estimate VM, vm set-rate VM RATE */
+int ctl_dirty(struct ctl *ctl, int argc, char **argv);
+int ctl_estimate(struct ctl *ctl, int argc, char **argv);
+int ctl_vm_set_rate(struct ctl *ctl, int argc, char **argv);
+/* "25000" pages/s or "100M" bytes/s -> pages/s. 0 or -EINVAL. */
+int ctl_parse_rate(const char *s, uint64_t *pages);
 
 #endif

@@ -24,7 +24,10 @@ static const struct {
 	  "          [--write-pct N] [--hot-pct N] [--hot-share N]\n"
 	  "          [--heartbeat-us N] [--seed N] [--paused]\n"
 	  "  vm list | vm inspect NAME | vm pause NAME | vm resume NAME\n"
-	  "  vm destroy NAME" },
+	  "  vm destroy NAME | vm set-rate NAME PAGES/S|SIZE/s [--vcpu N]..." },
+	{ "dirty", ctl_dirty, "dirty VM   (dirty rate, working set, hot/cold)" },
+	{ "estimate", ctl_estimate,
+	  "estimate VM --bandwidth SIZE/s [--downtime MS] [--throttle PCT]" },
 	{ "migration", ctl_mig,
 	  "migration list | migration status [ID|VM]\n"
 	  "  migration watch ID|VM | migration cancel ID|VM\n"
@@ -38,14 +41,19 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: migratectl [--socket PATH] [--json] "
-		   "[--timeout MS] COMMAND ...\n\n");
+	fprintf(f, "usage: migratectl [--socket PATH | --connect HOST:PORT\n"
+		   "                   [--tls-dir DIR | --tls-ca F --tls-cert F "
+		   "--tls-key F]]\n"
+		   "                  [--json] [--timeout MS] COMMAND ...\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %s\n", cmds[i].help);
 	fprintf(f, "\nThe socket defaults to $MIGRATED_SOCKET or the "
 		   "daemon's default (STATE/control.sock).\n"
 		   "Exit codes: 0 ok, 1 failure, 2 bad input, 3 not found, "
-		   "4 unavailable, 5 daemon not reachable.\n");
+		   "4 unavailable, 5 daemon not reachable.\n"
+		   "--connect (or $MIGRATED_CONNECT) uses TCP + mutual TLS; "
+		   "--tls-dir DIR means\nDIR/ca.pem, DIR/client.pem, "
+		   "DIR/client.key (what --dev-tls makes).\n");
 }
 
 void ctl_print_json(const ProtobufCMessage *msg)
@@ -60,6 +68,31 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 	Migd__Status st;
 	int ret;
 
+	if (!ctl->client && ctl->connect) {
+		char host[MIGD_HOST_MAX + 1];
+		uint16_t port;
+
+		if (migd_parse_hostport(ctl->connect, false, host,
+					sizeof(host), &port) || !host[0]) {
+			fprintf(stderr, "migratectl: bad --connect '%s' "
+					"(HOST:PORT)\n", ctl->connect);
+			return 2;
+		}
+		ret = migd_client_connect_tls(host, port, &ctl->tls,
+					      ctl->timeout_ms, &ctl->client);
+		if (ret) {
+			fprintf(stderr,
+				"migratectl: cannot reach the daemon at %s "
+				"over TLS: %s\n",
+				ctl->connect,
+				ret == -EKEYREJECTED
+					? "its certificate is not trusted"
+				: ret == -ENOENT
+					? "cannot load the TLS files"
+					: strerror(-ret));
+			return 5;
+		}
+	}
 	if (!ctl->client) {
 		ret = migd_client_connect(ctl->socket, &ctl->client);
 		if (ret) {
@@ -82,8 +115,10 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 	if (ret) {
 		fprintf(stderr, "migratectl: call failed: %s\n",
 			ret == -ETIMEDOUT ? "timed out"
-			: ret == -EPIPE	  ? "daemon closed the connection"
-					  : strerror(-ret));
+			: ret == -EPIPE || ret == -ECONNRESET
+				? "daemon closed the connection (over TLS: "
+				  "our certificate refused?)"
+				: strerror(-ret));
 		return 5;
 	}
 	st = migd_resp_status(*resp);
@@ -130,13 +165,36 @@ int ctl_ping(struct ctl *ctl, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct ctl ctl = { .timeout_ms = 30000 };
+	static char tls_ca[4096], tls_cert[4096], tls_key[4096];
 	int i = 1, ret;
+
+	ctl.tls.ca_file = tls_ca;
+	ctl.tls.cert_file = tls_cert;
+	ctl.tls.key_file = tls_key;
+	ctl.tls.check_name = true;
+	if (getenv("MIGRATED_CONNECT"))
+		ctl.connect = getenv("MIGRATED_CONNECT");
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			ctl.json = true;
 		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
 			ctl.socket = argv[++i];
+		} else if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
+			ctl.connect = argv[++i];
+		} else if (!strcmp(argv[i], "--tls-dir") && i + 1 < argc) {
+			i++;
+			snprintf(tls_ca, sizeof(tls_ca), "%s/ca.pem", argv[i]);
+			snprintf(tls_cert, sizeof(tls_cert), "%s/client.pem",
+				 argv[i]);
+			snprintf(tls_key, sizeof(tls_key), "%s/client.key",
+				 argv[i]);
+		} else if (!strcmp(argv[i], "--tls-ca") && i + 1 < argc) {
+			snprintf(tls_ca, sizeof(tls_ca), "%s", argv[++i]);
+		} else if (!strcmp(argv[i], "--tls-cert") && i + 1 < argc) {
+			snprintf(tls_cert, sizeof(tls_cert), "%s", argv[++i]);
+		} else if (!strcmp(argv[i], "--tls-key") && i + 1 < argc) {
+			snprintf(tls_key, sizeof(tls_key), "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			uint64_t v;
 

@@ -3,7 +3,10 @@
  * migd_client: blocking control-RPC client (client.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,7 +16,10 @@
 
 #include "migrated/daemon/ctl_frame.h"
 #include "migrated/daemon/parse.h"
+#include "migrated/mig/tls.h"
 #include "tools/rpc/client.h"
+
+#include <openssl/err.h>
 
 struct ev_node {
 	struct ev_node *next;
@@ -22,6 +28,8 @@ struct ev_node {
 
 struct migd_client {
 	int fd;
+	SSL *ssl;	     /* TCP + TLS; NULL on the Unix socket */
+	struct mig_tls *tls; /* its context */
 	uint64_t next_id;
 	struct migd_framer framer;
 	struct ev_node *head, *tail;
@@ -29,6 +37,10 @@ struct migd_client {
 	uint64_t dropped;
 	int error; /* sticky: the connection is unusable */
 };
+
+static int64_t now_ms(void);
+static int tls_wait(struct migd_client *c, short events, int64_t deadline);
+static int tls_want(struct migd_client *c, int r, short *events);
 
 int migd_client_connect(const char *path, struct migd_client **out)
 {
@@ -68,6 +80,86 @@ int migd_client_connect(const char *path, struct migd_client **out)
 	return 0;
 }
 
+int migd_client_connect_tls(const char *host, uint16_t port,
+			    const struct migd_client_tls *t, int timeout_ms,
+			    struct migd_client **out)
+{
+	struct mig_tls_cfg tcfg = {
+		.ca_file = t->ca_file,
+		.cert_file = t->cert_file,
+		.key_file = t->key_file,
+		.server = false,
+		.peer_name = t->check_name ? host : NULL,
+	};
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL, *a;
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	struct migd_client *c;
+	char sport[8];
+	int fd = -1, ret;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = -1;
+	migd_framer_init(&c->framer, MIGD_FRAME_MAX);
+	c->next_id = 1;
+	ret = mig_tls_create(&tcfg, &c->tls);
+	if (ret)
+		goto fail;
+	snprintf(sport, sizeof(sport), "%u", port);
+	ret = getaddrinfo(host, sport, &hints, &ai);
+	if (ret) {
+		ret = -EHOSTUNREACH;
+		goto fail;
+	}
+	ret = -ECONNREFUSED;
+	for (a = ai; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+			    a->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (!connect(fd, a->ai_addr, a->ai_addrlen))
+			break;
+		ret = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		goto fail;
+	c->fd = fd;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	c->ssl = SSL_new(mig_tls_ctx(c->tls));
+	if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (tcfg.peer_name)
+		SSL_set_tlsext_host_name(c->ssl, host);
+	for (;;) {
+		short ev;
+		int r = SSL_connect(c->ssl);
+
+		if (r == 1)
+			break;
+		if (tls_want(c, r, &ev)) {
+			long vr = SSL_get_verify_result(c->ssl);
+
+			ret = vr != X509_V_OK ? -EKEYREJECTED : -ECONNRESET;
+			goto fail;
+		}
+		ret = tls_wait(c, ev, deadline);
+		if (ret)
+			goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	migd_client_close(c);
+	return ret;
+}
+
 void migd_client_close(struct migd_client *c)
 {
 	if (!c)
@@ -80,12 +172,82 @@ void migd_client_close(struct migd_client *c)
 		free(n);
 	}
 	migd_framer_fini(&c->framer);
+	if (c->ssl) {
+		SSL_shutdown(c->ssl); /* best effort close_notify */
+		SSL_free(c->ssl);
+	}
+	mig_tls_destroy(c->tls);
 	close(c->fd);
 	free(c);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+/* Wait for @events on the TLS socket; -ETIMEDOUT past @deadline. */
+static int tls_wait(struct migd_client *c, short events, int64_t deadline)
 {
+	struct pollfd pfd = { .fd = c->fd, .events = events };
+	int timeout = -1, ret;
+
+	if (deadline >= 0) {
+		int64_t left = deadline - now_ms();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		timeout = (int)left;
+	}
+	do
+		ret = poll(&pfd, 1, timeout);
+	while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	return ret == 0 ? -ETIMEDOUT : 0;
+}
+
+/* SSL_get_error() of a failed call -> what to wait for, or an error. */
+static int tls_want(struct migd_client *c, int r, short *events)
+{
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		*events = POLLIN;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		*events = POLLOUT;
+		return 0;
+	case SSL_ERROR_ZERO_RETURN:
+		return -EPIPE;
+	default:
+		ERR_clear_error();
+		return -ECONNRESET;
+	}
+}
+
+static int tls_write_all(struct migd_client *c, const uint8_t *p, size_t n)
+{
+	while (n) {
+		size_t w;
+		short ev;
+		int r = SSL_write_ex(c->ssl, p, n, &w);
+
+		if (r == 1) {
+			p += w;
+			n -= w;
+			continue;
+		}
+		r = tls_want(c, r, &ev);
+		if (r)
+			return -EPIPE;
+		r = tls_wait(c, ev, now_ms() + 10000);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int write_all(struct migd_client *c, const uint8_t *p, size_t n)
+{
+	int fd = c->fd;
+
+	if (c->ssl)
+		return tls_write_all(c, p, n);
 	while (n) {
 		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 
@@ -125,6 +287,29 @@ static int read_msg(struct migd_client *c, int64_t deadline,
 		ssize_t n;
 
 		ret = migd_framer_next(&c->framer, &msg, &len);
+		if (ret == 0 && c->ssl) {
+			size_t got;
+			short ev;
+			int r = SSL_read_ex(c->ssl, buf, sizeof(buf), &got);
+
+			if (r == 1) {
+				ret = migd_framer_feed(&c->framer, buf, got);
+				if (ret)
+					return c->error = ret;
+				continue;
+			}
+			/* An alert (refused certificate) or EOF ends the
+			 * connection; want-read/write waits below. */
+			r = tls_want(c, r, &ev);
+			if (r)
+				return c->error = r;
+			r = tls_wait(c, ev, deadline);
+			if (r == -ETIMEDOUT)
+				return r;
+			if (r)
+				return c->error = r;
+			continue;
+		}
 		if (ret == 1) {
 			*out = migd__server_message__unpack(NULL, len, msg);
 			if (!*out)
@@ -220,7 +405,7 @@ int migd_client_call(struct migd_client *c, Migd__Request *req,
 	ret = migd_frame_pack(&req->base, MIGD_FRAME_MAX, &frame, &len);
 	if (ret)
 		return ret;
-	ret = write_all(c->fd, frame, len);
+	ret = write_all(c, frame, len);
 	free(frame);
 	if (ret)
 		return c->error = ret;

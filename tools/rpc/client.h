@@ -2,7 +2,9 @@
 /*
  * migd_client: a blocking client of the daemon's control RPC
  * (proto/control.proto, framing in migrated/daemon/ctl_frame.h), for the
- * tools. One connection, one thread.
+ * tools. One connection, one thread: the Unix socket, or TCP with TLS 1.3
+ * and mutual authentication (the context comes from migrated/mig/tls.h,
+ * the same one migration channels use).
  *
  * migd_client_call() sends a Request and reads until the Response with
  * the same id arrives; Events read meanwhile are queued (at most
@@ -12,6 +14,7 @@
 #ifndef MIGD_CLIENT_H
 #define MIGD_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "proto/control.pb-c.h"
@@ -27,6 +30,27 @@ struct migd_client;
  */
 int migd_client_connect(const char *path, struct migd_client **out);
 void migd_client_close(struct migd_client *c);
+
+/* Client TLS material: PEM files; the key must match the certificate. */
+struct migd_client_tls {
+	const char *ca_file;   /* CA the daemon's certificate must chain to */
+	const char *cert_file; /* our certificate, from the daemon's CA */
+	const char *key_file;
+	bool check_name;       /* the daemon's certificate must name @host */
+};
+
+/*
+ * Connect to a daemon's --rpc-listen @host:@port and complete the TLS
+ * handshake within @timeout_ms (< 0: no limit). 0, -ENOENT (TLS files),
+ * -EHOSTUNREACH, -ECONNREFUSED, -EKEYREJECTED (the daemon's certificate
+ * failed verification), -ECONNRESET (handshake failed), -ETIMEDOUT.
+ * With TLS 1.3 the daemon checks OUR certificate after the client's
+ * handshake completed: a refusal then shows as -ECONNRESET or -EPIPE on
+ * the first call.
+ */
+int migd_client_connect_tls(const char *host, uint16_t port,
+			    const struct migd_client_tls *t, int timeout_ms,
+			    struct migd_client **out);
 
 /*
  * Send @req (its id is set here when 0) and wait up to @timeout_ms (< 0:

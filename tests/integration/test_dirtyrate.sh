@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Dirty-rate monitor end to end: a VM whose workload changes its rate
+# halfway (migratectl vm set-rate), watched by `dirtyrate --plot`: the SVG
+# must show both levels; `migratectl dirty` and `estimate` answer; the
+# Prometheus endpoint is scraped and every line parsed.
+# Usage: test_dirtyrate.sh MIGRATED MIGRATECTL DIRTYRATE
+DR=$3
+source "$(dirname "$0")/lib.sh" "$1" "$2"
+PY=/usr/bin/python3
+
+start_daemon a --metrics-listen 127.0.0.1:0 --dirty-interval-ms 100
+MPORT=$(sed -n 's/.*comp=migd.metrics event=listening addr=[^:]*:\([0-9]*\).*/\1/p' "$TMP/a.log" | head -1)
+[ -n "$MPORT" ] && ok "metrics port $MPORT" || fail "no metrics port in log"
+
+accel=soft
+have_kvm && accel=kvm
+# 2 vCPUs x 2500 pages/s = 19.5 MiB/s, then x 10000 = 78 MiB/s.
+expect_rc 0 "create VM" ctl vm create w --mem 512M --vcpus 2 \
+	--accel $accel --rate 2500
+"$DR" --socket "$SOCK" w --interval 250 --duration 9 \
+	--plot "$TMP/w.svg" >"$TMP/dr.out" 2>&1 &
+DRPID=$!
+sleep 4.5
+expect_rc 0 "set-rate halfway" ctl vm set-rate w 10000
+sleep 1.5
+expect_rc 0 "migratectl dirty" ctl --json dirty w
+echo "$LAST_OUT" | jq -e '.source == "monitor" and (.windows | length) == 3' \
+	>/dev/null && ok "dirty: monitor with 3 windows" ||
+	fail "dirty: $LAST_OUT"
+expect_rc 0 "estimate" ctl --json estimate w --bandwidth 1G --downtime 300
+echo "$LAST_OUT" | jq -e '.converges == true' >/dev/null &&
+	ok "estimate: converges at 1 GiB/s" || fail "estimate: $LAST_OUT"
+expect_rc 0 "estimate at a link slower than the guest" \
+	ctl --json estimate w --bandwidth 8M --downtime 50 --throttle 10
+echo "$LAST_OUT" | jq -e '.converges == false' >/dev/null &&
+	ok "estimate: 8 MiB/s with 10% throttle does not converge" ||
+	fail "estimate (slow link): $LAST_OUT"
+expect_rc 2 "set-rate on a bad vCPU" ctl vm set-rate w 100 --vcpu 9
+
+# Scrape while it runs: every line a sample, a # HELP or a # TYPE.
+curl -sf "http://127.0.0.1:$MPORT/metrics" >"$TMP/metrics.txt" &&
+	ok "scraped /metrics" || fail "scrape failed"
+"$PY" - "$TMP/metrics.txt" <<'PYEOF' && ok "metrics parse" || fail "metrics parse"
+import re, sys
+name = r'[a-zA-Z_:][a-zA-Z0-9_:]*'
+lab = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"'
+sample = re.compile(r'^(%s)(\{%s(?:,%s)*\})? (-?[0-9.e+\-]+|NaN|[+-]Inf)$' % (name, lab, lab))
+typed, seen_fams, cur = {}, set(), None
+need = {"migd_vms", "migd_vm_dirty_pages_per_second",
+        "migd_vcpu_dirty_pages_per_second", "migd_vm_working_set_pages",
+        "migd_rpc_requests_total", "migd_migration_errors_total"}
+lines = open(sys.argv[1]).read().splitlines()
+for i, l in enumerate(lines, 1):
+    if l.startswith("# HELP "):
+        continue
+    if l.startswith("# TYPE "):
+        _, _, n, t = l.split(" ", 3)
+        assert t in ("gauge", "counter"), l
+        assert n not in typed, "family typed twice: " + n
+        typed[n] = t
+        cur = n
+        continue
+    m = sample.match(l)
+    assert m, "line %d not a sample: %r" % (i, l)
+    assert m.group(1) == cur, "line %d: %s outside its family" % (i, m.group(1))
+    seen_fams.add(m.group(1))
+    float(m.group(3))
+missing = need - seen_fams
+assert not missing, missing
+vals = [l for l in lines if l.startswith('migd_vm_dirty_pages_per_second{vm="w",window="1s"')]
+assert vals and float(vals[0].rsplit(" ", 1)[1]) > 0, vals
+print("  %d lines, %d families" % (len(lines), len(typed)))
+PYEOF
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$MPORT/nope")
+[ "$code" = 404 ] && ok "other paths: 404" || fail "other path gave $code"
+
+wait $DRPID
+[ -s "$TMP/w.svg" ] && ok "dirtyrate wrote the SVG" || fail "no SVG: $(cat "$TMP/dr.out")"
+# Both levels visible: the measured line's late points are about 4x
+# the early ones (first and last quarters, skipping the 1 s window's
+# transition).
+"$PY" - "$TMP/w.svg" <<'PYEOF' && ok "SVG shows both rates" || fail "SVG levels"
+import re, sys
+svg = open(sys.argv[1]).read()
+assert svg.startswith("<?xml") and svg.rstrip().endswith("</svg>")
+lines = re.findall(r"<polyline fill='none' stroke='#1f77b4' stroke-width='2' points='([^']*)'", svg)
+pts = [tuple(map(float, p.split(","))) for p in lines[0].split()]
+ys = [y for _, y in pts]
+n = len(ys)
+early = sorted(ys[n // 8: 3 * n // 8])[len(ys[n // 8: 3 * n // 8]) // 2]
+late = sorted(ys[6 * n // 8:])[len(ys[6 * n // 8:]) // 2]
+# y grows downwards: the late (faster) rate sits higher (smaller y).
+# Plot area bottom is the axis baseline: compare heights above it.
+base = max(float(v) for v in re.findall(r"<rect x='80.0' y='60.0' width='[0-9.]*' height='([0-9.]*)'", svg)) + 60.0
+ratio = (base - late) / (base - early)
+print("  %d points, early %.1f px, late %.1f px above the axis: x%.2f" % (n, base - early, base - late, ratio))
+assert 1.8 < ratio < 6, ratio
+PYEOF
+if command -v rsvg-convert >/dev/null; then
+	rsvg-convert -o "$TMP/w.png" "$TMP/w.svg" && ok "rsvg-convert renders it" ||
+		fail "rsvg-convert failed"
+	[ -n "${DIRTYRATE_PNG:-}" ] && cp "$TMP/w.png" "$DIRTYRATE_PNG"
+fi
+[ -n "${DIRTYRATE_SVG:-}" ] && cp "$TMP/w.svg" "$DIRTYRATE_SVG"
+finish
