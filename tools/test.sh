@@ -11,6 +11,9 @@ TSAN_OPTIONS_EXTRA=${TSAN_OPTIONS:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/tools/setup.sh" asan
 "$top/tools/setup.sh" tsan
+# The release build is what the demo and the benchmarks use; optimisation
+# brings warnings (-Werror) the debug builds do not, so build it here too.
+"$top/tools/setup.sh" release
 
 rc=0
 echo "== tests: ASan + UBSan build"
