@@ -76,6 +76,10 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->expected_downtime_ns = p.expected_downtime_ns;
 	prog->throttle_pct = p.throttle_pct;
 	prog->guest_downtime_ns = p.guest_downtime_ns;
+	prog->pages_hole = p.pages_hole;
+	prog->verify_pages = p.verify_pages;
+	prog->verify_mismatches = p.verify_mismatches;
+	prog->verify_ns = p.verify_ns;
 	prog->error = p.error;
 	/* Both copies of the message live in @m and stay NUL-terminated. */
 	prog->message = m->finished ? m->final.message : m->latest.message;

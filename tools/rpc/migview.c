@@ -131,4 +131,11 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 	if (p->guest_downtime_ns)
 		fprintf(f, "  guest saw:    %s without a heartbeat\n",
 			migd_fmt_ns(a, sizeof(a), p->guest_downtime_ns));
+	if (p->verify_pages)
+		fprintf(f,
+			"  verified:     %llu pages re-hashed on the source "
+			"after commit in %s: %llu differ\n",
+			(unsigned long long)p->verify_pages,
+			migd_fmt_ns(a, sizeof(a), p->verify_ns),
+			(unsigned long long)p->verify_mismatches);
 }
