@@ -53,6 +53,8 @@ struct hv_dirtyrate {
 	unsigned ring_len;
 	struct dr_sample *ring;
 	uint64_t *ring_seq; /* ring_cap x nr_vcpus guest counters */
+	uint64_t *ring_log; /* ring_cap x nr_vcpus hv_vcpu.dirty_logged */
+	bool per_vcpu;	    /* the mode attributes pages to vCPUs */
 	uint64_t *hist;	    /* per gfn */
 	uint64_t *buf;	    /* one block of fetched bits */
 	uint64_t sec_start_ns;
@@ -189,6 +191,7 @@ static void fill_snap(struct hv_dirtyrate *dr, struct hv_dirtyrate_snap *s)
 	unsigned newest = ring_idx(dr, 0);
 	const struct dr_sample *n = &dr->ring[newest];
 	const uint64_t *nseq = &dr->ring_seq[newest * dr->nr_vcpus];
+	const uint64_t *nlog = &dr->ring_log[newest * dr->nr_vcpus];
 
 	s->time_ns = n->t_ns;
 	for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++) {
@@ -196,7 +199,7 @@ static void fill_snap(struct hv_dirtyrate *dr, struct hv_dirtyrate_snap *s)
 		uint64_t span = win_seconds[w] * 1000000000ull;
 		uint64_t pages = 0, gsum = 0;
 		unsigned back = 0, base;
-		const uint64_t *bseq;
+		const uint64_t *bseq, *blog;
 		double dt;
 
 		/* Entries newer than the base entry make up the window; the
@@ -213,6 +216,7 @@ static void fill_snap(struct hv_dirtyrate *dr, struct hv_dirtyrate_snap *s)
 		}
 		base = ring_idx(dr, back);
 		bseq = &dr->ring_seq[base * dr->nr_vcpus];
+		blog = &dr->ring_log[base * dr->nr_vcpus];
 		dt = (double)(n->t_ns - dr->ring[base].t_ns) / 1e9;
 		ws->seconds = win_seconds[w];
 		ws->covered_s = dt;
@@ -227,12 +231,22 @@ static void fill_snap(struct hv_dirtyrate *dr, struct hv_dirtyrate_snap *s)
 		for (uint32_t v = 0; v < dr->nr_vcpus; v++)
 			gsum += nseq[v] - bseq[v];
 		ws->guest_pages_per_s = (double)gsum / dt;
-		for (uint32_t v = 0; v < dr->nr_vcpus; v++)
+		for (uint32_t v = 0; v < dr->nr_vcpus; v++) {
+			if (dr->per_vcpu) {
+				/* Measured: what each vCPU's own log
+				 * reported, scaled like the VM's count. */
+				s->vcpu_pages_per_s[v][w] =
+					(double)((nlog[v] - blog[v])
+						 << dr->cfg.sample_shift) /
+					dt;
+				continue;
+			}
 			s->vcpu_pages_per_s[v][w] =
 				gsum ? ws->pages_per_s *
-						(double)(nseq[v] - bseq[v]) /
-						(double)gsum
+					       (double)(nseq[v] - bseq[v]) /
+					       (double)gsum
 				     : 0;
+		}
 	}
 	memcpy(s->hist, dr->hcount, sizeof(s->hist));
 	s->hist_seconds = dr->hist_seconds;
@@ -259,8 +273,11 @@ static void sample_once(struct hv_dirtyrate *dr)
 	seq = &dr->ring_seq[dr->ring_head * dr->nr_vcpus];
 	e->t_ns = t1;
 	e->pages = (uint64_t)pages << dr->cfg.sample_shift;
-	for (uint32_t v = 0; v < dr->nr_vcpus; v++)
+	for (uint32_t v = 0; v < dr->nr_vcpus; v++) {
 		seq[v] = hv_vm_wl_status(dr->vm, v)->seq;
+		dr->ring_log[dr->ring_head * dr->nr_vcpus + v] =
+			hv_vm_vcpu_dirty_logged(dr->vm, v);
+	}
 	dr->ring_head = (dr->ring_head + 1) % dr->ring_cap;
 	if (dr->ring_len < dr->ring_cap)
 		dr->ring_len++;
@@ -328,6 +345,7 @@ static void dr_free(struct hv_dirtyrate *dr)
 	free(dr->slots);
 	free(dr->ring);
 	free(dr->ring_seq);
+	free(dr->ring_log);
 	free(dr->hist);
 	free(dr->buf);
 	pthread_cond_destroy(&dr->cond);
@@ -384,9 +402,12 @@ int hv_dirtyrate_create(struct hv_vm *vm, const struct hv_dirtyrate_cfg *cfg,
 	dr->ring = calloc(dr->ring_cap, sizeof(*dr->ring));
 	dr->ring_seq =
 		calloc((size_t)dr->ring_cap * dr->nr_vcpus, sizeof(uint64_t));
+	dr->ring_log =
+		calloc((size_t)dr->ring_cap * dr->nr_vcpus, sizeof(uint64_t));
 	dr->hist = calloc(dr->max_gfn ? dr->max_gfn : 1, sizeof(uint64_t));
 	dr->buf = calloc(HV_DR_BLOCK_PAGES / 64, sizeof(uint64_t));
-	if (!dr->ring || !dr->ring_seq || !dr->hist || !dr->buf)
+	if (!dr->ring || !dr->ring_seq || !dr->ring_log || !dr->hist ||
+	    !dr->buf)
 		goto oom;
 
 	ret = hv_vm_dirty_log_start(vm, dr->cfg.mode);
@@ -400,8 +421,11 @@ int hv_dirtyrate_create(struct hv_vm *vm, const struct hv_dirtyrate_cfg *cfg,
 		goto fail_log;
 	}
 	dr->ring[0].t_ns = now_ns();
-	for (uint32_t v = 0; v < dr->nr_vcpus; v++)
+	for (uint32_t v = 0; v < dr->nr_vcpus; v++) {
 		dr->ring_seq[v] = hv_vm_wl_status(vm, v)->seq;
+		dr->ring_log[v] = hv_vm_vcpu_dirty_logged(vm, v);
+	}
+	dr->per_vcpu = hv_vm_dirty_per_vcpu(vm);
 	dr->ring_head = 1;
 	dr->ring_len = 1;
 	dr->sec_start_ns = dr->ring[0].t_ns;
@@ -411,7 +435,7 @@ int hv_dirtyrate_create(struct hv_vm *vm, const struct hv_dirtyrate_cfg *cfg,
 	dr->snap.sample_shift = dr->cfg.sample_shift;
 	dr->snap.mem_pages = dr->mem_pages;
 	dr->snap.nr_vcpus = dr->nr_vcpus;
-	dr->snap.vcpu_split_estimated = true;
+	dr->snap.vcpu_split_estimated = !dr->per_vcpu;
 	for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++)
 		dr->snap.win[w].seconds = win_seconds[w];
 

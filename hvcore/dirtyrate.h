@@ -21,13 +21,15 @@
  * divides the write-fault cost the guest pays by 2^s, at the price of
  * sampling noise for workloads that touch few blocks per window.
  *
- * Per-vCPU rates: the dirty ring would attribute pages to vCPUs, but
- * hv_vm exposes no per-vCPU harvest counts, and the bitmap modes cannot.
- * So the VM's measured rate is split between vCPUs in proportion to the
- * guest's own write counters (hv_vm_wl_status seq deltas), and the
- * snapshot says so (vcpu_split_estimated). The same counters give
- * guest_pages_per_s, the guest's claim, used only as an accuracy
- * reference, never as a dirty source.
+ * Per-vCPU rates: where the dirty mode attributes pages to vCPUs (KVM's
+ * dirty ring, the soft accelerator's PML and write-protection faults),
+ * each vCPU's rate is what its own log reported (hv_vm_vcpu_dirty_logged
+ * deltas) -- measured, "free with the ring". The bitmap mode cannot tell
+ * vCPUs apart: there the VM's measured rate is split between vCPUs in
+ * proportion to the guest's own write counters (hv_vm_wl_status seq
+ * deltas), and the snapshot says so (vcpu_split_estimated). The same
+ * counters give guest_pages_per_s, the guest's claim, used only as an
+ * accuracy reference, never as a dirty source.
  *
  * Exclusive with every other harvester: a running migration harvests and
  * clears the same bitmaps, so the owner must destroy the monitor before a

@@ -28,6 +28,7 @@
 #define HVCORE_VCPU_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "hvcore/accel.h"
 #include "hvcore/types.h"
@@ -70,6 +71,15 @@ struct hv_vcpu {
 
 	/* written by the control thread, read by the vCPU thread (atomic) */
 	int req; /* enum hv_vcpu_req */
+
+	/*
+	 * Pages this vCPU's own dirty log handed over (KVM dirty-ring
+	 * entries, soft PML entries and write-protection faults), added by
+	 * the accelerator; atomic, monotonic. Bitmap modes cannot say which
+	 * vCPU wrote a page and leave it alone. The dirty-rate monitor turns
+	 * it into per-vCPU rates (hvcore/dirtyrate.h).
+	 */
+	_Atomic uint64_t dirty_logged;
 
 	/* protected by lock */
 	pthread_mutex_t lock;

@@ -5,6 +5,7 @@
  * workload ABI pages and the composed VM state live here; no ioctls.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +391,25 @@ int hv_vm_wait(struct hv_vm *vm, unsigned timeout_ms)
 			return ret;
 	}
 	return 0;
+}
+
+uint64_t hv_vm_vcpu_dirty_logged(struct hv_vm *vm, uint32_t idx)
+{
+	if (idx >= vm->cfg.nr_vcpus)
+		return 0;
+	return atomic_load_explicit(&vm->vcpus[idx]->dirty_logged,
+				    memory_order_relaxed);
+}
+
+bool hv_vm_dirty_per_vcpu(struct hv_vm *vm)
+{
+	enum hv_dirty_mode mode;
+
+	pthread_mutex_lock(&vm->dirty_lock);
+	mode = vm->dirty_mode;
+	pthread_mutex_unlock(&vm->dirty_lock);
+	return mode == HV_DIRTY_RING || mode == HV_DIRTY_WP ||
+	       mode == HV_DIRTY_PML;
 }
 
 int hv_vm_vcpu_stats(struct hv_vm *vm, uint32_t idx, struct hv_vcpu_stats *out)

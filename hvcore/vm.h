@@ -212,6 +212,14 @@ int hv_vm_wl_set_vcpu(struct hv_vm *vm, uint32_t idx,
 const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
 						    uint32_t idx);
 
+/*
+ * Pages vCPU @idx's own dirty log reported so far (hv_vcpu.dirty_logged),
+ * and whether the current dirty mode attributes pages to vCPUs at all
+ * (ring, PML, WP: yes; bitmap or no logging: no). Any thread.
+ */
+uint64_t hv_vm_vcpu_dirty_logged(struct hv_vm *vm, uint32_t idx);
+bool hv_vm_dirty_per_vcpu(struct hv_vm *vm);
+
 struct hv_vcpu_stats;
 /* Copy vCPU @idx's counters (exits by kind, heartbeats, assert). */
 int hv_vm_vcpu_stats(struct hv_vm *vm, uint32_t idx, struct hv_vcpu_stats *out);

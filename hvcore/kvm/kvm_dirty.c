@@ -33,6 +33,7 @@
  * exits remain handled (and overflows detected) as the safety net.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -212,6 +213,8 @@ uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
 		hv_warn("kvm", "vm=%p vcpu=%u op=ring_collect bad_entries=%u",
 			(void *)vm, vcpu->id, res.bad);
 	__atomic_fetch_add(&k->rstats.entries, res.entries, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&vcpu->dirty_logged, res.entries,
+				  memory_order_relaxed);
 	__atomic_fetch_add(&k->rstats.lookups, res.lookups, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&k->rstats.collect_ns, now_ns() - t0,
 			   __ATOMIC_RELAXED);

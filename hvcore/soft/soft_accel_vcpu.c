@@ -47,6 +47,7 @@ int hv_soft_accel_vcpu_init(struct hv_vcpu *vcpu)
 		return ret;
 	}
 	c->vcpu = vcpu;
+	c->sv->logged = &vcpu->dirty_logged;
 	vcpu->accel = c;
 	return 0;
 }

@@ -92,6 +92,8 @@ static bool pml_append(struct hv_soft_vcpu *v, gpa_t gpa)
 	full = v->pml_nr == HV_SOFT_PML_ENTRIES;
 	pthread_mutex_unlock(&v->pml_lock);
 	atomic_fetch_add_explicit(&v->vm->pml_logged, 1, memory_order_relaxed);
+	if (v->logged)
+		atomic_fetch_add_explicit(v->logged, 1, memory_order_relaxed);
 	return full;
 }
 
@@ -171,9 +173,14 @@ static int fault_locked(struct hv_soft_vcpu *v, const struct hv_memslot *s,
 				return ret;
 			/* Log only once the writable leaf is in: see the
 			 * write-protection fault below for why. */
-			if (!ret && log_wp)
+			if (!ret && log_wp) {
 				hv_dirty_bitmap_set(s->dirty,
 						    gfn - s->base_gfn);
+				if (v->logged)
+					atomic_fetch_add_explicit(
+						v->logged, 1,
+						memory_order_relaxed);
+			}
 			if (!ret && log_pml)
 				f->pml_full |= pml_append(v, gpa);
 			continue;
@@ -208,9 +215,14 @@ static int fault_locked(struct hv_soft_vcpu *v, const struct hv_memslot *s,
 			 */
 			if (hv_soft_mmu_set_perm(mmu, &w,
 						 perm | HV_PTE_W | HV_PTE_D)) {
-				if (logging)
+				if (logging) {
 					hv_dirty_bitmap_set(s->dirty,
 							    gfn - s->base_gfn);
+					if (v->logged)
+						atomic_fetch_add_explicit(
+							v->logged, 1,
+							memory_order_relaxed);
+				}
 				atomic_fetch_add_explicit(&vm->wp_faults, 1,
 						memory_order_relaxed);
 			}

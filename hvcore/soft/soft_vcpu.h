@@ -51,6 +51,10 @@ struct hv_soft_vcpu {
 	struct hv_soft_pgcache cache;
 	struct hv_soft_tlbe tlb[HV_SOFT_TLB_ENTRIES];
 	uint8_t *scratch; /* handed out for an access outside guest RAM */
+	/* Where to count the pages this vCPU logs (WP faults and PML
+	 * entries): the generic vCPU's dirty_logged, or NULL. Set before
+	 * the vCPU runs. */
+	_Atomic uint64_t *logged;
 
 	/* protected by pml_lock */
 	pthread_mutex_t pml_lock;
