@@ -15,9 +15,13 @@
  *
  * so both snapshots are equal again and the next update starts on the one
  * nobody reads. A flags change replaces one slot pointer in each snapshot
- * (O(log n) to find it); add, delete and move shift the compact arrays and
- * rebuild the bucket index (O(n), small constants); an add past the last
- * slot, the common way a set is built, extends the index in place.
+ * (O(log n) to find it); add, delete and move shift the compact range
+ * array (a memmove of the slots above: at 32k slots 15 us for both
+ * snapshots on average, 36 us at the front) and patch the bucket index in
+ * place: the buckets the slot touches, one group of offsets and the group
+ * bases (memslots_snap.c). The index is rebuilt only when its geometry
+ * must change (a slot below the lowest one, or the slot count far from
+ * what the bucket size was chosen for).
  *
  * Slot objects are shared by both snapshots and immutable once published:
  * a change makes a new version, and the old one is freed after the grace

@@ -12,10 +12,21 @@
  *    covers the whole bucket, that slot itself (exact[b]): such a lookup
  *    costs one memory access. Otherwise a lookup reads its bucket and the
  *    next one, which bound the candidate slots, then scans forward (a few
- *    slots) or bisects (a crowded bucket). shift is the smallest that keeps
- *    the table at most 4x the slot count, so for any layout that is not
- *    wildly uneven a bucket holds about one slot and the cost does not
- *    grow with the number of slots;
+ *    slots) or bisects (a crowded bucket). When the table is built, shift
+ *    is the smallest that keeps it at most 4x the slot count, so for any
+ *    layout that is not wildly uneven a bucket holds about one slot and
+ *    the cost does not grow with the number of slots;
+ *  - the bucket entries are stored as group[b / 256] + off[b] (16 bits):
+ *    an insert at index pos adds one to every entry >= pos, a suffix of
+ *    the table (entries are sorted), which then costs at most one group's
+ *    offsets plus one add per group (a few hundred), not one per bucket.
+ *    Besides that, an insert or delete rewrites only the buckets between
+ *    the end of the previous slot and the end of the slot itself, so add,
+ *    delete and move cost O(slots after pos) for the memmove of range[]
+ *    (at 32k slots up to ~18 us per snapshot, at the front) plus
+ *    O(buckets the slot touches).
+ *    The table is rebuilt only when its geometry must change: a slot
+ *    below min_gfn, the table over 4x the slots, or 4x finer possible;
  *  - last_hit, the index of the last slot a gfn lookup found (relaxed
  *    atomic: a hint, shared by all readers of the snapshot).
  * A snapshot is changed only while unpublished (hv_snap_apply).
@@ -81,9 +92,15 @@ static size_t ids_size(unsigned cap)
 	return 2 * (size_t)cap * sizeof(struct id_ent);
 }
 
-static size_t bucket_size(unsigned cap)
+static size_t group_size(unsigned cap)
 {
-	return (BUCKETS_PER_SLOT * (size_t)cap + 1) * sizeof(uint32_t);
+	return ((BUCKETS_PER_SLOT * (size_t)cap >> BUCKET_GROUP_SHIFT) + 1) *
+	       sizeof(uint32_t);
+}
+
+static size_t off_size(unsigned cap)
+{
+	return (BUCKETS_PER_SLOT * (size_t)cap + 1) * sizeof(uint16_t);
 }
 
 static size_t exact_size(unsigned cap)
@@ -96,7 +113,8 @@ void hv_snap_arrays_free(struct snap_arrays *a)
 {
 	table_free(a->range, range_size(a->cap));
 	table_free(a->ids, ids_size(a->cap));
-	table_free(a->bucket, bucket_size(a->cap));
+	table_free(a->group, group_size(a->cap));
+	table_free(a->off, off_size(a->cap));
 	table_free(a->exact, exact_size(a->cap));
 	memset(a, 0, sizeof(*a));
 }
@@ -106,9 +124,10 @@ int hv_snap_arrays_alloc(unsigned cap, struct snap_arrays *a)
 	a->cap = cap;
 	a->range = table_alloc(range_size(cap));
 	a->ids = table_alloc(ids_size(cap)); /* zeroed: all empty */
-	a->bucket = table_alloc(bucket_size(cap));
+	a->group = table_alloc(group_size(cap));
+	a->off = table_alloc(off_size(cap));
 	a->exact = table_alloc(exact_size(cap));
-	if (!a->range || !a->ids || !a->bucket || !a->exact) {
+	if (!a->range || !a->ids || !a->group || !a->off || !a->exact) {
 		hv_snap_arrays_free(a);
 		return -ENOMEM;
 	}
@@ -239,6 +258,95 @@ static unsigned index_shift_for(uint64_t span, unsigned count)
 	return shift;
 }
 
+#define GROUP_MASK (BUCKET_GROUP - 1)
+
+static inline uint32_t bkt_get(const struct hv_memslots_snap *s, uint32_t b)
+{
+	return s->a.group[b >> BUCKET_GROUP_SHIFT] + s->a.off[b];
+}
+
+/* One past the last entry of @b's group that is in use (the sentinel is). */
+static uint32_t group_end(const struct hv_memslots_snap *s, uint32_t b)
+{
+	uint32_t end = (b | GROUP_MASK) + 1;
+
+	return end < s->nbuckets + 1 ? end : s->nbuckets + 1;
+}
+
+/*
+ * Set entry @b in a fill that goes up: the entries below @b in its group
+ * already hold their final values (the group base is the first entry).
+ */
+static inline void bkt_put(struct hv_memslots_snap *s, uint32_t b, uint32_t v)
+{
+	uint32_t g = b >> BUCKET_GROUP_SHIFT;
+
+	if (!(b & GROUP_MASK))
+		s->a.group[g] = v;
+	s->a.off[b] = (uint16_t)(v - s->a.group[g]);
+}
+
+/*
+ * Set entries [lo, hi] to @v, keeping the others. A group whose first
+ * entry changes gets a new base, and its entries above @hi are rebased to
+ * it: offsets are computed modulo 2^16 and exact once every entry of the
+ * group holds its final value, which is no more than the slot count above
+ * the base.
+ */
+static void bkt_set_range(struct hv_memslots_snap *s, uint32_t lo,
+			  uint32_t hi, uint32_t v)
+{
+	for (uint32_t b = lo; b <= hi; b++) {
+		uint32_t g = b >> BUCKET_GROUP_SHIFT;
+
+		if (!(b & GROUP_MASK)) {
+			uint16_t d = (uint16_t)(s->a.group[g] - v);
+
+			s->a.group[g] = v;
+			for (uint32_t k = hi + 1; k < group_end(s, b); k++)
+				s->a.off[k] += d;
+		}
+		s->a.off[b] = (uint16_t)(v - s->a.group[g]);
+	}
+}
+
+/*
+ * Add @delta to entries [from, nbuckets]: the entries of @from's group
+ * from @from on, then the base of every later group. Both loops are plain
+ * strided adds the compiler vectorises.
+ */
+static void bkt_add_suffix(struct hv_memslots_snap *s, uint32_t from,
+			   int delta)
+{
+	uint32_t g = from >> BUCKET_GROUP_SHIFT;
+	uint32_t ng = (s->nbuckets >> BUCKET_GROUP_SHIFT) + 1;
+	uint16_t *off = s->a.off;
+	uint32_t *group = s->a.group;
+
+	if (from & GROUP_MASK) {
+		uint32_t end = group_end(s, from);
+
+		for (uint32_t b = from; b < end; b++)
+			off[b] = (uint16_t)(off[b] + delta);
+		g++;
+	}
+	for (; g < ng; g++)
+		group[g] += (uint32_t)delta;
+}
+
+/* Bucket holding @gfn (min_gfn <= gfn). */
+static uint32_t bucket_of(const struct hv_memslots_snap *s, gfn_t gfn)
+{
+	return (uint32_t)((gfn - s->min_gfn) >> s->shift);
+}
+
+/* First bucket starting at or above @gfn (min_gfn <= gfn). */
+static uint32_t bucket_ceil(const struct hv_memslots_snap *s, gfn_t gfn)
+{
+	return (uint32_t)((gfn - s->min_gfn + (1ULL << s->shift) - 1) >>
+			  s->shift);
+}
+
 /* Does range @r cover all of bucket @b? */
 static bool covers_bucket(const struct hv_memslots_snap *s,
 			  const struct gfn_range *r, uint32_t b)
@@ -246,6 +354,15 @@ static bool covers_bucket(const struct hv_memslots_snap *s,
 	gfn_t start = s->min_gfn + ((uint64_t)b << s->shift);
 
 	return r->base <= start && r->end >= start + (1ULL << s->shift);
+}
+
+static void exact_fill(struct hv_memslots_snap *s, uint32_t lo, uint32_t hi,
+		       unsigned idx)
+{
+	const struct gfn_range *r = &s->a.range[idx];
+
+	for (uint32_t b = lo; b <= hi; b++)
+		s->a.exact[b] = covers_bucket(s, r, b) ? r->slot : NULL;
 }
 
 /* Fill buckets [from, nbuckets), knowing none of them points below @idx. */
@@ -256,12 +373,12 @@ static void index_fill(struct hv_memslots_snap *s, uint32_t from, unsigned idx)
 
 		while (s->a.range[idx].end <= start)
 			idx++;
-		s->a.bucket[b] = idx;
+		bkt_put(s, b, idx);
 		s->a.exact[b] = covers_bucket(s, &s->a.range[idx], b)
 					? s->a.range[idx].slot
 					: NULL;
 	}
-	s->a.bucket[s->nbuckets] = s->count - 1;
+	bkt_put(s, s->nbuckets, s->count - 1);
 	s->a.exact[s->nbuckets] = NULL;
 }
 
@@ -273,8 +390,8 @@ static void index_fill(struct hv_memslots_snap *s, uint32_t from, unsigned idx)
 static void index_replace(struct hv_memslots_snap *s, unsigned pos)
 {
 	const struct gfn_range *r = &s->a.range[pos];
-	uint32_t b = (uint32_t)((r->base - s->min_gfn) >> s->shift);
-	uint32_t last = (uint32_t)((r->end - 1 - s->min_gfn) >> s->shift);
+	uint32_t b = bucket_of(s, r->base);
+	uint32_t last = bucket_of(s, r->end - 1);
 
 	for (; b <= last; b++)
 		if (s->a.exact[b])
@@ -298,32 +415,125 @@ static void index_rebuild(struct hv_memslots_snap *s)
 }
 
 /*
+ * Is the current shift still good for @span over count slots? Too fine
+ * means a table over 4x the slots (and over the arrays' size); 4x coarser
+ * than needed means crowded buckets. In between it stays, so a layout on
+ * a power-of-two edge does not flap between two rebuilds.
+ */
+static bool shift_fits(const struct hv_memslots_snap *s, uint64_t span)
+{
+	unsigned shift = index_shift_for(span, s->count);
+
+	return shift <= s->shift && shift + 2 > s->shift;
+}
+
+/*
  * The slot just appended at count - 1 lies above every other one, so the
- * existing buckets keep their entries and only new ones are added, unless
- * the table would grow too large or the shift is now much coarser than
- * needed (rebuilt then, O(log n) times while a set is built).
+ * existing buckets keep their entries and only new ones are added.
  */
 static void index_append(struct hv_memslots_snap *s)
 {
 	uint32_t old_nb = s->nbuckets;
-	uint64_t span;
-	unsigned shift;
+	uint64_t span = s->a.range[s->count - 1].end - s->min_gfn;
 
-	if (s->count == 1) {
-		index_rebuild(s);
-		return;
-	}
-	span = s->a.range[s->count - 1].end - s->min_gfn;
-	shift = index_shift_for(span, s->count);
-	/* Hysteresis: a layout on a power-of-two edge must not flap. */
-	if (shift > s->shift || shift + 2 <= s->shift) {
+	if (!shift_fits(s, span)) {
 		index_rebuild(s);
 		return;
 	}
 	s->span = span;
 	s->nbuckets = ((span - 1) >> s->shift) + 1;
 	/* The old last bucket's entry stays; new buckets start from it. */
-	index_fill(s, old_nb, s->a.bucket[old_nb - 1]);
+	index_fill(s, old_nb, bkt_get(s, old_nb - 1));
+}
+
+/*
+ * The slot at @pos was just inserted (count counts it). Bucket b's entry
+ * is the first slot ending beyond its start S_b; with the new slot in the
+ * array that is the old entry (moved up by one when >= pos) or pos itself,
+ * whichever comes first. So entries of buckets with S_b >= end of slot
+ * pos - 1 go up by one, and those of the buckets among them starting below
+ * the new slot's end become pos, with their exact[] recomputed; no other
+ * bucket changes.
+ */
+static void index_insert(struct hv_memslots_snap *s, unsigned pos)
+{
+	const struct gfn_range *r = &s->a.range[pos];
+	uint32_t first, last;
+	gfn_t prev_end;
+
+	if (s->count == 1) {
+		index_rebuild(s);
+		return;
+	}
+	if (pos == s->count - 1) {
+		index_append(s);
+		return;
+	}
+	/* Below the table, or the slot count now allows a finer one. */
+	if (r->base < s->min_gfn || !shift_fits(s, s->span)) {
+		index_rebuild(s);
+		return;
+	}
+	prev_end = pos ? s->a.range[pos - 1].end : s->min_gfn;
+	first = bucket_ceil(s, prev_end);
+	last = bucket_of(s, r->end - 1);
+	bkt_add_suffix(s, first, 1);
+	if (first <= last) {
+		bkt_set_range(s, first, last, pos);
+		exact_fill(s, first, last, pos);
+	}
+}
+
+/* The last slot was just removed (count >= 1): drop the buckets above. */
+static void index_truncate(struct hv_memslots_snap *s)
+{
+	uint64_t span = s->a.range[s->count - 1].end - s->min_gfn;
+
+	if (!shift_fits(s, span)) {
+		index_rebuild(s);
+		return;
+	}
+	s->span = span;
+	s->nbuckets = ((span - 1) >> s->shift) + 1;
+	/* Every bucket below pointed below the removed slot. */
+	bkt_set_range(s, s->nbuckets, s->nbuckets, s->count - 1);
+	s->a.exact[s->nbuckets] = NULL;
+}
+
+/*
+ * The slot [base, end) at @pos was just removed (count no longer counts
+ * it). Buckets that pointed to it (S_b from the end of slot pos - 1 up to
+ * @end) now point to the slot after it, which moved down to pos: their
+ * entry stays, and none is exact any more, since that slot starts at or
+ * above @end, beyond their start. Entries above pos go down by one. The
+ * first slot leaving keeps min_gfn: the buckets below the new first slot
+ * point to it and are not exact, so a lookup there finds nothing, as it
+ * must.
+ */
+static void index_remove(struct hv_memslots_snap *s, unsigned pos, gfn_t end)
+{
+	uint32_t first, after;
+	gfn_t prev_end;
+
+	if (!s->count) {
+		index_rebuild(s);
+		return;
+	}
+	if (pos == s->count) {
+		index_truncate(s);
+		return;
+	}
+	if (index_shift_for(s->span, s->count) > s->shift) {
+		index_rebuild(s);
+		return;
+	}
+	prev_end = pos ? s->a.range[pos - 1].end : s->min_gfn;
+	first = bucket_ceil(s, prev_end);
+	after = bucket_ceil(s, end);
+	bkt_add_suffix(s, after, -1);
+	if (first < after)
+		memset(&s->a.exact[first], 0,
+		       (after - first) * sizeof(s->a.exact[0]));
 }
 
 /* Insert @slot in gfn order; returns its index. The index is left stale. */
@@ -352,6 +562,15 @@ static void arrays_remove(struct hv_memslots_snap *s, unsigned pos)
 	s->count--;
 }
 
+static void slot_remove(struct hv_memslots_snap *s,
+			const struct hv_memslot *slot)
+{
+	unsigned pos = find_pos(s, slot);
+
+	arrays_remove(s, pos);
+	index_remove(s, pos, slot->base_gfn + slot->npages);
+}
+
 /* Move the snapshot to larger arrays (it is inactive: nobody reads it). */
 static void snap_grow(struct hv_memslots_snap *s, unsigned cap,
 		      struct snap_arrays *na)
@@ -359,8 +578,13 @@ static void snap_grow(struct hv_memslots_snap *s, unsigned cap,
 	struct snap_arrays old = s->a;
 
 	memcpy(na->range, old.range, s->count * sizeof(old.range[0]));
-	memcpy(na->bucket, old.bucket,
-	       (s->count ? s->nbuckets + 1 : 0) * sizeof(old.bucket[0]));
+	if (s->count) {
+		memcpy(na->off, old.off,
+		       (s->nbuckets + 1) * sizeof(old.off[0]));
+		memcpy(na->group, old.group,
+		       ((s->nbuckets >> BUCKET_GROUP_SHIFT) + 1) *
+			       sizeof(old.group[0]));
+	}
 	memcpy(na->exact, old.exact,
 	       (s->count ? s->nbuckets + 1 : 0) * sizeof(old.exact[0]));
 	s->a = *na;
@@ -380,15 +604,11 @@ void hv_snap_apply(struct hv_memslots_snap *s, struct update *up,
 
 	switch (up->kind) {
 	case UPDATE_INSERT:
-		if (arrays_insert(s, up->new) == s->count - 1)
-			index_append(s);
-		else
-			index_rebuild(s);
+		index_insert(s, arrays_insert(s, up->new));
 		id_insert(s, up->new);
 		break;
 	case UPDATE_REMOVE:
-		arrays_remove(s, find_pos(s, up->old));
-		index_rebuild(s);
+		slot_remove(s, up->old);
 		id_remove(s, up->old->id);
 		break;
 	case UPDATE_REPLACE: {
@@ -400,9 +620,8 @@ void hv_snap_apply(struct hv_memslots_snap *s, struct update *up,
 		break;
 	}
 	case UPDATE_MOVE:
-		arrays_remove(s, find_pos(s, up->old));
-		arrays_insert(s, up->new);
-		index_rebuild(s);
+		slot_remove(s, up->old);
+		index_insert(s, arrays_insert(s, up->new));
 		id_replace(s, up->new);
 		break;
 	default:
@@ -412,14 +631,58 @@ void hv_snap_apply(struct hv_memslots_snap *s, struct update *up,
 	s->generation = generation;
 }
 
+/* ---- self-check (tests) --------------------------------------------- */
+
+int hv_snap_index_check(const struct hv_memslots_snap *s)
+{
+	const struct gfn_range *r = s->a.range;
+	unsigned idx = 0;
+
+	if (!s->count)
+		return s->span || s->nbuckets ? -EUCLEAN : 0;
+	for (unsigned i = 0; i < s->count; i++)
+		if (r[i].base != r[i].slot->base_gfn ||
+		    r[i].end != r[i].base + r[i].slot->npages ||
+		    (i && r[i].base < r[i - 1].end))
+			return -EUCLEAN;
+	if (s->min_gfn > r[0].base ||
+	    s->span != r[s->count - 1].end - s->min_gfn ||
+	    s->nbuckets != ((s->span - 1) >> s->shift) + 1 ||
+	    s->nbuckets > BUCKETS_PER_SLOT * s->count)
+		return -EUCLEAN;
+	for (uint32_t b = 0; b < s->nbuckets; b++) {
+		gfn_t start = s->min_gfn + ((uint64_t)b << s->shift);
+
+		while (r[idx].end <= start)
+			idx++;
+		if (bkt_get(s, b) != idx ||
+		    s->a.exact[b] !=
+			    (covers_bucket(s, &r[idx], b) ? r[idx].slot : NULL))
+			return -EUCLEAN;
+		/* Every offset is its true distance from the group base. */
+		if (idx - s->a.group[b >> BUCKET_GROUP_SHIFT] > UINT16_MAX)
+			return -EUCLEAN;
+	}
+	if (bkt_get(s, s->nbuckets) != s->count - 1)
+		return -EUCLEAN;
+	return 0;
+}
+
+/*
+ * The two lookups start on a cache line, so that where they land in the
+ * library does not depend on the code around them: with the gfn lookup
+ * at an arbitrary 16-byte boundary an L1-resident lookup (10 slots) was
+ * measured at 3.5 ns instead of 2.0 ns.
+ */
+#define LOOKUP_FN __attribute__((aligned(CACHELINE)))
 
 uint64_t hv_memslots_generation(const struct hv_memslots_snap *s)
 {
 	return s->generation;
 }
 
-const struct hv_memslot *hv_memslots_by_id(const struct hv_memslots_snap *s,
-					   uint32_t id)
+LOOKUP_FN const struct hv_memslot *
+hv_memslots_by_id(const struct hv_memslots_snap *s, uint32_t id)
 {
 	uint32_t mask = hv_snap_id_mask(s), i = hv_snap_id_home(s, id);
 
@@ -431,8 +694,8 @@ const struct hv_memslot *hv_memslots_by_id(const struct hv_memslots_snap *s,
 	}
 }
 
-const struct hv_memslot *hv_memslots_by_gfn(const struct hv_memslots_snap *s,
-					    gfn_t gfn)
+LOOKUP_FN const struct hv_memslot *
+hv_memslots_by_gfn(const struct hv_memslots_snap *s, gfn_t gfn)
 {
 	const struct gfn_range *r = s->a.range;
 	unsigned last, lo, hi;
@@ -452,8 +715,8 @@ const struct hv_memslot *hv_memslots_by_gfn(const struct hv_memslots_snap *s,
 	if (last < s->count && gfn - r[last].base < r[last].end - r[last].base)
 		return s->a.range[last].slot;
 
-	lo = s->a.bucket[off >> s->shift];
-	hi = s->a.bucket[(off >> s->shift) + 1];
+	lo = bkt_get(s, (uint32_t)(off >> s->shift));
+	hi = bkt_get(s, (uint32_t)(off >> s->shift) + 1);
 	/*
 	 * The slot holding gfn, if any, is the first in [lo, hi] ending
 	 * beyond gfn, and r[hi].end > gfn holds, so the scan stops in range.

@@ -18,6 +18,15 @@
 #define BUCKETS_PER_SLOT 4u
 /* Candidates scanned one by one before bisecting. */
 #define SCAN_MAX 8u
+/*
+ * Bucket entries are stored as a base per group of BUCKET_GROUP buckets
+ * plus a 16-bit offset per bucket (see "bucket index" in memslots_snap.c):
+ * an insert or delete then rewrites at most one group's offsets and the
+ * group bases, not every entry above it.
+ */
+#define BUCKET_GROUP_SHIFT 8u
+#define BUCKET_GROUP (1u << BUCKET_GROUP_SHIFT)
+_Static_assert(HV_MEMSLOT_MAX <= 65536, "bucket offsets are 16-bit");
 
 
 struct gfn_range {
@@ -31,29 +40,39 @@ struct id_ent {
 	struct hv_memslot *slot; /* NULL: empty */
 };
 
-/* The arrays of one snapshot, sized for cap slots. */
+/*
+ * The arrays of one snapshot, sized for cap slots. The order matters: the
+ * tables every lookup reads first come first (see hv_memslots_snap).
+ */
 struct snap_arrays {
-	struct gfn_range *range;    /* cap */
-	struct id_ent *ids;	    /* 2 * cap */
-	uint32_t *bucket;	    /* BUCKETS_PER_SLOT * cap + 1 */
 	/* Per bucket: the slot covering the whole bucket, or NULL. A random
 	 * lookup that lands in such a bucket (the common case: big slots,
 	 * or one-page slots at shift 0) costs one memory access. */
 	struct hv_memslot **exact;  /* BUCKETS_PER_SLOT * cap + 1 */
+	struct id_ent *ids;	    /* 2 * cap */
+	struct gfn_range *range;    /* cap */
+	/* bucket b's entry is group[b >> BUCKET_GROUP_SHIFT] + off[b] */
+	uint16_t *off;		    /* BUCKETS_PER_SLOT * cap + 1 */
+	uint32_t *group;	    /* BUCKETS_PER_SLOT * cap / BUCKET_GROUP + 1 */
 	unsigned cap;
 };
 
 struct hv_memslots_snap {
-	/* immutable while published; changed only while inactive */
-	uint64_t generation;
-	unsigned count;
-	unsigned cap; /* power of two */
-	struct snap_arrays a;
-	unsigned id_shift; /* 32 - log2(2 * cap) */
-	gfn_t min_gfn;
+	/*
+	 * Immutable while published; changed only while inactive. What an
+	 * id lookup and a gfn lookup that hits exact[] read is in the first
+	 * cache line: min_gfn .. a.range.
+	 */
+	gfn_t min_gfn; /* <= base of the first slot */
 	uint64_t span; /* end of the last slot - min_gfn; 0 when empty */
 	unsigned shift;
-	uint32_t nbuckets; /* a.bucket[nbuckets] = count - 1, a sentinel */
+	unsigned id_shift; /* 32 - log2(2 * cap) */
+	unsigned cap; /* power of two */
+	unsigned count;
+	struct snap_arrays a;
+	/* <= BUCKETS_PER_SLOT * count; entry nbuckets = count - 1, a sentinel */
+	uint32_t nbuckets;
+	uint64_t generation;
 
 	/* written by readers: on its own cache line */
 	atomic_uint last_hit __attribute__((aligned(CACHELINE)));
@@ -79,7 +98,8 @@ struct update {
 };
 
 /* Fibonacci hashing: consecutive ids land far apart. */
-static inline uint32_t hv_snap_id_home(const struct hv_memslots_snap *s, uint32_t id)
+static inline uint32_t hv_snap_id_home(const struct hv_memslots_snap *s,
+				       uint32_t id)
 {
 	return (id * 0x9e3779b1u) >> s->id_shift;
 }
@@ -90,7 +110,8 @@ static inline uint32_t hv_snap_id_mask(const struct hv_memslots_snap *s)
 }
 
 /* Index of @id's entry, or of the empty entry where it would go. */
-static inline uint32_t hv_snap_id_find(const struct hv_memslots_snap *s, uint32_t id)
+static inline uint32_t hv_snap_id_find(const struct hv_memslots_snap *s,
+				       uint32_t id)
 {
 	uint32_t mask = hv_snap_id_mask(s), i = hv_snap_id_home(s, id);
 
@@ -110,6 +131,12 @@ void hv_snap_destroy(struct hv_memslots_snap *s);
 /* Does [base, end) meet a slot other than @skip? */
 bool hv_snap_range_overlaps(const struct hv_memslots_snap *s, gfn_t base,
 			    gfn_t end, const struct hv_memslot *skip);
+
+/*
+ * Check every invariant of @s's sorted ranges and bucket index against its
+ * definition (O(slots + buckets)): 0, or -EUCLEAN. For tests.
+ */
+int hv_snap_index_check(const struct hv_memslots_snap *s);
 
 /* Apply @up (prepared: cannot fail) to the unpublished snapshot @s. */
 void hv_snap_apply(struct hv_memslots_snap *s, struct update *up,
