@@ -33,10 +33,11 @@ static Migd__MigInfo *mig_info_new(struct migd_call *call,
 	Migd__MigInfo *info = migd_call_alloc(call, sizeof(*info));
 	Migd__MigProgress *prog = migd_call_alloc(call, sizeof(*prog));
 	Migd__Downtime *dt = migd_call_alloc(call, sizeof(*dt));
+	char *msg = migd_call_alloc(call, MIGD_MIG_MSG_LEN);
 
-	if (!info || !prog || !dt)
+	if (!info || !prog || !dt || !msg)
 		return NULL;
-	migd_mig_info_fill(m, info, prog, dt);
+	migd_mig_info_fill(m, info, prog, dt, msg);
 	return info;
 }
 
@@ -70,12 +71,8 @@ void migd_call_mig_incoming(struct migd_call *call)
 				       "invalid VM name '%s'", r->vm_name);
 			return;
 		}
-		if (migd_registry_find(&d->reg, r->vm_name)) {
-			migd_call_fail(call,
-				       MIGD__STATUS__STATUS_ALREADY_EXISTS,
-				       "a VM named '%s' exists", r->vm_name);
-			return;
-		}
+		/* Held by migd_mig_start_incoming (ALREADY_EXISTS if
+		 * taken), so that it is still free when the VM arrives. */
 		snprintf(prm.vm_name, sizeof(prm.vm_name), "%s", r->vm_name);
 	}
 	prm.insecure = r->insecure;

@@ -134,9 +134,14 @@ void migd_call_vm_create(struct migd_call *call)
 			       "%s", err);
 		return;
 	}
-	if (migd_registry_find(&d->reg, r->name)) {
+	/* Also refused while a VM of that name is arriving by migration. */
+	if (migd_registry_taken(&d->reg, r->name)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,
-			       "a VM named '%s' exists", r->name);
+			       migd_registry_find(&d->reg, r->name)
+				       ? "a VM named '%s' exists"
+				       : "a VM named '%s' is arriving by "
+					 "migration",
+			       r->name);
 		return;
 	}
 	if (d->reg.count >= MIGD_VMS_MAX) {

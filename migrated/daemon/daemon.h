@@ -49,6 +49,11 @@ struct migd_cfg {
 	bool rpc_tcp;
 	char rpc_host[MIGD_HOST_MAX + 1];
 	uint16_t rpc_port;
+	/* A TCP client must finish its TLS handshake within this, and is
+	 * closed after this long without sending while it has no
+	 * subscription (server.h); 0 = no limit. */
+	uint32_t rpc_handshake_timeout_ms;
+	uint32_t rpc_idle_timeout_ms;
 	/* Prometheus text exposition over HTTP (metrics.h). */
 	bool metrics;
 	char metrics_host[MIGD_HOST_MAX + 1];
@@ -63,6 +68,9 @@ struct migd_cfg {
 /* Defaults of the options above (docs/api.md, tools/systemd). */
 #define MIGD_DIRTY_INTERVAL_MS_DEFAULT 200u
 #define MIGD_DIRTY_EVENT_MS_DEFAULT 1000u
+#define MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT 5000u
+#define MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT 120000u
+#define MIGD_RPC_TIMEOUT_MS_MAX 86400000u /* a day */
 
 struct migd {
 	/* immutable after start-up */

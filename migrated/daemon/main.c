@@ -35,6 +35,17 @@ static void usage(FILE *f)
 		"  --dev-tls              generate a throwaway CA and host\n"
 		"                         certificate in the TLS dir if missing\n"
 		"                         (two daemons must share the dir)\n"
+		"  --rpc-listen HOST:PORT|off\n"
+		"                         control RPC on TCP + mutual TLS (off)\n"
+		"  --rpc-handshake-timeout-ms MS\n"
+		"                         close a TCP client that has not\n"
+		"                         finished its TLS handshake (5000;\n"
+		"                         0 = never)\n"
+		"  --rpc-idle-timeout-ms MS\n"
+		"                         close a TCP client that sends nothing\n"
+		"                         for MS and has no subscription\n"
+		"                         (120000; 0 = never)\n"
+		"  --config FILE          key = value lines (docs/api.md)\n"
 		"  --version, --help\n");
 }
 
@@ -55,7 +66,7 @@ static int bad(const char *opt, const char *val, const char *why)
 
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
-       O_CONFIG, O_VERSION, O_HELP };
+       O_RPC_HS, O_RPC_IDLE, O_CONFIG, O_VERSION, O_HELP };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -66,6 +77,8 @@ static const struct option opts[] = {
 	{ "tls-dir", required_argument, NULL, O_TLSDIR },
 	{ "dev-tls", no_argument, NULL, O_DEVTLS },
 	{ "rpc-listen", required_argument, NULL, O_RPC },
+	{ "rpc-handshake-timeout-ms", required_argument, NULL, O_RPC_HS },
+	{ "rpc-idle-timeout-ms", required_argument, NULL, O_RPC_IDLE },
 	{ "metrics-listen", required_argument, NULL, O_METRICS },
 	{ "dirty-monitor", required_argument, NULL, O_DMON },
 	{ "dirty-interval-ms", required_argument, NULL, O_DINT },
@@ -137,6 +150,18 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 					sizeof(cfg->rpc_host), &cfg->rpc_port))
 			return bad("--rpc-listen", arg, "HOST:PORT or off");
 		cfg->rpc_tcp = true;
+		break;
+	case O_RPC_HS:
+		if (migd_parse_u64(arg, MIGD_RPC_TIMEOUT_MS_MAX, &u))
+			return bad("--rpc-handshake-timeout-ms", arg,
+				   "0 (never) ..86400000");
+		cfg->rpc_handshake_timeout_ms = (uint32_t)u;
+		break;
+	case O_RPC_IDLE:
+		if (migd_parse_u64(arg, MIGD_RPC_TIMEOUT_MS_MAX, &u))
+			return bad("--rpc-idle-timeout-ms", arg,
+				   "0 (never) ..86400000");
+		cfg->rpc_idle_timeout_ms = (uint32_t)u;
 		break;
 	case O_METRICS:
 		if (!strcmp(arg, "off")) {
@@ -275,6 +300,8 @@ int main(int argc, char **argv)
 	cfg.dirty_monitor = true;
 	cfg.dirty_interval_ms = MIGD_DIRTY_INTERVAL_MS_DEFAULT;
 	cfg.dirty_event_ms = MIGD_DIRTY_EVENT_MS_DEFAULT;
+	cfg.rpc_handshake_timeout_ms = MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT;
+	cfg.rpc_idle_timeout_ms = MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT;
 	if (migd_default_state_dir(cfg.state_dir, sizeof(cfg.state_dir))) {
 		fprintf(stderr, "migrated: default state dir too long\n");
 		return 2;

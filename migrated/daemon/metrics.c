@@ -352,6 +352,13 @@ int migd_metrics_render(struct migd *d, char **out, size_t *len)
 	       "TLS handshakes refused (no, foreign or expired certificate).");
 	put(&b, "migd_rpc_tls_refused_total %llu\n",
 	    (unsigned long long)d->srv.tls_refused);
+	family(&b, "migd_rpc_timeouts_total", "counter",
+	       "TCP control connections closed by a deadline: before the TLS "
+	       "handshake completed, or idle without a subscription.");
+	put(&b, "migd_rpc_timeouts_total{kind=\"handshake\"} %llu\n",
+	    (unsigned long long)d->srv.handshake_timeouts);
+	put(&b, "migd_rpc_timeouts_total{kind=\"idle\"} %llu\n",
+	    (unsigned long long)d->srv.idle_timeouts);
 	free(dm);
 	if (b.oom) {
 		free(b.p);

@@ -12,6 +12,7 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
+#include "migrated/mig/layout.h"
 
 #define COMP "migd.mig"
 
@@ -19,6 +20,9 @@ _Static_assert((int)MIGD__MIG_PHASE__MIG_PHASE_CANCELLED ==
 		       MIG_PHASE_CANCELLED &&
 		       (int)MIGD__MIG_PHASE__MIG_PHASE_SETUP == MIG_PHASE_SETUP,
 	       "API phases mirror mig_phase");
+
+_Static_assert(MIGD_NAME_MAX == MIG_VM_NAME_MAX,
+	       "the stream carries registry names (mig_vm_name_valid)");
 
 static bool phase_terminal(enum mig_phase p)
 {
@@ -34,7 +38,8 @@ static const char *dir_name(const struct migd_mig *m)
 }
 
 void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
-			Migd__MigProgress *prog, Migd__Downtime *dt)
+			Migd__MigProgress *prog, Migd__Downtime *dt,
+			char msg[MIGD_MIG_MSG_LEN])
 {
 	struct mig_progress p;
 
@@ -81,8 +86,10 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->verify_mismatches = p.verify_mismatches;
 	prog->verify_ns = p.verify_ns;
 	prog->error = p.error;
-	/* Both copies of the message live in @m and stay NUL-terminated. */
-	prog->message = m->finished ? m->final.message : m->latest.message;
+	/* From the snapshot, not from @m: the engine thread rewrites
+	 * m->latest (under m->lock) while this message is being packed. */
+	snprintf(msg, MIGD_MIG_MSG_LEN, "%s", p.message);
+	prog->message = msg;
 	dt->pause_ns = p.downtime.pause_ns;
 	dt->final_harvest_ns = p.downtime.final_harvest_ns;
 	dt->final_send_ns = p.downtime.final_send_ns;
@@ -104,8 +111,9 @@ static void publish(struct migd_mig *m, Migd__EventKind kind, bool final)
 	Migd__MigInfo info;
 	Migd__MigProgress prog;
 	Migd__Downtime dt;
+	char msg[MIGD_MIG_MSG_LEN];
 
-	migd_mig_info_fill(m, &info, &prog, &dt);
+	migd_mig_info_fill(m, &info, &prog, &dt, msg);
 	body.migration = &info;
 	ev.kind = kind;
 	ev.body_case = MIGD__EVENT__BODY_MIGRATION;
@@ -201,6 +209,48 @@ static void settle_outgoing(struct migd_mig *m)
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING, false);
 }
 
+/*
+ * Engine thread, in setup (session.h): hold the name the source offers,
+ * unless migrate-recv gave one (held since the call) or none is offered.
+ */
+static int name_check_cb(void *arg, const char *name, char *why,
+			 size_t why_len)
+{
+	struct migd_mig *m = arg;
+	int ret;
+
+	if (m->prm.vm_name[0] || !*name)
+		return 0;
+	ret = migd_registry_hold(&m->d->reg, name);
+	if (ret == -EEXIST)
+		snprintf(why, why_len,
+			 "a VM named '%s' already exists on the destination "
+			 "(migrate-recv --name picks another name)",
+			 name);
+	else if (ret)
+		snprintf(why, why_len, "cannot hold the VM name '%s': %s", name,
+			 strerror(-ret));
+	return ret;
+}
+
+/* Loop thread: once the engine accepted (and held) the offered name, the
+ * migration goes by it. */
+static void adopt_name(struct migd_mig *m)
+{
+	const char *name;
+
+	if (m->dir != MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING ||
+	    m->name_held || !m->dst)
+		return;
+	name = mig_dest_vm_name(m->dst);
+	if (!name)
+		return;
+	hv_info(COMP, "event=migration_name mig=%llu vm=%s was=%s",
+		(unsigned long long)m->id, name, m->vm);
+	snprintf(m->vm, sizeof(m->vm), "%s", name);
+	m->name_held = true;
+}
+
 static void settle_incoming(struct migd_mig *m)
 {
 	struct migd *d = m->d;
@@ -210,8 +260,12 @@ static void settle_incoming(struct migd_mig *m)
 	struct migd_vm *v;
 	int ret;
 
-	if (m->result || !vm)
+	if (m->result || !vm) {
+		if (m->name_held)
+			migd_registry_release(&d->reg, m->vm);
+		m->name_held = false;
 		return;
+	}
 	m->vm_in = NULL;
 	p = &vm->cfg.wl[0];
 	wl.pattern = p->pattern;
@@ -224,7 +278,14 @@ static void settle_incoming(struct migd_mig *m)
 	wl.hot_share_pct = p->hot_share_pct;
 	wl.heartbeat_us = p->heartbeat_us;
 	wl.seed = p->seed;
-	ret = migd_registry_add(&d->reg, m->vm, vm, &wl, true, &v);
+	if (m->name_held) {
+		ret = migd_registry_add_held(&d->reg, m->vm, vm, &wl, true, &v);
+		if (ret)
+			migd_registry_release(&d->reg, m->vm);
+		m->name_held = false;
+	} else {
+		ret = migd_registry_add(&d->reg, m->vm, vm, &wl, true, &v);
+	}
 	if (ret == -EEXIST) {
 		/* Someone took the name meanwhile: keep the VM running under
 		 * a unique one rather than lose it. */
@@ -245,6 +306,7 @@ static void settle_incoming(struct migd_mig *m)
 /* The waiter is done: reap it, settle the VM, announce the end. */
 static void settle(struct migd_mig *m)
 {
+	adopt_name(m);
 	pthread_mutex_lock(&m->lock);
 	m->final = m->latest;
 	pthread_mutex_unlock(&m->lock);
@@ -303,6 +365,7 @@ static void async_cb(uv_async_t *a)
 		settle(m);
 		return;
 	}
+	adopt_name(m);
 	if (phase != m->published_phase && !phase_terminal(phase)) {
 		m->published_phase = phase;
 		hv_info(COMP, "event=migration_phase mig=%llu vm=%s phase=%s",
@@ -398,6 +461,8 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 		return ret;
 	}
 	snprintf(m->vm, sizeof(m->vm), "%s", v->name);
+	/* Offered to the destination, which keeps it unless told another. */
+	m->opts.vm_name = m->vm;
 	ret = set_tls(m, false, err, err_size);
 	if (!ret) {
 		/* The engine logs and clears the dirty bitmaps itself: the
@@ -451,11 +516,25 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 		snprintf(err, err_size, "out of resources");
 		return ret;
 	}
-	if (prm->vm_name[0])
+	if (prm->vm_name[0]) {
 		snprintf(m->vm, sizeof(m->vm), "%s", prm->vm_name);
-	else
+		ret = migd_registry_hold(&d->reg, m->vm);
+		if (ret) {
+			snprintf(err, err_size,
+				 ret == -EEXIST ? "a VM named '%s' exists"
+						: "cannot hold the name '%s'",
+				 m->vm);
+			mig_free(m);
+			return ret;
+		}
+		m->name_held = true;
+	} else {
+		/* Until the source offers its name in setup. */
 		snprintf(m->vm, sizeof(m->vm), "incoming-%llu",
 			 (unsigned long long)m->id);
+	}
+	m->opts.dst_name_check = name_check_cb;
+	m->opts.dst_name_arg = m;
 	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
 	ret = set_tls(m, true, err, err_size);
 	if (!ret) {
@@ -475,12 +554,16 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 
 			mig_dest_cancel(m->dst);
 			mig_dest_wait(m->dst, &vm, &m->final);
+			adopt_name(m); /* the engine may have held one */
 			mig_dest_destroy(m->dst);
+			m->dst = NULL;
 			hv_vm_destroy(vm);
 			snprintf(err, err_size, "cannot start a thread");
 		}
 	}
 	if (ret) {
+		if (m->name_held)
+			migd_registry_release(&d->reg, m->vm);
 		mig_free(m);
 		return ret;
 	}

@@ -21,6 +21,15 @@
  *   loop:           async_cb -> lock, copy, unlock -> publish; if done:
  *                   join waiter, settle, publish terminal phase + END
  *
+ * The VM's name travels with it: the source offers its registry name in
+ * the layout; the destination keeps the name given to migrate-recv
+ * (--name, held in the registry from the call on) or else takes the
+ * offered one, which its engine thread holds in setup (dst_name_check in
+ * session.h) -- a name already taken here refuses the setup, so nothing
+ * is created and the VM keeps running on the source. Without either, the
+ * VM lands as "incoming-<id>". A held name becomes the VM's entry on
+ * success and is released on failure.
+ *
  * Built without the engine (MIGD_HAVE_ENGINE undefined) every start
  * returns -ENOSYS and the calls answer UNAVAILABLE.
  *
@@ -44,6 +53,9 @@ struct migd_vm;
 
 /* Finished migrations kept for status queries. */
 #define MIGD_MIG_HISTORY 16
+
+/* Room for a migration's message (mig_progress.message). */
+#define MIGD_MIG_MSG_LEN 256
 
 struct migd_mig_params {
 	char host[MIGD_HOST_MAX + 1];
@@ -79,6 +91,7 @@ struct migd_mig {
 
 	/* loop thread */
 	char vm[MIGD_NAME_MAX + 1]; /* source VM / registry name */
+	bool name_held; /* incoming: @vm is held in the registry */
 	uv_async_t async;
 	uv_thread_t waiter;
 	bool waiter_started;
@@ -98,7 +111,8 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 			    struct migd_mig **out, char *err, size_t err_size);
 
 /* Listen for one incoming migration on prm->host:prm->port (0: any
- * port); the bound port is (*out)->port. Errors as above. */
+ * port); the bound port is (*out)->port. Errors as above, and -EEXIST
+ * when prm->vm_name is taken here. */
 int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size);
 
@@ -112,10 +126,13 @@ int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 
 /*
  * Fill @info with the state of @m; @prog and @dt are storage for its
- * sub-messages. Strings point into @m.
+ * sub-messages, @msg for the progress message (a snapshot: the engine
+ * thread may be rewriting @m's). Other strings point into @m. Loop
+ * thread.
  */
 void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
-			Migd__MigProgress *prog, Migd__Downtime *dt);
+			Migd__MigProgress *prog, Migd__Downtime *dt,
+			char msg[MIGD_MIG_MSG_LEN]);
 
 /* Shutdown: cancel every running migration, wait for each to end and
  * settle it, then free every record. */

@@ -131,12 +131,80 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 void migd_registry_init(struct migd_registry *reg)
 {
 	memset(reg, 0, sizeof(*reg));
+	pthread_mutex_init(&reg->lock, NULL);
 }
 
 void migd_registry_fini(struct migd_registry *reg)
 {
 	while (reg->head)
 		migd_registry_remove(reg, reg->head);
+	while (reg->holds) {
+		struct migd_name_hold *h = reg->holds;
+
+		reg->holds = h->next;
+		free(h);
+	}
+	pthread_mutex_destroy(&reg->lock);
+}
+
+static struct migd_name_hold **hold_find(struct migd_registry *reg,
+					 const char *name)
+{
+	struct migd_name_hold **pp;
+
+	for (pp = &reg->holds; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->name, name))
+			return pp;
+	return NULL;
+}
+
+int migd_registry_hold(struct migd_registry *reg, const char *name)
+{
+	struct migd_name_hold *h;
+	size_t n = name ? strlen(name) : 0;
+
+	if (!n || n > MIGD_NAME_MAX)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	memcpy(h->name, name, n + 1);
+	pthread_mutex_lock(&reg->lock);
+	if (migd_registry_find(reg, name) || hold_find(reg, name)) {
+		pthread_mutex_unlock(&reg->lock);
+		free(h);
+		return -EEXIST;
+	}
+	h->next = reg->holds;
+	reg->holds = h;
+	pthread_mutex_unlock(&reg->lock);
+	return 0;
+}
+
+void migd_registry_release(struct migd_registry *reg, const char *name)
+{
+	struct migd_name_hold **pp, *h = NULL;
+
+	pthread_mutex_lock(&reg->lock);
+	pp = name ? hold_find(reg, name) : NULL;
+	if (pp) {
+		h = *pp;
+		*pp = h->next;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free(h);
+}
+
+bool migd_registry_taken(struct migd_registry *reg, const char *name)
+{
+	bool taken;
+
+	if (!name)
+		return false;
+	pthread_mutex_lock(&reg->lock);
+	taken = migd_registry_find(reg, name) || hold_find(reg, name);
+	pthread_mutex_unlock(&reg->lock);
+	return taken;
 }
 
 struct migd_vm *migd_registry_find(struct migd_registry *reg,
@@ -158,16 +226,14 @@ static uint64_t now_unix_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int migd_registry_add(struct migd_registry *reg, const char *name,
-		      struct hv_vm *vm, const struct migd_wl *wl,
-		      bool migrated_in, struct migd_vm **out)
+static int add(struct migd_registry *reg, const char *name, bool held,
+	       struct hv_vm *vm, const struct migd_wl *wl, bool migrated_in,
+	       struct migd_vm **out)
 {
+	struct migd_name_hold **hp, *h = NULL;
 	struct migd_vm *v, **tail;
+	int ret = 0;
 
-	if (migd_registry_find(reg, name))
-		return -EEXIST;
-	if (reg->count >= MIGD_VMS_MAX)
-		return -ENOSPC;
 	if (strlen(name) > MIGD_NAME_MAX)
 		return -EINVAL;
 	v = calloc(1, sizeof(*v));
@@ -179,18 +245,51 @@ int migd_registry_add(struct migd_registry *reg, const char *name,
 		v->wl = *wl;
 	v->migrated_in = migrated_in;
 	v->created_unix_ms = now_unix_ms();
-	/* Keep creation order: list output is stable. */
-	for (tail = &reg->head; *tail; tail = &(*tail)->next)
-		;
-	*tail = v;
-	reg->count++;
+	pthread_mutex_lock(&reg->lock);
+	hp = hold_find(reg, name);
+	if (migd_registry_find(reg, name) || (held ? !hp : hp != NULL))
+		ret = -EEXIST;
+	else if (reg->count >= MIGD_VMS_MAX)
+		ret = -ENOSPC;
+	if (!ret) {
+		if (held) {
+			h = *hp;
+			*hp = h->next;
+		}
+		/* Keep creation order: list output is stable. */
+		for (tail = &reg->head; *tail; tail = &(*tail)->next)
+			;
+		*tail = v;
+		reg->count++;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free(h);
+	if (ret) {
+		free(v);
+		return ret;
+	}
 	if (out)
 		*out = v;
 	return 0;
 }
 
+int migd_registry_add(struct migd_registry *reg, const char *name,
+		      struct hv_vm *vm, const struct migd_wl *wl,
+		      bool migrated_in, struct migd_vm **out)
+{
+	return add(reg, name, false, vm, wl, migrated_in, out);
+}
+
+int migd_registry_add_held(struct migd_registry *reg, const char *name,
+			   struct hv_vm *vm, const struct migd_wl *wl,
+			   bool migrated_in, struct migd_vm **out)
+{
+	return add(reg, name, true, vm, wl, migrated_in, out);
+}
+
 void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v)
 {
+	pthread_mutex_lock(&reg->lock);
 	for (struct migd_vm **pp = &reg->head; *pp; pp = &(*pp)->next) {
 		if (*pp == v) {
 			*pp = v->next;
@@ -198,6 +297,7 @@ void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v)
 			break;
 		}
 	}
+	pthread_mutex_unlock(&reg->lock);
 	/* The monitor harvests from its own thread: gone before the VM. */
 	hv_dirtyrate_destroy(v->mon);
 	v->mon = NULL;

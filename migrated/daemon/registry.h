@@ -8,13 +8,23 @@
  * (then every call that would touch it is refused with
  * FAILED_PRECONDITION, because mig/session.h forbids it).
  *
- * Threads: loop thread only. VM creation, pause, resume and destroy run on
- * it too; they wait for vCPUs to park (milliseconds), never for the
- * network.
+ * Names can also be held (migd_registry_hold) for a VM that is on its way
+ * here by migration: from the moment its destination accepted the name
+ * until the VM is added (migd_registry_add_held) or the migration failed
+ * (migd_registry_release), nobody else can take it.
+ *
+ * Threads: loop thread only, except hold/release/taken, which any thread
+ * may call (an incoming migration's engine thread holds the name the
+ * source offers, migration.h). @lock guards the list links, the names and
+ * the holds against those callers: the loop thread changes the list under
+ * it and reads it without (it is the only writer). VM creation, pause,
+ * resume and destroy run on the loop too; they wait for vCPUs to park
+ * (milliseconds), never for the network.
  */
 #ifndef MIGD_REGISTRY_H
 #define MIGD_REGISTRY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,9 +64,19 @@ struct migd_vm {
 	struct hv_dirtyrate *mon;
 };
 
+/* A name held for a VM arriving by migration. */
+struct migd_name_hold {
+	struct migd_name_hold *next;
+	char name[MIGD_NAME_MAX + 1];
+};
+
 struct migd_registry {
+	/* written by the loop thread under lock; loop reads without it */
 	struct migd_vm *head;
 	unsigned count;
+	pthread_mutex_t lock;
+	/* protected by lock */
+	struct migd_name_hold *holds;
 };
 
 /*
@@ -79,12 +99,32 @@ struct migd_vm *migd_registry_find(struct migd_registry *reg,
 				   const char *name);
 
 /*
- * Take ownership of @vm under @name. -EEXIST (name taken), -ENOSPC
- * (MIGD_VMS_MAX), -ENOMEM; on failure @vm stays the caller's.
+ * Take ownership of @vm under @name. -EEXIST (a VM has the name or it is
+ * held), -ENOSPC (MIGD_VMS_MAX), -ENOMEM, -EINVAL (too long); on failure
+ * @vm stays the caller's.
  */
 int migd_registry_add(struct migd_registry *reg, const char *name,
 		      struct hv_vm *vm, const struct migd_wl *wl,
 		      bool migrated_in, struct migd_vm **out);
+
+/*
+ * The same for a name the caller holds: on success the hold becomes the
+ * VM's entry; on failure the hold stays the caller's (release it).
+ */
+int migd_registry_add_held(struct migd_registry *reg, const char *name,
+			   struct hv_vm *vm, const struct migd_wl *wl,
+			   bool migrated_in, struct migd_vm **out);
+
+/*
+ * Hold @name for a VM that is arriving: 0, -EEXIST (a VM has it or it is
+ * held already), -EINVAL (not 1..MIGD_NAME_MAX bytes), -ENOMEM. Any
+ * thread.
+ */
+int migd_registry_hold(struct migd_registry *reg, const char *name);
+/* Drop the hold of @name (no-op if none). Any thread. */
+void migd_registry_release(struct migd_registry *reg, const char *name);
+/* True when a VM has @name or it is held. Any thread. */
+bool migd_registry_taken(struct migd_registry *reg, const char *name);
 
 /* Unlink and destroy the entry and its VM. */
 void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v);

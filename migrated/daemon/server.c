@@ -17,7 +17,7 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
-#include "migrated/daemon/server.h"
+#include "migrated/daemon/server_priv.h"
 #include "migrated/daemon/tlsconn.h"
 #include "migrated/mig/tls.h"
 
@@ -200,7 +200,7 @@ static int tls_flush(struct migd_conn *conn)
 	return write_raw(conn, buf, (size_t)n);
 }
 
-static int conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
+int migd__conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
 {
 	uint8_t *buf;
 	size_t len;
@@ -233,7 +233,7 @@ static int send_response(struct migd_conn *conn, Migd__Response *resp)
 
 	sm.msg_case = MIGD__SERVER_MESSAGE__MSG_RESPONSE;
 	sm.response = resp;
-	return conn_send(conn, &sm.base);
+	return migd__conn_send(conn, &sm.base);
 }
 
 /* ---- requests ---------------------------------------------------------- */
@@ -306,10 +306,14 @@ static void refuse_malformed(struct migd_conn *conn, const char *why)
 
 /* ---- connections ------------------------------------------------------- */
 
+/* Called once per handle of the connection (stream, timer): the last
+ * one frees it. */
 static void conn_closed(uv_handle_t *h)
 {
-	struct migd_conn *conn = (struct migd_conn *)h;
+	struct migd_conn *conn = h->data;
 
+	if (--conn->open_handles)
+		return;
 	while (conn->subs) {
 		struct migd_sub *s = conn->subs;
 
@@ -337,7 +341,72 @@ static void conn_close(struct migd_conn *conn, const char *why)
 	}
 	hv_dbg(COMP, "event=conn_closed conn=%llu why=\"%s\"",
 	       (unsigned long long)conn->id, why);
+	if (conn->has_timer)
+		uv_close((uv_handle_t *)&conn->timer, conn_closed);
 	uv_close((uv_handle_t *)&conn->h.stream, conn_closed);
+}
+
+/* ---- deadlines (TCP) ---------------------------------------------------- */
+
+/*
+ * Why: a TCP client that connects and never finishes the handshake, or
+ * finishes it and then sends nothing, would hold one of MIGD_CONNS_MAX
+ * slots for good -- enough of them lock every orchestrator out. One timer
+ * per connection carries the current deadline:
+ *   accept:             handshake deadline (rpc_handshake_timeout_ms)
+ *   handshake done:     idle deadline (rpc_idle_timeout_ms), re-armed by
+ *                       every read; stopped while a subscription exists
+ *   deadline reached:   close
+ */
+static void conn_timer_cb(uv_timer_t *t)
+{
+	struct migd_conn *conn = t->data;
+	struct migd_server *srv = conn->srv;
+
+	if (conn->closing)
+		return;
+	if (!migd_tlsconn_established(conn->tls)) {
+		srv->handshake_timeouts++;
+		hv_warn(COMP, "event=tls_handshake_timeout conn=%llu ms=%u",
+			(unsigned long long)conn->id,
+			srv->d->cfg.rpc_handshake_timeout_ms);
+		conn_close(conn, "tls handshake timeout");
+	} else if (!conn->nr_subs) {
+		srv->idle_timeouts++;
+		hv_info(COMP, "event=conn_idle_timeout conn=%llu peer=\"%s\" "
+			      "ms=%u",
+			(unsigned long long)conn->id,
+			migd_tlsconn_peer(conn->tls),
+			srv->d->cfg.rpc_idle_timeout_ms);
+		conn_close(conn, "idle timeout");
+	}
+}
+
+void migd__conn_idle_arm(struct migd_conn *conn)
+{
+	uint32_t ms = conn->srv->d->cfg.rpc_idle_timeout_ms;
+
+	if (!conn->has_timer || conn->closing ||
+	    !migd_tlsconn_established(conn->tls))
+		return;
+	if (ms && !conn->nr_subs)
+		uv_timer_start(&conn->timer, conn_timer_cb, ms, 0);
+	else
+		uv_timer_stop(&conn->timer);
+}
+
+/* Accept of a TCP connection: the timer, armed for the handshake. */
+static int conn_timer_init(struct migd_conn *conn)
+{
+	uint32_t ms = conn->srv->d->cfg.rpc_handshake_timeout_ms;
+	int ret = uv_timer_init(conn->srv->d->loop, &conn->timer);
+
+	if (ret)
+		return ret;
+	conn->timer.data = conn;
+	conn->has_timer = true;
+	conn->open_handles++;
+	return ms ? uv_timer_start(&conn->timer, conn_timer_cb, ms, 0) : 0;
 }
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -392,10 +461,14 @@ static void tls_read(struct migd_conn *conn, const void *data, size_t n)
 
 	if (!conn->closing)
 		tls_flush(conn); /* handshake records or the alert */
-	if (!was && migd_tlsconn_established(conn->tls))
+	if (!was && migd_tlsconn_established(conn->tls)) {
 		hv_dbg(COMP, "event=tls_established conn=%llu peer=\"%s\"",
 		       (unsigned long long)conn->id,
 		       migd_tlsconn_peer(conn->tls));
+		/* Handshake deadline off, idle deadline on (or off when
+		 * what came along with the Finished subscribed). */
+		migd__conn_idle_arm(conn);
+	}
 	if (ret == -EACCES) {
 		srv->tls_refused++;
 		hv_warn(COMP, "event=tls_refused conn=%llu why=\"%s\"",
@@ -423,6 +496,10 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 						 : "eof");
 		return;
 	}
+	/* Any byte is activity; a subscription made by what it carries
+	 * stops the deadline again (migd_server_subscribe). */
+	if (conn->tls)
+		migd__conn_idle_arm(conn);
 	if (conn->tls)
 		tls_read(conn, buf->base, (size_t)n);
 	else
@@ -444,6 +521,8 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 		uv_tcp_init(srv->d->loop, &conn->h.tcp);
 	else
 		uv_pipe_init(srv->d->loop, &conn->h.pipe, 0);
+	conn->h.stream.data = conn;
+	conn->open_handles = 1;
 	conn->srv = srv;
 	conn->id = ++srv->next_conn_id;
 	migd_framer_init(&conn->framer, MIGD_FRAME_MAX);
@@ -454,10 +533,14 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 		why = "too many connections";
 	else if (tcp && migd_tlsconn_new(mig_tls_ctx(srv->tls), &conn->tls))
 		why = "out of memory";
+	else if (tcp && conn_timer_init(conn))
+		why = "no timer";
 	if (why) {
 		hv_warn(COMP, "event=conn_refused conn=%llu why=\"%s\"",
 			(unsigned long long)conn->id, why);
 		conn->closing = true;
+		if (conn->has_timer)
+			uv_close((uv_handle_t *)&conn->timer, conn_closed);
 		uv_close((uv_handle_t *)&conn->h.stream, conn_closed);
 		return;
 	}
@@ -633,128 +716,5 @@ void migd_server_stop(struct migd_server *srv)
 		srv->listening = false;
 		hv_info(COMP, "event=socket_removed socket=%s requests=%llu",
 			srv->path, (unsigned long long)srv->requests);
-	}
-}
-
-/* ---- subscriptions and events ------------------------------------------ */
-
-struct migd_sub *migd_server_subscribe(struct migd_call *call)
-{
-	struct migd_conn *conn = call->conn;
-	struct migd_sub *s;
-
-	for (s = conn->subs; s; s = s->next) {
-		if (s->id == call->req->id) {
-			migd_call_fail(call,
-				       MIGD__STATUS__STATUS_ALREADY_EXISTS,
-				       "subscription %llu exists",
-				       (unsigned long long)s->id);
-			return NULL;
-		}
-	}
-	if (conn->nr_subs >= MIGD_SUBS_PER_CONN) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
-			       "at most %u subscriptions per connection",
-			       MIGD_SUBS_PER_CONN);
-		return NULL;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
-			       "out of memory");
-		return NULL;
-	}
-	s->id = call->req->id;
-	s->interval_ns = MIGD_PROGRESS_INTERVAL_MS * 1000000ull;
-	s->next = conn->subs;
-	conn->subs = s;
-	conn->nr_subs++;
-	return s;
-}
-
-int migd_server_unsubscribe(struct migd_conn *conn, uint64_t id)
-{
-	for (struct migd_sub **pp = &conn->subs; *pp; pp = &(*pp)->next) {
-		struct migd_sub *s = *pp;
-
-		if (s->id == id) {
-			*pp = s->next;
-			conn->nr_subs--;
-			free(s);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static bool sub_matches(const struct migd_sub *s, const Migd__Event *ev,
-			const char *vm, uint64_t mig_id)
-{
-	if (s->kinds && !(s->kinds & (1u << ev->kind)))
-		return false;
-	if (s->vm[0] && (!vm || strcmp(s->vm, vm)))
-		return false;
-	if (s->mig_id && s->mig_id != mig_id)
-		return false;
-	return true;
-}
-
-static void send_event(struct migd_conn *conn, struct migd_sub *s,
-		       Migd__Event *ev)
-{
-	Migd__ServerMessage sm = MIGD__SERVER_MESSAGE__INIT;
-
-	ev->subscription = s->id;
-	ev->seq = ++conn->event_seq;
-	sm.msg_case = MIGD__SERVER_MESSAGE__MSG_EVENT;
-	sm.event = ev;
-	conn_send(conn, &sm.base);
-}
-
-void migd_server_publish(struct migd_server *srv, Migd__Event *ev,
-			 const char *vm, uint64_t mig_id, bool mig_final)
-{
-	uint64_t now = migd_now_ns();
-	struct migd_conn *conn, *cnext;
-
-	ev->time_unix_ns = migd_now_unix_ns();
-	for (conn = srv->conns; conn; conn = cnext) {
-		struct migd_sub **pp = &conn->subs;
-
-		cnext = conn->next; /* a send may close the connection */
-		while (*pp && !conn->closing) {
-			struct migd_sub *s = *pp;
-
-			if (!sub_matches(s, ev, vm, mig_id)) {
-				pp = &s->next;
-				continue;
-			}
-			if (ev->kind == MIGD__EVENT_KIND__EVENT_KIND_MIG_PROGRESS) {
-				if (now - s->last_progress_ns < s->interval_ns) {
-					pp = &s->next;
-					continue;
-				}
-				s->last_progress_ns = now;
-			}
-			send_event(conn, s, ev);
-			if (mig_final && s->end_with_mig &&
-			    s->mig_id == mig_id && !conn->closing) {
-				Migd__Event end = MIGD__EVENT__INIT;
-				Migd__EndEvent body = MIGD__END_EVENT__INIT;
-
-				body.status = MIGD__STATUS__STATUS_OK;
-				body.message = (char *)"migration finished";
-				end.kind = MIGD__EVENT_KIND__EVENT_KIND_END;
-				end.time_unix_ns = ev->time_unix_ns;
-				end.body_case = MIGD__EVENT__BODY_END;
-				end.end = &body;
-				send_event(conn, s, &end);
-				*pp = s->next;
-				conn->nr_subs--;
-				free(s);
-				continue;
-			}
-			pp = &s->next;
-		}
 	}
 }

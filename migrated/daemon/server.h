@@ -14,8 +14,15 @@
  * MIGD_CONN_WQ_MAX (a client that does not read) closes the connection;
  * the daemon carries on.
  *
+ * TCP connections hold a slot (MIGD_CONNS_MAX is shared with the Unix
+ * socket) only while they do something: one that has not completed its
+ * TLS handshake after cfg.rpc_handshake_timeout_ms, or that then sends
+ * nothing for cfg.rpc_idle_timeout_ms while it has no subscription, is
+ * closed (0 turns either off). A subscriber may stay silent: it listens.
+ * The Unix socket has no timeouts (only its owner can connect).
+ *
  * Subscriptions (SubscribeRequest, MigWatchRequest) hang off their
- * connection and die with it. migd_server_publish() delivers one event to
+ * connection and die with it (server_events.c). migd_server_publish() delivers one event to
  * every matching subscription; progress events are paced per
  * subscription.
  *
@@ -71,6 +78,10 @@ struct migd_conn {
 	unsigned nr_subs;
 	uint64_t event_seq;
 	bool closing;
+	/* TCP: the handshake deadline, then the idle one (server.c) */
+	uv_timer_t timer;
+	bool has_timer;
+	unsigned open_handles; /* freed when the last one closed */
 };
 
 struct migd_server {
@@ -89,6 +100,8 @@ struct migd_server {
 	char tcp_addr[MIGD_HOST_MAX + 16]; /* as bound, "host:port" */
 	uint16_t tcp_port;
 	uint64_t tls_refused; /* handshakes refused (metrics, tests) */
+	uint64_t handshake_timeouts; /* closed before the TLS handshake */
+	uint64_t idle_timeouts;	     /* closed after silence */
 };
 
 /*

@@ -62,6 +62,10 @@ struct mig_dest {
 	struct mig_conn *ctl;
 	struct mig_conn *data[MIG_CHANNELS_MAX];
 
+	/* written once by the engine in setup, then published by has_name */
+	char vm_name[MIG_VM_NAME_MAX + 1];
+	atomic_bool has_name;
+
 	/* any thread */
 	atomic_bool cancel;
 	atomic_bool watch_stop;
@@ -264,7 +268,7 @@ static int refuse(struct mig_dest *d, unsigned reason, const char *why,
 	r.detail = (char *)why;
 	mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_SETUP_REFUSE, &r.base, NULL, 0);
 	mig_recv_fsm_fail(&d->fsm);
-	FAIL(d, err, "refused the layout: %s", why);
+	FAIL(d, err, "refused the setup: %s", why);
 }
 
 static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
@@ -280,6 +284,21 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 				   sizeof(why));
 	if (reason)
 		return refuse(d, (unsigned)reason, why, -EINVAL);
+	if (d->opts.dst_name_check) {
+		why[0] = '\0';
+		ret = d->opts.dst_name_check(d->opts.dst_name_arg,
+					     l->name ? l->name : "", why,
+					     sizeof(why));
+		if (ret)
+			return refuse(d, MIG__REFUSE_REASON__REFUSE_NAME,
+				      why[0] ? why : strerror(-ret), ret);
+	}
+	if (l->name && *l->name) {
+		/* Valid (mig_layout_to_cfg), so it fits. */
+		snprintf(d->vm_name, sizeof(d->vm_name), "%s", l->name);
+		atomic_store_explicit(&d->has_name, true,
+				      memory_order_release);
+	}
 	ret = hv_vm_create(&cfg, &d->vm);
 	if (ret) {
 		snprintf(why, sizeof(why), "cannot create the VM: %s",
@@ -495,49 +514,6 @@ static int on_digest(struct mig_dest *d, const ProtobufCMessage *m)
 	return 0;
 }
 
-static bool wants_heartbeats(struct hv_vm *vm)
-{
-	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
-		uint32_t us = 0;
-
-		hv_vm_read_guest(vm,
-				 HV_WL_PARAMS_GPA +
-					 offsetof(struct hv_wl_params, vcpu) +
-					 i * sizeof(struct hv_wl_vcpu_params) +
-					 offsetof(struct hv_wl_vcpu_params,
-						  heartbeat_us),
-				 &us, sizeof(us));
-		if (us)
-			return true;
-	}
-	return false;
-}
-
-/* The earliest heartbeat after resume, CLOCK_MONOTONIC; 0 if none came
- * within MIG_FIRST_HEARTBEAT_WAIT_MS. Polled: the first one is seen
- * within 200 us, far below a heartbeat period. */
-static uint64_t first_heartbeat(struct hv_vm *vm)
-{
-	uint64_t end = mig__now_ns() + MIG_FIRST_HEARTBEAT_WAIT_MS * 1000000ull;
-
-	while (mig__now_ns() < end) {
-		uint64_t first = 0;
-
-		for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
-			struct hv_vcpu_stats st;
-
-			if (hv_vm_vcpu_stats(vm, i, &st) || !st.heartbeats)
-				continue;
-			if (!first || st.last_heartbeat_ns < first)
-				first = st.last_heartbeat_ns;
-		}
-		if (first)
-			return first;
-		usleep(200);
-	}
-	return 0;
-}
-
 static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	Mig__Resumed r = MIG__RESUMED__INIT;
@@ -549,8 +525,8 @@ static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	t1 = mig__now_ns();
 	if (ret)
 		FAIL(d, ret, "start the VM after commit: %s", strerror(-ret));
-	if (wants_heartbeats(d->vm))
-		hb = first_heartbeat(d->vm);
+	if (mig__wants_heartbeats(d->vm))
+		hb = mig__first_heartbeat(d->vm);
 	r.verify_ns = d->verify_ns;
 	r.load_ns = d->load_ns;
 	r.resume_ns = t1 - t0;
@@ -769,6 +745,13 @@ fail:
 uint16_t mig_dest_port(const struct mig_dest *d)
 {
 	return d->port;
+}
+
+const char *mig_dest_vm_name(const struct mig_dest *d)
+{
+	return atomic_load_explicit(&d->has_name, memory_order_acquire)
+		       ? d->vm_name
+		       : NULL;
 }
 
 int mig_dest_cancel(struct mig_dest *d)

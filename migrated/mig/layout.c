@@ -8,14 +8,36 @@
 
 #include "hvcore/types.h"
 
-int mig_layout_build(struct hv_vm *vm, Mig__VmLayout **out)
+bool mig_vm_name_valid(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return false;
+	n = strnlen(name, MIG_VM_NAME_MAX + 1);
+	if (n == 0 || n > MIG_VM_NAME_MAX || name[0] == '-' ||
+	    !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		/* Spelled out rather than isalnum(): locale-independent. */
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
+int mig_layout_build(struct hv_vm *vm, const char *name, Mig__VmLayout **out)
 {
 	unsigned n = hv_vm_slot_count(vm);
 	Mig__VmLayout *l;
 	Mig__Memslot *ms;
 	Mig__Memslot **pp;
 
-	if (!n)
+	if (!n || (name && *name && !mig_vm_name_valid(name)))
 		return -EINVAL;
 	l = calloc(1, sizeof(*l));
 	ms = calloc(n, sizeof(*ms));
@@ -45,6 +67,8 @@ int mig_layout_build(struct hv_vm *vm, Mig__VmLayout **out)
 	l->accel = (char *)hv_accel_kind_name(vm->cfg.accel);
 	l->features = 0;
 	l->page_size = HV_PAGE_SIZE;
+	/* Not freed by mig_layout_free(): the caller's string. */
+	l->name = (char *)(name ? name : "");
 	*out = l;
 	return 0;
 }
@@ -92,6 +116,13 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		REFUSE(REFUSE_FEATURES, "features 0x%llx not supported",
 		       (unsigned long long)(l->features &
 					    ~MIG_FEATURES_SUPPORTED));
+	/* Checked before anything else of the VM: the destination may use
+	 * the name as a registry key, in logs and in file names. */
+	if (l->name && *l->name && !mig_vm_name_valid(l->name))
+		REFUSE(REFUSE_NAME,
+		       "invalid VM name (at most %d of [A-Za-z0-9._-], not "
+		       "starting with '-')",
+		       MIG_VM_NAME_MAX);
 	if (l->page_size != HV_PAGE_SIZE)
 		REFUSE(REFUSE_LAYOUT, "page size %llu",
 		       (unsigned long long)l->page_size);

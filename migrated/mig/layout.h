@@ -13,6 +13,7 @@
 #ifndef MIG_LAYOUT_H
 #define MIG_LAYOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "hvcore/vm.h"
@@ -22,11 +23,23 @@
  * destination lacks is refused with REFUSE_FEATURES. */
 #define MIG_FEATURES_SUPPORTED 0ull
 
+/* Longest VM name the layout carries (the daemon's own rule, parse.h). */
+#define MIG_VM_NAME_MAX 63
+
 /*
- * Describe @vm. *@out is a heap message for mig_layout_free(). Returns 0,
- * -ENOMEM or -EINVAL (a VM without slots).
+ * A VM name the layout may carry: 1..MIG_VM_NAME_MAX bytes of
+ * [A-Za-z0-9._-], not "." or "..", not starting with '-' -- safe in file
+ * names, log lines and the daemon's registry. NULL or "" is not a name.
  */
-int mig_layout_build(struct hv_vm *vm, Mig__VmLayout **out);
+bool mig_vm_name_valid(const char *name);
+
+/*
+ * Describe @vm, offering @name (NULL or "": none; else it must pass
+ * mig_vm_name_valid()). *@out is a heap message for mig_layout_free(); it
+ * points to @name, which must outlive it. Returns 0, -ENOMEM or -EINVAL
+ * (a VM without slots, a bad name).
+ */
+int mig_layout_build(struct hv_vm *vm, const char *name, Mig__VmLayout **out);
 void mig_layout_free(Mig__VmLayout *l);
 
 /*
@@ -34,8 +47,9 @@ void mig_layout_free(Mig__VmLayout *l);
  * backing and other local choices from @base (may be NULL: defaults, the
  * accelerator named by the layout), memory size, slot size and vCPU count
  * from @l; the workload parameters are defaults (the real ones arrive in
- * guest RAM). Returns 0, or a Mig__RefuseReason (> 0) with a one-line
- * reason in @why.
+ * guest RAM). The offered name (l->name) must be "" or pass
+ * mig_vm_name_valid() (REFUSE_NAME otherwise). Returns 0, or a
+ * Mig__RefuseReason (> 0) with a one-line reason in @why.
  */
 int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		      struct hv_vm_cfg *cfg, char *why, size_t why_len);

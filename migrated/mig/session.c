@@ -3,11 +3,17 @@
 #include "migrated/mig/session_priv.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hvcore/log.h"
+#include "hvcore/vcpu.h"
+#include "hvcore/vm.h"
+#include "hvcore/workload.h"
+#include "migrated/mig/layout.h"
 #include "migrated/mig/tls.h"
 
 static const char *const phase_names[MIG_PHASE_COUNT] = {
@@ -78,6 +84,8 @@ int mig__opts_check(const struct mig_opts *o, unsigned *nchan,
 	if (o->throttle_max_pct > 99 || o->zstd_level < -1 ||
 	    o->zstd_level > 22)
 		return -EINVAL;
+	if (o->vm_name && *o->vm_name && !mig_vm_name_valid(o->vm_name))
+		return -EINVAL;
 	*nchan = o->nr_channels ? o->nr_channels : MIG_CHANNELS_DEFAULT;
 	*io_ms = o->io_timeout_ms ? o->io_timeout_ms
 				  : MIG_IO_TIMEOUT_MS_DEFAULT;
@@ -122,6 +130,46 @@ void mig__send_abort(struct mig_conn *c, int err, const char *detail)
 		m.detail = (char *)(detail ? detail : "");
 		mig_conn_send(c, MIG__MSG_TYPE__MSG_ABORT, &m.base, NULL, 0);
 	}
+}
+
+bool mig__wants_heartbeats(struct hv_vm *vm)
+{
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		uint32_t us = 0;
+
+		hv_vm_read_guest(vm,
+				 HV_WL_PARAMS_GPA +
+					 offsetof(struct hv_wl_params, vcpu) +
+					 i * sizeof(struct hv_wl_vcpu_params) +
+					 offsetof(struct hv_wl_vcpu_params,
+						  heartbeat_us),
+				 &us, sizeof(us));
+		if (us)
+			return true;
+	}
+	return false;
+}
+
+uint64_t mig__first_heartbeat(struct hv_vm *vm)
+{
+	uint64_t end = mig__now_ns() + MIG_FIRST_HEARTBEAT_WAIT_MS * 1000000ull;
+
+	while (mig__now_ns() < end) {
+		uint64_t first = 0;
+
+		for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+			struct hv_vcpu_stats st;
+
+			if (hv_vm_vcpu_stats(vm, i, &st) || !st.heartbeats)
+				continue;
+			if (!first || st.last_heartbeat_ns < first)
+				first = st.last_heartbeat_ns;
+		}
+		if (first)
+			return first;
+		usleep(200);
+	}
+	return 0;
 }
 
 void mig__prog_init(struct mig__prog *pr, mig_progress_cb cb, void *arg)

@@ -34,6 +34,7 @@
 #define MIG_SESSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "migrated/mig/tls.h"
@@ -66,6 +67,23 @@ struct mig_opts {
 	 * best (kvm: ring when the VM has one, else bitmap; soft: PML, else
 	 * write protection). */
 	unsigned dirty_mode;
+	/* Source: the VM's name, offered in the layout so that it keeps it
+	 * on the destination; NULL or "" = none (mig_vm_name_valid() in
+	 * layout.h, else mig_source_start() fails with -EINVAL). Copied. */
+	const char *vm_name;
+	/*
+	 * Destination (NULL: any valid name is fine). Called from the engine
+	 * thread in setup, once the layout and its name are valid and before
+	 * anything is allocated, with the name the source offers ("" when
+	 * none). A negative errno refuses the setup (REFUSE_NAME) with the
+	 * reason the callback wrote to @why: nothing is created and the VM
+	 * keeps running on the source. 0 accepts; mig_dest_vm_name() then
+	 * returns the name. The callback must not block on the thread that
+	 * controls this migration (that thread may be waiting in cancel).
+	 */
+	int (*dst_name_check)(void *arg, const char *name, char *why,
+			      size_t why_len);
+	void *dst_name_arg;
 	/* Tests and benchmarks only; NULL in production. */
 	const struct mig_hooks *hooks;
 };
@@ -213,6 +231,13 @@ int mig_dest_start(const char *host, uint16_t port,
 		   const struct mig_opts *opts, const struct hv_vm_cfg *base,
 		   mig_progress_cb cb, void *arg, struct mig_dest **out);
 uint16_t mig_dest_port(const struct mig_dest *dst);
+/*
+ * The VM name the source offered, once the setup accepted it (valid and,
+ * with opts->dst_name_check, approved by it). NULL before that, when the
+ * source offered none (an older source, or none given), or when the
+ * setup was refused. The string lives as long as @dst. Any thread.
+ */
+const char *mig_dest_vm_name(const struct mig_dest *dst);
 int mig_dest_cancel(struct mig_dest *dst);
 void mig_dest_get_progress(struct mig_dest *dst, struct mig_progress *p);
 /*

@@ -33,6 +33,13 @@ unsigned mig__abort_reason(int err);
 /* Best-effort Abort (or Cancel when @err is -ECANCELED) to the peer. */
 void mig__send_abort(struct mig_conn *c, int err, const char *detail);
 
+/* Destination, after resume: does any vCPU's workload send heartbeats,
+ * and the earliest heartbeat after resume, CLOCK_MONOTONIC; 0 if none
+ * came within MIG_FIRST_HEARTBEAT_WAIT_MS. Polled: the first one is seen
+ * within 200 us, far below a heartbeat period. */
+bool mig__wants_heartbeats(struct hv_vm *vm);
+uint64_t mig__first_heartbeat(struct hv_vm *vm);
+
 /* Progress: one snapshot guarded by its own lock, and the callback called
  * under a second lock so that it never runs twice at once. */
 struct mig__prog {

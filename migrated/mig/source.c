@@ -155,9 +155,19 @@ static int refuse_errno(unsigned reason)
 		return -EBUSY;
 	case MIG__REFUSE_REASON__REFUSE_VERSION:
 		return -EPROTONOSUPPORT;
+	case MIG__REFUSE_REASON__REFUSE_NAME:
+		return -EEXIST;
 	default:
 		return -ECONNREFUSED;
 	}
+}
+
+static const char *refuse_name(unsigned reason)
+{
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+		&mig__refuse_reason__descriptor, (int)reason);
+
+	return v ? v->name : "unknown reason";
 }
 
 static int setup(struct mig_source *s)
@@ -170,7 +180,7 @@ static int setup(struct mig_source *s)
 	unsigned dmode;
 	int ret;
 
-	ret = mig_layout_build(s->vm, &layout);
+	ret = mig_layout_build(s->vm, s->opts.vm_name, &layout);
 	if (ret)
 		FAIL(s, ret, "layout: %s", strerror(-ret));
 	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_SETUP, &layout->base,
@@ -187,9 +197,9 @@ static int setup(struct mig_source *s)
 
 		ret = refuse_errno(r->reason);
 		mig__prog_fail(&s->prog, ret,
-			       "destination refused the layout (reason %d): "
-			       "%.160s",
-			       (int)r->reason, r->detail ? r->detail : "");
+			       "destination refused the setup (%s): %.160s",
+			       refuse_name(r->reason),
+			       r->detail ? r->detail : "");
 		mig_frame_msg_free(m);
 		return ret;
 	}
@@ -678,6 +688,15 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 		s->hooks = *opts->hooks;
 	s->opts.hooks = NULL;
 	s->opts.tls = NULL; /* only used here, not kept */
+	/* Our own copy: the caller's string may go before the setup. */
+	s->opts.vm_name = NULL;
+	if (opts->vm_name && *opts->vm_name) {
+		s->opts.vm_name = strdup(opts->vm_name);
+		if (!s->opts.vm_name) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
 	atomic_store(&s->max_bw, opts->max_bandwidth);
 	atomic_store(&s->downtime_ms, opts->downtime_ms);
 	atomic_store(&s->throttle_max, opts->throttle_max_pct
@@ -706,6 +725,7 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 	*out = s;
 	return 0;
 fail:
+	free((char *)s->opts.vm_name);
 	free(s);
 	return ret;
 }
@@ -773,5 +793,6 @@ void mig_source_destroy(struct mig_source *s)
 	mig_tls_destroy(s->tls);
 	mig__prog_fini(&s->prog);
 	pthread_mutex_destroy(&s->lock);
+	free((char *)s->opts.vm_name);
 	free(s);
 }

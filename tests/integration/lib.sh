@@ -31,13 +31,14 @@ start_daemon() {
 		>"$TMP/$name.log" 2>&1 &
 	DPID=$!
 	PIDS+=("$DPID")
-	for _ in $(seq 100); do
+	# Up to 10 s: ASan builds on two shared cores start slowly.
+	for _ in $(seq 200); do
 		[ -S "$SOCK" ] && return 0
 		kill -0 "$DPID" 2>/dev/null || break
 		sleep 0.05
 	done
-	echo "daemon $name did not start:"
-	cat "$TMP/$name.log"
+	echo "daemon $name did not start (state dir $TMP/$name):"
+	cat "$TMP/$name.log" || echo "(no log: was $TMP removed?)"
 	exit 1
 }
 

@@ -27,14 +27,19 @@ expect_rc 2 "bad address" "$SEND" --socket "$SRC" m1 localhost
 expect_rc 2 "bad port" "$SEND" --socket "$SRC" m1 localhost:70000
 expect_rc 5 "no daemon" "$SEND" --socket "$TMP/none.sock" m1 localhost:1
 
-run_one() { # name mem pattern rate flags
+# run_one name mem pattern rate flags [recv-args]: recv-args defaults to
+# "--name NAME"; "-" gives migrate-recv no --name (the name offered by the
+# source must be kept).
+run_one() {
 	local name=$1 mem=$2 pattern=$3 rate=$4 flags=$5
+	local recv_args=${6:---name $name}
+	[ "$recv_args" = - ] && recv_args=
 	SOCK=$SRC expect_rc 0 "create $name" ctl vm create "$name" --mem "$mem" \
 		--vcpus 2 --pattern "$pattern" --rate "$rate" --heartbeat-us 2000
 	sleep 0.5
 	local before port
 	before=$(SOCK=$SRC ctl --json vm inspect "$name" | jq '[.vcpus[].seq] | add')
-	port=$("$RECV" --socket "$DST" --name "$name" $flags 127.0.0.1:0) ||
+	port=$("$RECV" --socket "$DST" $recv_args $flags 127.0.0.1:0) ||
 		{ fail "migrate-recv: $port"; return; }
 	expect_rc 0 "migrate $name ($mem, $rate pages/s $flags)" \
 		"$SEND" --socket "$SRC" $flags "$name" "127.0.0.1:$port"
@@ -67,8 +72,58 @@ run_one() { # name mem pattern rate flags
 		fail "no progress on destination: $l1 -> $l2"
 }
 run_one idle1 64M idle 0 "--insecure"
-run_one busy1 256M sweep 20000 ""
+# No --name: the VM keeps the name it had on the source.
+run_one busy1 256M sweep 20000 "" -
 run_one flat1 128M sweep 0 ""
+
+# --name renames on arrival; the offered name is not used.
+SOCK=$SRC expect_rc 0 "create ren1" ctl vm create ren1 --mem 64M --pattern idle
+port=$("$RECV" --socket "$DST" --name ren1-moved --insecure 127.0.0.1:0)
+expect_rc 0 "migrate ren1 with --name ren1-moved" \
+	"$SEND" --socket "$SRC" --insecure ren1 "127.0.0.1:$port"
+SOCK=$DST expect_rc 0 "  ... destination has ren1-moved" ctl vm inspect ren1-moved
+SOCK=$DST expect_rc 3 "  ... and no ren1" ctl vm inspect ren1
+
+# Name collision: the destination already has a VM of that name. With
+# --name the call is refused at once; without it the setup is refused:
+# nothing is created there and the VM keeps running on the source.
+SOCK=$SRC expect_rc 0 "create dup1 on the source" ctl vm create dup1 \
+	--mem 64M --vcpus 1 --rate 2000 --heartbeat-us 2000
+SOCK=$DST expect_rc 0 "create dup1 on the destination" ctl vm create dup1 \
+	--mem 32M --pattern idle
+expect_rc 1 "migrate-recv --name dup1 refused (name exists)" \
+	"$RECV" --socket "$DST" --name dup1 127.0.0.1:0
+echo "$LAST_OUT" | grep -q "exists" && ok "  ... and says why" ||
+	fail "no reason: $LAST_OUT"
+nvms=$(SOCK=$DST ctl --json vm list | jq '.vms | length')
+port=$("$RECV" --socket "$DST" --insecure 127.0.0.1:0) ||
+	fail "migrate-recv: $port"
+hb1=$(SOCK=$SRC ctl --json vm inspect dup1 | jq '[.vcpus[] | .seq + .heartbeats] | add')
+expect_rc 1 "migrate dup1 into a taken name fails" \
+	"$SEND" --socket "$SRC" --insecure dup1 "127.0.0.1:$port"
+echo "$LAST_OUT" | grep -q "already exists on the destination" &&
+	ok "  ... with a clear reason" || fail "reason: $LAST_OUT"
+[ "$(SOCK=$SRC ctl --json vm inspect dup1 | jq -r .info.state)" = VM_STATE_RUNNING ] &&
+	ok "  ... dup1 still runs on the source" || fail "dup1 lost on the source"
+sleep 0.3
+hb2=$(SOCK=$SRC ctl --json vm inspect dup1 | jq '[.vcpus[] | .seq + .heartbeats] | add')
+[ "${hb2:-0}" -gt "${hb1:-0}" ] && ok "  ... and makes progress ($hb1 -> $hb2)" ||
+	fail "dup1 stalled on the source: $hb1 -> $hb2"
+i=$(SOCK=$DST ctl --json vm inspect dup1)
+[ "$(json_get "$i" .info.origin)" = created ] &&
+	ok "  ... the destination's own dup1 is untouched" || fail "dest dup1: $i"
+[ "$(SOCK=$DST ctl --json vm list | jq '.vms | length')" = "$nvms" ] &&
+	ok "  ... and nothing was added there" || fail "VM count changed"
+# A name given to migrate-recv is held until the migration ends: nobody
+# can create that VM meanwhile, and a cancelled migration frees it.
+"$RECV" --socket "$DST" --name hold1 --insecure 127.0.0.1:0 >/dev/null ||
+	fail "migrate-recv --name hold1"
+SOCK=$DST expect_rc 1 "create hold1 while it is arriving: refused" \
+	ctl vm create hold1 --mem 32M --pattern idle
+SOCK=$DST expect_rc 0 "cancel the incoming hold1" ctl migration cancel hold1
+sleep 0.3
+SOCK=$DST expect_rc 0 "  ... the name is free again" ctl vm create hold1 \
+	--mem 32M --pattern idle
 
 # Cancel: the VM stays on the source, the destination holds nothing.
 SOCK=$SRC expect_rc 0 "create c1" ctl vm create c1 --mem 512M --rate 100000 --content random

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * migrate-recv: tell the local migrated to accept one incoming migration
- * on ADDR:PORT (port 0: any) and print the port it listens on.
+ * on ADDR:PORT (port 0: any) and print the port it listens on. The VM
+ * arrives under the name the source offers, or --name.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,7 +18,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
 		"                    [--timeout-ms N] [--json] ADDR:PORT\n"
-		"Prints the port the daemon listens on (PORT 0 picks one).\n");
+		"Prints the port the daemon listens on (PORT 0 picks one).\n"
+		"The VM keeps the name it has on the source; --name gives it\n"
+		"another here. A name already taken here is refused: by this\n"
+		"call with --name, else when the source arrives (the VM then\n"
+		"keeps running on the source).\n");
 }
 
 int main(int argc, char **argv)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "migrated/daemon/parse.h"
+#include "migrated/mig/layout.h"
 #include "tests/harness/hv_test.h"
 
 static void test_hostport_accepts_names_v4_v6_and_any(void)
@@ -99,6 +100,28 @@ static void test_vm_names(void)
 	CU_ASSERT_FALSE(migd_name_valid(long_name));
 }
 
+/* Names travel in the migration stream (VmLayout.name), checked there by
+ * mig_vm_name_valid(): both rules must agree, or a VM created here could
+ * not migrate under its name, or a peer could land a name the API would
+ * refuse. */
+static void test_vm_name_rule_matches_the_stream(void)
+{
+	static const char *const cases[] = {
+		"vm1", "web-01.prod_a", "", ".", "..", "-x", "a/b", "a b",
+		"x.", "...", "_", "a\tb", "\xff", "A-Z_0.9", "a:1", "a%",
+	};
+	char s[2] = { 0, 0 };
+
+	for (size_t i = 0; i < HV_ARRAY_SIZE(cases); i++)
+		CU_ASSERT_EQUAL(migd_name_valid(cases[i]),
+				mig_vm_name_valid(cases[i]));
+	for (int c = 1; c < 256; c++) {
+		s[0] = (char)c;
+		CU_ASSERT_EQUAL(migd_name_valid(s), mig_vm_name_valid(s));
+	}
+	CU_ASSERT_EQUAL(MIGD_NAME_MAX, MIG_VM_NAME_MAX);
+}
+
 static CU_TestInfo tests[] = {
 	{ "hostport_accepts_names_v4_v6_and_any",
 	  test_hostport_accepts_names_v4_v6_and_any },
@@ -108,6 +131,8 @@ static CU_TestInfo tests[] = {
 	{ "size_refuses_junk_and_overflow",
 	  test_size_refuses_junk_and_overflow },
 	{ "vm_names", test_vm_names },
+	{ "vm_name_rule_matches_the_stream",
+	  test_vm_name_rule_matches_the_stream },
 	CU_TEST_INFO_NULL,
 };
 

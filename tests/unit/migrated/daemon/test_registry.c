@@ -3,6 +3,7 @@
  * VM create requests -> configuration (migrated/daemon/registry.c): every
  * bad field refused with a reason, defaults applied, regions split.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "migrated/daemon/registry.h"
@@ -127,6 +128,51 @@ static void test_registry_refuses_duplicate_names(void)
 	CU_ASSERT_PTR_NULL(reg.head);
 }
 
+static void test_held_name_is_taken_until_added_or_released(void)
+{
+	struct migd_registry reg;
+	struct migd_vm *v = NULL;
+
+	migd_registry_init(&reg);
+	CU_ASSERT_EQUAL(migd_registry_add(&reg, "here", NULL, NULL, false,
+					  NULL),
+			0);
+	/* A VM's name cannot be held; a held one cannot be held twice,
+	 * nor taken by a create, nor added as held when nobody holds it. */
+	CU_ASSERT_EQUAL(migd_registry_hold(&reg, "here"), -EEXIST);
+	CU_ASSERT_EQUAL(migd_registry_hold(&reg, "coming"), 0);
+	CU_ASSERT_EQUAL(migd_registry_hold(&reg, "coming"), -EEXIST);
+	CU_ASSERT(migd_registry_taken(&reg, "coming"));
+	CU_ASSERT(migd_registry_taken(&reg, "here"));
+	CU_ASSERT(!migd_registry_taken(&reg, "free"));
+	CU_ASSERT_PTR_NULL(migd_registry_find(&reg, "coming"));
+	CU_ASSERT_EQUAL(migd_registry_add(&reg, "coming", NULL, NULL, false,
+					  NULL),
+			-EEXIST);
+	CU_ASSERT_EQUAL(migd_registry_add_held(&reg, "free", NULL, NULL, true,
+					       NULL),
+			-EEXIST);
+	CU_ASSERT_EQUAL(migd_registry_hold(&reg, ""), -EINVAL);
+	/* The hold becomes the VM. */
+	CU_ASSERT_EQUAL(migd_registry_add_held(&reg, "coming", NULL, NULL,
+					       true, &v),
+			0);
+	CU_ASSERT_PTR_EQUAL(migd_registry_find(&reg, "coming"), v);
+	CU_ASSERT_PTR_NULL(reg.holds);
+	CU_ASSERT_EQUAL(reg.count, 2);
+	/* A released hold frees the name. */
+	CU_ASSERT_EQUAL(migd_registry_hold(&reg, "gone"), 0);
+	migd_registry_release(&reg, "gone");
+	migd_registry_release(&reg, "never-held");
+	CU_ASSERT(!migd_registry_taken(&reg, "gone"));
+	CU_ASSERT_EQUAL(migd_registry_add(&reg, "gone", NULL, NULL, false,
+					  NULL),
+			0);
+	/* fini frees holds still pending (ASan would see a leak). */
+	CU_ASSERT_EQUAL(migd_registry_hold(&reg, "pending"), 0);
+	migd_registry_fini(&reg);
+}
+
 static CU_TestInfo tests[] = {
 	{ "defaults_split_region_between_vcpus",
 	  test_defaults_split_region_between_vcpus },
@@ -135,6 +181,8 @@ static CU_TestInfo tests[] = {
 	{ "accel_names", test_accel_names },
 	{ "registry_refuses_duplicate_names",
 	  test_registry_refuses_duplicate_names },
+	{ "held_name_is_taken_until_added_or_released",
+	  test_held_name_is_taken_until_added_or_released },
 	CU_TEST_INFO_NULL,
 };
 
