@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Run every test: the unit and integration tests in the ASan+UBSan build,
-# and the concurrency suites (label "tsan") again under ThreadSanitizer.
+# then the concurrent ones (label "tsan": hvcore, the soft MMU, the
+# monitor, the migration library, the daemon and the integration tests
+# with their real daemons) again under ThreadSanitizer. A sanitizer report
+# in a daemon's log fails its integration test (tests/integration/lib.sh).
 # Installs and builds what it needs first (tools/setup.sh).
 #
 #   tools/test.sh            everything

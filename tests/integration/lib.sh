@@ -10,14 +10,26 @@ TMP=$(mktemp -d /tmp/migd-it.XXXXXX)
 PIDS=()
 FAILS=0
 
+# A sanitizer report in a daemon's log fails the test whatever the checks
+# said: the daemons run the ASan+UBSan or TSan build in tools/test.sh.
+SAN_RE='WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:'
+
 cleanup() {
+	local rc=$?
+
 	for p in "${PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null
 	done
 	for p in "${PIDS[@]}"; do
 		wait "$p" 2>/dev/null
 	done
+	if grep -qE "$SAN_RE" "$TMP"/*.log 2>/dev/null; then
+		echo "FAIL sanitizer report in a daemon log:"
+		grep -hE -A14 "$SAN_RE" "$TMP"/*.log | head -80
+		rc=1
+	fi
 	[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+	exit "$rc"
 }
 trap cleanup EXIT
 

@@ -1,1 +1,1 @@
-hv_unit_area(migrated/daemon LIBS migd TIMEOUT 60)
+hv_unit_area(migrated/daemon LIBS migd LABELS tsan TIMEOUT 60)
