@@ -224,11 +224,32 @@ static void conn_free(struct mig_conn *c)
 	free(c);
 }
 
+/*
+ * The connected socket @fd as a mig_conn, after the TLS handshake when
+ * @tls. On failure *out is untouched and @fd stays the caller's to close.
+ */
+static int conn_wrap(int fd, struct mig_tls *tls, struct mig_conn **out)
+{
+	struct mig_conn *c = conn_new(fd);
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	if (tls) {
+		ret = conn_handshake(c, tls);
+		if (ret) {
+			conn_free(c);
+			return ret;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
 int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 		    struct mig_conn **out)
 {
 	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
-	struct mig_conn *c;
 	int fd, ret;
 
 	ret = poll(&pfd, 1, timeout_ms ? (int)timeout_ms : -1);
@@ -242,19 +263,9 @@ int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 	ret = set_timeouts(fd, timeout_ms);
 	if (ret)
 		goto fail_fd;
-	c = conn_new(fd);
-	if (!c) {
-		ret = -ENOMEM;
+	ret = conn_wrap(fd, tls, out);
+	if (ret)
 		goto fail_fd;
-	}
-	if (tls) {
-		ret = conn_handshake(c, tls);
-		if (ret) {
-			conn_free(c);
-			goto fail_fd;
-		}
-	}
-	*out = c;
 	return 0;
 fail_fd:
 	close(fd);
@@ -265,7 +276,6 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 		     unsigned timeout_ms, struct mig_conn **out)
 {
 	struct sockaddr_storage ss;
-	struct mig_conn *c;
 	socklen_t len;
 	int fd, ret;
 
@@ -284,19 +294,9 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 							      : -errno;
 		goto fail_fd;
 	}
-	c = conn_new(fd);
-	if (!c) {
-		ret = -ENOMEM;
+	ret = conn_wrap(fd, tls, out);
+	if (ret)
 		goto fail_fd;
-	}
-	if (tls) {
-		ret = conn_handshake(c, tls);
-		if (ret) {
-			conn_free(c);
-			goto fail_fd;
-		}
-	}
-	*out = c;
 	return 0;
 fail_fd:
 	close(fd);
