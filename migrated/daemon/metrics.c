@@ -112,6 +112,37 @@ static const char *esc(const char *s, char *out, size_t size)
 
 static const char *const win_label[HV_DR_NR_WINDOWS] = {"1s", "10s", "60s"};
 
+/*
+ * One dirty-rate family (pages or bytes per second) for every VM: the
+ * monitor's windows, or the running migration's own measurement.
+ */
+static void dirty_family(struct migd *d, struct buf *b, struct migd_dr_msg *dm,
+			 const char *name, const char *help, bool bytes)
+{
+	char n[160];
+
+	family(b, name, "gauge", help);
+	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
+		migd_dirty_fill(d, v, dm);
+		esc(v->name, n, sizeof(n));
+		if (dm->s.n_windows == 0) {
+			put(b, "%s{vm=\"%s\",window=\"migration\",source=\"%s\"} "
+			       "%llu\n",
+			    name, n, dm->s.source,
+			    (unsigned long long)(bytes ? dm->s.bytes_per_s
+						       : dm->s.pages_per_s));
+			continue;
+		}
+		for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++)
+			put(b,
+			    "%s{vm=\"%s\",window=\"%s\",source=\"monitor\"} "
+			    "%.1f\n",
+			    name, n, win_label[w],
+			    bytes ? dm->win[w].bytes_per_s
+				  : dm->win[w].pages_per_s);
+	}
+}
+
 static void render_vms(struct migd *d, struct buf *b, struct migd_dr_msg *dm)
 {
 	static const struct {
@@ -139,44 +170,11 @@ static void render_vms(struct migd *d, struct buf *b, struct migd_dr_msg *dm)
 	put(b, "migd_vms_created_total %llu\n",
 	    (unsigned long long)d->vms_created);
 
-	family(b, "migd_vm_dirty_pages_per_second", "gauge",
-	       "Pages dirtied per second (distinct per sample), by window.");
-	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
-		migd_dirty_fill(d, v, dm);
-		esc(v->name, n, sizeof(n));
-		if (dm->s.n_windows == 0) {
-			put(b,
-			    "migd_vm_dirty_pages_per_second{vm=\"%s\","
-			    "window=\"migration\",source=\"%s\"} %llu\n",
-			    n, dm->s.source,
-			    (unsigned long long)dm->s.pages_per_s);
-			continue;
-		}
-		for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++)
-			put(b,
-			    "migd_vm_dirty_pages_per_second{vm=\"%s\","
-			    "window=\"%s\",source=\"monitor\"} %.1f\n",
-			    n, win_label[w], dm->win[w].pages_per_s);
-	}
-	family(b, "migd_vm_dirty_bytes_per_second", "gauge",
-	       "Bytes dirtied per second, by window.");
-	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
-		migd_dirty_fill(d, v, dm);
-		esc(v->name, n, sizeof(n));
-		if (dm->s.n_windows == 0) {
-			put(b,
-			    "migd_vm_dirty_bytes_per_second{vm=\"%s\","
-			    "window=\"migration\",source=\"%s\"} %llu\n",
-			    n, dm->s.source,
-			    (unsigned long long)dm->s.bytes_per_s);
-			continue;
-		}
-		for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++)
-			put(b,
-			    "migd_vm_dirty_bytes_per_second{vm=\"%s\","
-			    "window=\"%s\",source=\"monitor\"} %.1f\n",
-			    n, win_label[w], dm->win[w].bytes_per_s);
-	}
+	dirty_family(d, b, dm, "migd_vm_dirty_pages_per_second",
+		     "Pages dirtied per second (distinct per sample), by window.",
+		     false);
+	dirty_family(d, b, dm, "migd_vm_dirty_bytes_per_second",
+		     "Bytes dirtied per second, by window.", true);
 	family(b, "migd_vm_working_set_pages", "gauge",
 	       "Distinct pages dirtied in the window.");
 	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
