@@ -33,6 +33,7 @@
 #include "hvcore/vcpu.h"
 #include "hvcore/vm.h"
 #include "migrated/mig/digest.h"
+#include "migrated/mig/faultpoint.h"
 #include "migrated/mig/handshake.h"
 #include "migrated/mig/layout.h"
 #include "migrated/mig/memmap.h"
@@ -350,6 +351,9 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 	d->prog.p.ram_bytes = cfg.mem_bytes;
 	pthread_mutex_unlock(&d->prog.lock);
 	mig__prog_phase(&d->prog, MIG_PHASE_ITERATE);
+	ret = mig_faultpoint(MIG_FP_DST_SETUP);
+	if (ret < 0)
+		FAIL(d, ret, "fault point %s", MIG_FP_DST_SETUP);
 	acc.nr_channels = d->nchan;
 	acc.features = MIG_FEATURES_SUPPORTED;
 	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_SETUP_ACCEPT, &acc.base,
@@ -378,6 +382,10 @@ static int on_iter_end(struct mig_dest *d, const ProtobufCMessage *m)
 	if (ie->n_channel_batches != d->nchan)
 		FAIL(d, -EPROTO, "iter_end for %zu channels, not %u",
 		     ie->n_channel_batches, d->nchan);
+	ret = mig_faultpoint(MIG_FP_DST_ITER);
+	if (ret < 0)
+		FAIL(d, ret, "fault point %s (iteration %u)", MIG_FP_DST_ITER,
+		     ie->iteration);
 	ret = mig_recv_pipe_wait(d->pipe, ie->channel_batches, d->io_ms);
 	if (ret)
 		FAIL(d, ret, "iteration %u: pages: %s", ie->iteration,
@@ -507,8 +515,16 @@ static int on_digest(struct mig_dest *d, const ProtobufCMessage *m)
 	if (d->hooks.dst_loaded)
 		d->hooks.dst_loaded(d->hooks.arg, d->vm);
 	mig__prog_phase(&d->prog, MIG_PHASE_COMMIT);
+	ret = mig_faultpoint(MIG_FP_DST_LOADED);
+	if (ret < 0)
+		FAIL(d, ret, "fault point %s", MIG_FP_DST_LOADED);
 	ack.pages = d->digest_pages;
-	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_ACK, &ack.base, NULL, 0);
+	ret = mig_faultpoint(MIG_FP_DST_ACK_SEND);
+	if (ret == 0)
+		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_ACK, &ack.base,
+				    NULL, 0);
+	else if (ret == MIG_FAULT_DROP)
+		ret = 0;
 	if (ret)
 		FAIL(d, ret, "send ack: %s", strerror(-ret));
 	return 0;
@@ -521,6 +537,9 @@ static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	int ret;
 
 	(void)m;
+	ret = mig_faultpoint(MIG_FP_DST_COMMIT);
+	if (ret < 0)
+		FAIL(d, ret, "fault point %s", MIG_FP_DST_COMMIT);
 	ret = hv_vm_start(d->vm);
 	t1 = mig__now_ns();
 	if (ret)
@@ -535,8 +554,14 @@ static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	/* The VM runs here now, whether or not the report arrives. */
 	d->vm_out = d->vm;
 	d->vm = NULL;
-	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_RESUMED, &r.base, NULL,
-			    0);
+	ret = mig_faultpoint(MIG_FP_DST_RESUMED);
+	if (ret == 0)
+		ret = mig_faultpoint(MIG_FP_DST_RESUMED_SEND);
+	if (ret == 0)
+		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_RESUMED, &r.base,
+				    NULL, 0);
+	else if (ret == MIG_FAULT_DROP)
+		ret = 0;
 	if (ret)
 		hv_warn("mig", "op=resumed_report err=%d", ret);
 	pthread_mutex_lock(&d->prog.lock);

@@ -27,6 +27,7 @@
 #include "hvcore/vcpu.h"
 #include "migrated/mig/converge.h"
 #include "migrated/mig/digest.h"
+#include "migrated/mig/faultpoint.h"
 #include "migrated/mig/layout.h"
 #include "migrated/mig/source_priv.h"
 
@@ -180,6 +181,9 @@ static int setup(struct mig_source *s)
 	unsigned dmode;
 	int ret;
 
+	ret = mig_faultpoint(MIG_FP_SRC_SETUP);
+	if (ret < 0)
+		FAIL(s, ret, "fault point %s", MIG_FP_SRC_SETUP);
 	ret = mig_layout_build(s->vm, s->opts.vm_name, &layout);
 	if (ret)
 		FAIL(s, ret, "layout: %s", strerror(-ret));
@@ -301,6 +305,10 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 		struct mig_conv_out out;
 		uint64_t t_s, t_e, sent, dirty_rate;
 
+		ret = mig_faultpoint(MIG_FP_SRC_ITER);
+		if (ret < 0)
+			FAIL(s, ret, "fault point %s (iteration %u)",
+			     MIG_FP_SRC_ITER, iter);
 		mig_send_pipe_stats(s->pipe, &a);
 		t_s = mig__now_ns();
 		ret = src_send_pass(s, iter);
@@ -412,6 +420,9 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	int ret;
 
 	mig__prog_phase(&s->prog, MIG_PHASE_SWITCHOVER);
+	ret = mig_faultpoint(MIG_FP_SRC_SWITCHOVER);
+	if (ret < 0)
+		FAIL(s, ret, "fault point %s", MIG_FP_SRC_SWITCHOVER);
 	t[0] = mig__now_ns();
 	ret = hv_vm_pause(s->vm);
 	if (ret)
@@ -508,6 +519,9 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	uint64_t t0 = mig__now_ns(), t1;
 	int ret;
 
+	ret = mig_faultpoint(MIG_FP_SRC_ACKED);
+	if (ret < 0)
+		FAIL(s, ret, "fault point %s", MIG_FP_SRC_ACKED);
 	pthread_mutex_lock(&s->lock);
 	if (atomic_load(&s->cancel)) {
 		pthread_mutex_unlock(&s->lock);
@@ -518,8 +532,12 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	c.downtime_us = (dt->pause_ns + dt->final_harvest_ns +
 			 dt->final_send_ns + dt->state_ns + dt->digest_ns +
 			 dt->load_ns) / 1000;
-	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_COMMIT, &c.base, NULL,
-			    0);
+	ret = mig_faultpoint(MIG_FP_SRC_COMMIT_SEND);
+	if (ret == 0)
+		ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_COMMIT, &c.base,
+				    NULL, 0);
+	else if (ret == MIG_FAULT_DROP)
+		ret = 0;
 	if (ret) {
 		/* Not written: the destination cannot resume; we may. */
 		pthread_mutex_lock(&s->lock);
@@ -533,8 +551,10 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	 * broken channel leaves us unable to tell, and then the VM must not
 	 * run twice: it is stopped and the migration counts as done.
 	 */
-	ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
-			 "waiting for resume report");
+	ret = mig_faultpoint(MIG_FP_SRC_COMMITTED);
+	if (ret == 0)
+		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
+				     "waiting for resume report");
 	t1 = mig__now_ns();
 	if (ret == -ECONNABORTED) {
 		pthread_mutex_lock(&s->lock);
