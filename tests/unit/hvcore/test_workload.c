@@ -286,8 +286,18 @@ struct timed_env {
 	struct host_env e;
 	struct hv_wl_params *p;
 	clockid_t clock; /* the workload's "TSC" */
+	uint64_t vnow;	 /* TEST_CLOCK_VIRTUAL: ns */
 	uint64_t t_first, t_end, deadline_ns;
 };
+
+/*
+ * A simulated clock, never passed to clock_gettime(): every reading
+ * advances it by 1 us and every page write by 4 us, so a run's result
+ * depends on the workload's logic only, not on the host's load.
+ */
+#define TEST_CLOCK_VIRTUAL ((clockid_t)-1)
+#define VCLOCK_READ_NS 1000u
+#define VCLOCK_WRITE_NS 4000u
 
 static uint64_t timed_now(void *ctx)
 {
@@ -295,8 +305,13 @@ static uint64_t timed_now(void *ctx)
 	struct timespec ts;
 	uint64_t now;
 
-	clock_gettime(t->clock, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	if (t->clock == TEST_CLOCK_VIRTUAL) {
+		t->vnow += VCLOCK_READ_NS;
+		now = t->vnow;
+	} else {
+		clock_gettime(t->clock, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	}
 
 	if (!t->t_first)
 		t->t_first = now;
@@ -309,7 +324,10 @@ static uint64_t timed_now(void *ctx)
 
 static uint8_t *timed_write(void *ctx, uint64_t gpa)
 {
-	return env_write(&((struct timed_env *)ctx)->e, gpa);
+	struct timed_env *t = ctx;
+
+	t->vnow += VCLOCK_WRITE_NS;
+	return env_write(&t->e, gpa);
 }
 
 static const uint8_t *timed_read(void *ctx, uint64_t gpa)
@@ -398,7 +416,7 @@ static void test_rate_limit_holds_the_target_rate(void)
  */
 static double throttle_ratio(struct hv_wl_params *p, struct host_env *e,
 			     uint32_t pct, unsigned pairs, unsigned ms,
-			     clockid_t clock)
+			     clockid_t clock, double *thr_rate)
 {
 	double full = 0, thr = 0;
 
@@ -415,6 +433,8 @@ static double throttle_ratio(struct hv_wl_params *p, struct host_env *e,
 		}
 	}
 	p->vcpu[0].throttle_pct = 0;
+	if (thr_rate)
+		*thr_rate = thr / pairs;
 	printf("\n    %u%% throttle: %.0f of %.0f writes/s, ratio %.3f", pct,
 	       thr / pairs, full / pairs, full > 0 ? thr / full : 1);
 	return full > 0 ? thr / full : 1;
@@ -441,36 +461,38 @@ static void test_throttle_cuts_a_flat_out_vcpu_to_its_share(void)
 	 * the CPU-time clock (a system call, unlike the wall clock), whose
 	 * cost outside the measured busy time would bias the ratio. */
 	setup(&p, &e, 256, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_RANDOM);
-	r = throttle_ratio(&p, &e, 75, 8, 50, CLOCK_THREAD_CPUTIME_ID);
+	r = throttle_ratio(&p, &e, 75, 8, 50, CLOCK_THREAD_CPUTIME_ID, NULL);
 	printf("\n");
 	CU_ASSERT(r > 0.15 && r < 0.35);
 	free(e.mem);
 }
 
 /*
- * A paced guest, on the wall clock: the throttle must cut its rate too,
- * not just idle away the slack its pacing leaves (until this was fixed,
- * pacing wrote the throttled time's pages once the wait ended, and a 75%
- * throttle left 98% of the rate). 20000 pages/s is a few percent of one
- * core, so the host's load hardly matters here.
+ * A paced guest: the throttle must cut its rate too, not just idle away
+ * the slack its pacing leaves (until this was fixed, pacing wrote the
+ * throttled time's pages once the wait ended, and a 75% throttle left 98%
+ * of the rate). On the wall clock at 20000 pages/s, a few percent of one
+ * core; then on the simulated clock, where the result is exact whatever
+ * the host's load: at 4000 pages/s a batch of 64 lasts 16 ms, longer than
+ * the 10 ms cap on a batch's busy time that protects against a pause
+ * (when the cap ignored pacing, a 60% throttle left 0.52, not 0.40).
  */
 static void test_throttle_cuts_a_paced_vcpu_to_its_share(void)
 {
 	struct hv_wl_params p;
 	struct host_env e;
-	double r75, r60;
+	double r75, r60, r90;
 
 	setup(&p, &e, 256, HV_WL_PATTERN_SWEEP, HV_WL_CONTENT_STAMP);
 	p.vcpu[0].rate_pages = 20000;
-	r75 = throttle_ratio(&p, &e, 75, 2, 200, CLOCK_MONOTONIC);
-	/* 4000 pages/s: a batch of 64 lasts 16 ms, longer than the cap on
-	 * a batch's busy time that protects against a pause (10 ms; when
-	 * the cap ignored pacing, this ratio was 0.52). */
+	r75 = throttle_ratio(&p, &e, 75, 4, 100, CLOCK_MONOTONIC, NULL);
 	p.vcpu[0].rate_pages = 4000;
-	r60 = throttle_ratio(&p, &e, 60, 2, 300, CLOCK_MONOTONIC);
+	r60 = throttle_ratio(&p, &e, 60, 1, 2000, TEST_CLOCK_VIRTUAL, NULL);
+	r90 = throttle_ratio(&p, &e, 90, 1, 5000, TEST_CLOCK_VIRTUAL, NULL);
 	printf("\n");
 	CU_ASSERT(r75 > 0.15 && r75 < 0.35);
-	CU_ASSERT(r60 > 0.30 && r60 < 0.50);
+	CU_ASSERT(r60 > 0.38 && r60 < 0.42);
+	CU_ASSERT(r90 > 0.09 && r90 < 0.11);
 	free(e.mem);
 }
 
