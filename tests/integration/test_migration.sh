@@ -44,6 +44,7 @@ run_one() {
 	expect_rc 0 "migrate $name ($mem, $rate pages/s $flags)" \
 		"$SEND" --socket "$SRC" $flags "$name" "127.0.0.1:$port"
 	echo "$LAST_OUT" | tail -8
+	echo "$LAST_OUT" >"$TMP/$name.out"
 	if [ "$LAST_RC" != 0 ]; then
 		# Whatever failed, the failure semantics must hold.
 		[ "$(SOCK=$SRC ctl --json vm inspect "$name" | jq -r .info.state)" = VM_STATE_RUNNING ] &&
@@ -51,6 +52,7 @@ run_one() {
 		SOCK=$DST expect_rc 3 "  ... destination holds no $name" ctl vm inspect "$name"
 		return
 	fi
+	assert_verified_zero "$TMP/$name.out" "$name"
 	SOCK=$SRC expect_rc 3 "source no longer has $name" ctl vm inspect "$name"
 	sleep 0.5
 	local i after
@@ -81,6 +83,8 @@ SOCK=$SRC expect_rc 0 "create ren1" ctl vm create ren1 --mem 64M --pattern idle
 port=$("$RECV" --socket "$DST" --name ren1-moved --insecure 127.0.0.1:0)
 expect_rc 0 "migrate ren1 with --name ren1-moved" \
 	"$SEND" --socket "$SRC" --insecure ren1 "127.0.0.1:$port"
+echo "$LAST_OUT" >"$TMP/ren1.out"
+assert_verified_zero "$TMP/ren1.out" ren1
 SOCK=$DST expect_rc 0 "  ... destination has ren1-moved" ctl vm inspect ren1-moved
 SOCK=$DST expect_rc 3 "  ... and no ren1" ctl vm inspect ren1
 
