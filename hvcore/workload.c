@@ -244,7 +244,11 @@ static void wait_until(struct run *r, uint64_t until)
  * switchover) would otherwise turn its whole pause into "busy" time and
  * stall for many times that after it resumes, while a slowly paced batch
  * is legitimately long. t is re-read while waiting, so a throttle the
- * host lifts ends the wait at once (and clears the account).
+ * host lifts ends the wait at once (and clears the account). A stop ends
+ * the wait too, but what is still owed stays on the account, which
+ * hv_wl_run() keeps in the status line: the soft accelerator returns from
+ * hv_wl_run() at every heartbeat and kick and calls it again, and a
+ * throttle forgotten at each return never slowed a soft vCPU at all.
  *
  * Returns the ticks spent waiting: pacing must not count them as time it
  * owes writes for, or it would write them all once the wait ends and the
@@ -257,16 +261,16 @@ static uint64_t throttle_wait(struct run *r, uint64_t end, uint64_t busy,
 	uint32_t t = r->vp->throttle_pct;
 	uint64_t now = end;
 
-	if (!t || t >= 100 || r->vp->stop) {
+	if (!t || t >= 100) {
 		r->idle_owed = 0;
 		return 0;
 	}
 	if (busy > cap + paced)
 		busy = cap + paced;
 	r->idle_owed += (int64_t)(busy * t / (100 - t));
-	while (r->idle_owed > (int64_t)(now - end)) {
+	while (!r->vp->stop && r->idle_owed > (int64_t)(now - end)) {
 		t = r->vp->throttle_pct;
-		if (!t || t >= 100 || r->vp->stop) {
+		if (!t || t >= 100) {
 			r->idle_owed = 0;
 			return now - end;
 		}
@@ -337,12 +341,22 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 	r.sweep_pos = r.region_pages ? r.seq % r.region_pages : 0;
 	r.rng = rng_seed(vp->seed, vcpu, r.seq);
 	r.sink = 0;
-	r.idle_owed = 0;
+	/* What the throttle was still owed when the last run returned, less
+	 * the time since (the vCPU did not run then either). */
+	r.idle_owed = (int64_t)st->throttle_owed;
+	if (r.idle_owed && st->last_tsc) {
+		uint64_t gap = env->now_tsc(env->ctx) - st->last_tsc;
+
+		r.idle_owed = gap < (uint64_t)r.idle_owed
+				      ? r.idle_owed - (int64_t)gap
+				      : 0;
+	}
 
 	st->vcpu = vcpu;
 	st->running = 1;
 	hb_ticks = (uint64_t)vp->heartbeat_us * p->tsc_khz / 1000;
 	last_hb = env->now_tsc(env->ctx);
+	throttle_wait(&r, last_hb, 0, 0);
 
 	while (!vp->stop && (!r.max_writes || r.seq < r.max_writes)) {
 		uint64_t start = env->now_tsc(env->ctx), now, paced = 0;
@@ -393,6 +407,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 		t0 += throttle_wait(&r, now, now - start, paced >> 16);
 	}
 	publish(&r, env->now_tsc(env->ctx));
+	st->throttle_owed = r.idle_owed > 0 ? (uint64_t)r.idle_owed : 0;
 	st->running = 0;
 	return 0;
 }
