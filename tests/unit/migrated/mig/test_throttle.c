@@ -20,6 +20,8 @@
  * did unthrottled, but a vCPU starved of CPU is throttled by the host. */
 #define RATE0 10000u /* vCPU 0: the heavy writer */
 #define RATE1 2000u  /* vCPU 1: a fifth of it */
+#define VCPU1_PARAMS_GPA \
+	(HV_WL_PARAMS_GPA + offsetof(struct hv_wl_params, vcpu[1]))
 
 static uint64_t mono_ns(void)
 {
@@ -65,11 +67,8 @@ static void throttle_reaches_the_guest(enum hv_accel_kind accel)
 
 	vm = su_vm(accel, 2, RATE0, &skip);
 	CU_ASSERT_FATAL(!skip && vm);
-	CU_ASSERT_EQUAL_FATAL(hv_vm_read_guest(vm,
-					       HV_WL_PARAMS_GPA +
-						       offsetof(struct hv_wl_params,
-								vcpu[1]),
-					       &vp, sizeof(vp)),
+	CU_ASSERT_EQUAL_FATAL(hv_vm_read_guest(vm, VCPU1_PARAMS_GPA, &vp,
+					       sizeof(vp)),
 			      0);
 	vp.rate_pages = RATE1;
 	CU_ASSERT_EQUAL_FATAL(hv_vm_wl_set_vcpu(vm, 1, &vp), 0);
