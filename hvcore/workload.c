@@ -154,6 +154,9 @@ struct run {
 	uint64_t rng;
 	uint64_t seq, reads, sweep_pos;
 	uint64_t ticks_per_ms;
+	/* Throttle account in ticks: idle still owed (> 0) or, after a wait
+	 * that overran, idle already done ahead (< 0). See throttle_wait(). */
+	int64_t idle_owed;
 	uint32_t sink; /* keeps reads from being optimised away */
 };
 
@@ -223,32 +226,63 @@ static void wait_until(struct run *r, uint64_t until)
 }
 
 /*
- * Idle for throttle_pct of the time: after a batch that ran @busy ticks,
- * wait busy * t / (100 - t). @busy is capped at MAX_DEBT_MS, because a VM
- * paused in the middle of a batch (a migration switchover) would otherwise
- * turn its whole pause into "busy" time and stall for many times that
- * after it resumes; and t is re-read while waiting, so a throttle the host
- * lifts ends the wait at once.
+ * Idle for throttle_pct of the time, so that the vCPU makes
+ * (100 - t)% of its unthrottled progress, whether it runs flat out or
+ * paced (the engine's mig_throttle scales rates by exactly that).
+ *
+ * The idle time is kept in one account over the whole run, not per batch:
+ * each batch adds busy * t / (100 - t) to what is owed, and what the wait
+ * really lasted is taken off. Per batch, a wait that overran (the host
+ * preempted the vCPU while it idled) was never paid back, so the share of
+ * idle time depended on where the host's preemptions fell. With one
+ * account the overrun is paid back by the next batches (at most
+ * MAX_DEBT_MS of it), and the share is exact over any window longer than
+ * a few batches.
+ *
+ * @busy is capped at MAX_DEBT_MS plus what pacing alone made the batch
+ * last (@paced ticks): a VM paused in the middle of a batch (a migration
+ * switchover) would otherwise turn its whole pause into "busy" time and
+ * stall for many times that after it resumes, while a slowly paced batch
+ * is legitimately long. t is re-read while waiting, so a throttle the
+ * host lifts ends the wait at once (and clears the account). A stop ends
+ * the wait too, but what is still owed stays on the account, which
+ * hv_wl_run() keeps in the status line: the soft accelerator returns from
+ * hv_wl_run() at every heartbeat and kick and calls it again, and a
+ * throttle forgotten at each return never slowed a soft vCPU at all.
+ *
+ * Returns the ticks spent waiting: pacing must not count them as time it
+ * owes writes for, or it would write them all once the wait ends and the
+ * throttle would not slow a paced guest at all.
  */
-static void throttle_wait(struct run *r, uint64_t end, uint64_t busy)
+static uint64_t throttle_wait(struct run *r, uint64_t end, uint64_t busy,
+			      uint64_t paced)
 {
 	uint64_t cap = MAX_DEBT_MS * r->ticks_per_ms;
+	uint32_t t = r->vp->throttle_pct;
+	uint64_t now = end;
 
-	if (busy > cap)
-		busy = cap;
-	for (;;) {
-		uint32_t t = r->vp->throttle_pct;
-		uint64_t now;
-
-		if (!t || t >= 100 || r->vp->stop)
-			return;
-		now = r->env->now_tsc(r->env->ctx);
-		if ((int64_t)(end + busy * t / (100 - t) - now) <= 0)
-			return;
+	if (!t || t >= 100) {
+		r->idle_owed = 0;
+		return 0;
+	}
+	if (busy > cap + paced)
+		busy = cap + paced;
+	r->idle_owed += (int64_t)(busy * t / (100 - t));
+	while (!r->vp->stop && r->idle_owed > (int64_t)(now - end)) {
+		t = r->vp->throttle_pct;
+		if (!t || t >= 100) {
+			r->idle_owed = 0;
+			return now - end;
+		}
 		publish(r, now);
 		if (r->env->relax)
 			r->env->relax(r->env->ctx);
+		now = r->env->now_tsc(r->env->ctx);
 	}
+	r->idle_owed -= (int64_t)(now - end);
+	if (r->idle_owed < -(int64_t)cap)
+		r->idle_owed = -(int64_t)cap;
+	return now - end;
 }
 
 int hv_wl_run(const volatile struct hv_wl_params *p,
@@ -307,14 +341,25 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 	r.sweep_pos = r.region_pages ? r.seq % r.region_pages : 0;
 	r.rng = rng_seed(vp->seed, vcpu, r.seq);
 	r.sink = 0;
+	/* What the throttle was still owed when the last run returned, less
+	 * the time since (the vCPU did not run then either). */
+	r.idle_owed = (int64_t)st->throttle_owed;
+	if (r.idle_owed && st->last_tsc) {
+		uint64_t gap = env->now_tsc(env->ctx) - st->last_tsc;
+
+		r.idle_owed = gap < (uint64_t)r.idle_owed
+				      ? r.idle_owed - (int64_t)gap
+				      : 0;
+	}
 
 	st->vcpu = vcpu;
 	st->running = 1;
 	hb_ticks = (uint64_t)vp->heartbeat_us * p->tsc_khz / 1000;
 	last_hb = env->now_tsc(env->ctx);
+	throttle_wait(&r, last_hb, 0, 0);
 
 	while (!vp->stop && (!r.max_writes || r.seq < r.max_writes)) {
-		uint64_t start = env->now_tsc(env->ctx), now;
+		uint64_t start = env->now_tsc(env->ctx), now, paced = 0;
 
 		if (vp->rate_pages != rate) {
 			/* (Re)start pacing from now at the new rate, in
@@ -340,6 +385,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 					if (vp->stop)
 						break;
 					deadline_fp += interval_fp;
+					paced += interval_fp;
 				}
 				access_one(&r);
 				if (r.max_writes && r.seq >= r.max_writes)
@@ -358,9 +404,10 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 				env->heartbeat(env->ctx,
 					       (const struct hv_wl_status *)st);
 		}
-		throttle_wait(&r, now, now - start);
+		t0 += throttle_wait(&r, now, now - start, paced >> 16);
 	}
 	publish(&r, env->now_tsc(env->ctx));
+	st->throttle_owed = r.idle_owed > 0 ? (uint64_t)r.idle_owed : 0;
 	st->running = 0;
 	return 0;
 }

@@ -94,7 +94,7 @@ struct hv_wl_status {
 	uint64_t max_gap_tsc;	/* largest gap between batches seen */
 	uint32_t running;	/* 1 while inside hv_wl_run() */
 	uint32_t vcpu;
-	uint64_t reserved;
+	uint64_t throttle_owed; /* idle ticks still owed to throttle_pct */
 };
 
 _Static_assert(sizeof(struct hv_wl_status) == 64, "one line per vCPU");

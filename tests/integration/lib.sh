@@ -78,6 +78,30 @@ expect_rc() {
 	LAST_RC=$rc
 }
 
+# assert_verified_zero FILE [DESC]: FILE holds migrate-send's report of a
+# completed migration (its plain-text output). After the commit the source
+# re-hashes its frozen memory against the hashes of what it sent: the
+# report must show that check ("verified: N pages ... : M differ") with
+# N > 0 and M = 0. A report without the line fails too: a migration that
+# completed without being verified proves nothing about the memory.
+assert_verified_zero() {
+	local file=$1 desc=${2:-migration} line n bad
+	line=$(grep -E '^ *verified: ' "$file" | tail -1)
+	n=$(sed -nE 's/^ *verified: +([0-9]+) pages .*/\1/p' <<<"$line")
+	bad=$(sed -nE 's/.*: ([0-9]+) differ$/\1/p' <<<"$line")
+	if [ -z "$n" ] || [ -z "$bad" ]; then
+		fail "$desc: no post-commit verification in the report:" \
+			"$(tail -4 "$file")"
+		return 1
+	fi
+	if [ "$n" -gt 0 ] && [ "$bad" = 0 ]; then
+		ok "$desc: $n pages verified after commit, 0 differ"
+		return 0
+	fi
+	fail "$desc: $n pages verified after commit, $bad differ"
+	return 1
+}
+
 # json_get JSON FILTER (jq) -> value
 json_get() { echo "$1" | jq -r "$2"; }
 

@@ -75,8 +75,10 @@ expect_rc 2 "unknown accelerator" ctl vm create x --accel qemu
 expect_rc 2 "region outside RAM" ctl vm create x --mem 32M \
 	--region-offset 16M --region-size 32M
 expect_rc 2 "bad size syntax (tool)" ctl vm create x --mem 12Q
-expect_rc 4 "migration without engine or bad dest reported" \
-	bash -c "'$CTL' --socket '$SOCK' migration cancel 99; exit 4"
+expect_rc 3 "cancel of an unknown migration refused" \
+	ctl migration cancel 99
+echo "$LAST_OUT" | grep -q "no migration 99" && ok "  ... and names it" ||
+	fail "cancel message: $LAST_OUT"
 [ "$(json_get "$(ctl --json vm list)" '.vms | length')" = 2 ] &&
 	ok "refused creates left nothing behind" || fail "VM count changed"
 

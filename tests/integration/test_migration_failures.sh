@@ -9,8 +9,11 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-have_kvm || { echo "SKIP: /dev/kvm not available"; exit 77; }
-start_daemon src --dev-tls --tls-dir "$TMP/tls"
+# KVM where /dev/kvm is there, else the soft accelerator: these run on
+# every machine. MIGD_IT_ACCEL=soft forces the soft one.
+ACCEL=${MIGD_IT_ACCEL:-$(have_kvm && echo kvm || echo soft)}
+echo "accelerator: $ACCEL"
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL"
 SRC=$SOCK
 if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then
 	echo "SKIP: migration engine not built"
@@ -19,7 +22,7 @@ fi
 
 # new_dst NAME: a fresh destination daemon; sets DST and DST_PID.
 new_dst() {
-	start_daemon "$1" --dev-tls --tls-dir "$TMP/tls"
+	start_daemon "$1" --dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL"
 	DST=$SOCK
 	DST_PID=$DPID
 }
@@ -33,29 +36,50 @@ guest() {
 }
 
 # start_send NAME: migrate-send in the background (SP, output in
-# $TMP/NAME.out), once the destination listens and pages flow.
+# $TMP/NAME.out), once the destination listens and pages flow. Returns 1
+# (a failed check) unless the migration is still iterating when it
+# returns: a fault injected into a migration that already failed, or
+# never started, would test nothing.
 start_send() {
-	local port
+	local port phase= sent=0
 	port=$("$RECV" --socket "$DST" --name "$1" 127.0.0.1:0) ||
 		{ fail "migrate-recv $1: $port"; return 1; }
 	PORT=$port
 	"$SEND" --socket "$SRC" --bandwidth 4M "$1" "127.0.0.1:$port" \
 		>"$TMP/$1.out" 2>&1 &
 	SP=$!
-	# Wait until the migration is iterating (pages on the wire).
+	# Wait until the migration is iterating, then until pages are sent.
 	for _ in $(seq 100); do
-		[ "$(SOCK=$SRC ctl --json migration status "$1" 2>/dev/null |
-			jq -r '.. | .phase? // empty' | head -1)" = MIG_PHASE_ITERATE ] && break
+		phase=$(SOCK=$SRC ctl --json migration status "$1" 2>/dev/null |
+			jq -r '.. | .phase? // empty' | head -1)
+		[ "$phase" = MIG_PHASE_ITERATE ] && break
+		kill -0 "$SP" 2>/dev/null || break
 		sleep 0.05
 	done
 	sleep 0.7
+	st=$(SOCK=$SRC ctl --json migration status "$1" 2>/dev/null)
+	phase=$(jq -r '.. | .phase? // empty' <<<"$st" | head -1)
+	sent=$(jq -r '[.. | .pages_sent? // empty] | first // 0' <<<"$st")
+	if [ "$phase" != MIG_PHASE_ITERATE ] || [ "${sent:-0}" -eq 0 ] ||
+		! kill -0 "$SP" 2>/dev/null; then
+		fail "$1: not iterating before the fault (phase ${phase:-none}," \
+			"$sent pages sent): $(tail -4 "$TMP/$1.out")"
+		kill "$SP" 2>/dev/null
+		wait "$SP" 2>/dev/null
+		SOCK=$SRC ctl vm destroy "$1" >/dev/null 2>&1
+		return 1
+	fi
+	ok "$1: iterating, $sent pages sent, when the fault comes"
 }
 
 seq_sum() { SOCK=$SRC ctl --json vm inspect "$1" | jq '[.vcpus[].seq] | add'; }
 
-# after_failure NAME DST_ALIVE: the failure semantics.
+# after_failure NAME DST_ALIVE WHY: the failure semantics. WHY (an
+# extended regex) must match the reason in migrate-send's report: the
+# engine prefixes it with the phase it failed in ("iteration N: ..."), so
+# it shows that the failure came from the fault, while iterating.
 after_failure() {
-	local name=$1 alive=$2 rc s1 s2 state
+	local name=$1 alive=$2 why=$3 rc s1 s2 state reason
 	if [ -n "$SP" ]; then
 		wait "$SP"
 		rc=$?
@@ -64,6 +88,10 @@ after_failure() {
 	fi
 	[ "$rc" -ne 0 ] && ok "$name: migrate-send exits $rc" ||
 		fail "$name: migrate-send exited 0: $(cat "$TMP/$name.out")"
+	reason=$(sed -nE 's/^ *reason: +//p' "$TMP/$name.out" | tail -1)
+	grep -qE "$why" <<<"$reason" &&
+		ok "$name: failed where the fault was: $reason" ||
+		fail "$name: reason \"$reason\", wanted /$why/"
 	# The source may need a moment to roll back (resume, stop logging).
 	for _ in $(seq 50); do
 		state=$(SOCK=$SRC ctl --json vm inspect "$name" | jq -r .info.state)
@@ -95,7 +123,7 @@ new_dst dst1
 guest k1
 if start_send k1; then
 	kill -9 "$DST_PID"
-	after_failure k1 0
+	after_failure k1 0 '^iteration [0-9]+: '
 fi
 
 # 2. The TCP connections are killed while pages flow.
@@ -115,14 +143,14 @@ if start_send k2; then
 		kill -CONT "$DST_PID"
 		SP=
 	fi
-	after_failure k2 1
+	after_failure k2 1 '^iteration [0-9]+: '
 fi
 
 # 3. Cancel from the source side while pages flow.
 guest c1
 if start_send c1; then
 	SOCK=$SRC expect_rc 0 "c1: cancel" ctl migration cancel c1
-	after_failure c1 1
+	after_failure c1 1 '^cancelled in iteration [0-9]+'
 	grep -qi cancel "$TMP/c1.out" && ok "c1: report says cancelled" ||
 		fail "c1: report: $(tail -3 "$TMP/c1.out")"
 fi

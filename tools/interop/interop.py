@@ -9,8 +9,9 @@ the framing of docs/api.md (4-byte little-endian length + message).
 It starts two daemons sharing one --dev-tls directory, and over mutual TLS:
 pings both, checks that a client without a certificate is refused, creates
 a VM on the first, reads its dirty rate, and migrates it to the second.
-The migration step is skipped with a clear message when the engine answers
-UNAVAILABLE or the migration fails; every other step must pass.
+Every step must pass: a refusal of the migration by either daemon, a
+migration that does not complete, or one whose post-commit verification
+found a page that differs is a failure, not a skip.
 
     interop.py --migrated PATH --proto-dir DIR [--keep]
 Exit codes: 0 pass, 1 fail, 77 skip (protoc or python3-protobuf missing).
@@ -190,17 +191,13 @@ def main():
         # Migrate a -> b.
         r = b.call(mig_incoming=pb.MigIncomingRequest(
             listen="127.0.0.1:0", vm_name="py1"))
-        if not ok_status(pb, r):
-            print("SKIP migration: destination refused: " +
-                  status_name(pb, r))
-        else:
+        if check(ok_status(pb, r), "mig_incoming on b",
+                 "" if ok_status(pb, r) else status_name(pb, r)):
             port = r.mig_incoming.port
             r = a.call(mig_start=pb.MigStartRequest(
                 vm="py1", dest="127.0.0.1:%d" % port, timeout_ms=60000))
-            if not ok_status(pb, r):
-                print("SKIP migration: source refused: " +
-                      status_name(pb, r))
-            else:
+            if check(ok_status(pb, r), "mig_start py1 a -> b",
+                     "" if ok_status(pb, r) else status_name(pb, r)):
                 mid = r.mig_start.id
                 info = None
                 for _ in range(600):
@@ -210,15 +207,20 @@ def main():
                     if info.finished:
                         break
                     time.sleep(0.1)
-                ph = pb.MigPhase.Name(info.progress.phase)
-                if info.progress.phase != pb.MIG_PHASE_COMPLETED:
-                    print("SKIP migration: engine reported %s: %s" %
-                          (ph, info.progress.message))
-                else:
-                    check(True, "migration a -> b completed",
-                          "%d iterations, downtime %.1f ms" % (
-                              info.progress.iteration,
-                              info.progress.downtime.total_ns / 1e6))
+                pr = info.progress
+                done = pr.phase == pb.MIG_PHASE_COMPLETED
+                if check(done, "migration a -> b completed",
+                         "%d iterations, downtime %.1f ms" % (
+                             pr.iteration, pr.downtime.total_ns / 1e6)
+                         if done else "%s: %s" % (
+                             pb.MigPhase.Name(pr.phase), pr.message)):
+                    # The source re-hashed its frozen memory against what
+                    # it sent: every page must match.
+                    check(pr.verify_pages > 0 and
+                          pr.verify_mismatches == 0,
+                          "post-commit verification: 0 differ",
+                          "%d pages, %d differ" % (pr.verify_pages,
+                                                   pr.verify_mismatches))
                     time.sleep(0.3)
                     r = b.call(vm_list=pb.VmListRequest())
                     vms = {v.name: v for v in r.vm_list.vms}

@@ -178,12 +178,14 @@ static void test_oversized_length_is_refused_before_allocation(void)
 static void test_garbage_message_is_refused(void)
 {
 	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f };
-	ProtobufCMessage *m = NULL;
+	/* Never dereferenced: a failed unpack must leave *out as it was. */
+	ProtobufCMessage *const untouched = (ProtobufCMessage *)junk;
+	ProtobufCMessage *m = untouched;
 
 	CU_ASSERT_EQUAL(mig_frame_unpack(MIG__MSG_TYPE__MSG_HELLO, junk,
 					 sizeof(junk), &m),
 			-EBADMSG);
-	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_PTR_EQUAL(m, untouched);
 	CU_ASSERT_EQUAL(mig_frame_unpack(99, junk, sizeof(junk), &m),
 			-EINVAL);
 }

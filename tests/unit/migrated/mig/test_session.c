@@ -8,14 +8,24 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/harness/hv_test.h"
 #include "tests/unit/migrated/mig/session_util.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void check_migration(enum hv_accel_kind accel, uint32_t nr,
 			    uint64_t rate, const char *what)
 {
 	struct su_run r = { 0 };
+	uint64_t wall_ns;
 	struct hv_vm *vm;
 	uint64_t stamped = 0;
 	bool skip;
@@ -25,7 +35,9 @@ static void check_migration(enum hv_accel_kind accel, uint32_t nr,
 		hv_test_skip(what, "accelerator not available");
 		return;
 	}
+	wall_ns = mono_ns();
 	su_migrate(vm, &r);
+	wall_ns = mono_ns() - wall_ns;
 	su_print(what, &r);
 	CU_ASSERT_EQUAL(r.src_ret, 0);
 	CU_ASSERT_EQUAL(r.dst_ret, 0);
@@ -51,18 +63,25 @@ static void check_migration(enum hv_accel_kind accel, uint32_t nr,
 			CU_ASSERT(hv_vm_wl_status(r.dst_vm, i)->seq >
 				  st[i].seq);
 	}
-	/* Reported: downtime is the sum of its parts, and the guest saw
-	 * at least the part it could see. */
+	/* The reported downtime against two clocks of its own: the test's
+	 * (the whole migration took longer than its downtime) and the
+	 * guest's heartbeats, whose largest gap spans at least the parts in
+	 * which no vCPU can run on either side (from the final harvest to
+	 * the destination's load) -- a part that is misreported, or a
+	 * heartbeat gap that is not measured, fails here. */
 	{
 		const struct mig_downtime *d = &r.src_final.downtime;
+		uint64_t stopped = d->final_harvest_ns + d->final_send_ns +
+				   d->state_ns + d->digest_ns + d->load_ns;
 
-		CU_ASSERT_EQUAL(d->total_ns,
-				d->pause_ns + d->final_harvest_ns +
-					d->final_send_ns + d->state_ns +
-					d->digest_ns + d->load_ns +
-					d->resume_ns);
-		CU_ASSERT(d->total_ns > 0);
-		CU_ASSERT(r.src_final.guest_downtime_ns > 0);
+		printf("    wall %.1f ms, downtime %.1f ms, stopped parts "
+		       "%.1f ms, guest saw %.1f ms\n",
+		       wall_ns / 1e6, d->total_ns / 1e6, stopped / 1e6,
+		       r.src_final.guest_downtime_ns / 1e6);
+		CU_ASSERT(d->total_ns > 0 && d->total_ns < wall_ns);
+		CU_ASSERT(stopped > 0);
+		CU_ASSERT(r.src_final.guest_downtime_ns >= stopped);
+		CU_ASSERT(r.src_final.guest_downtime_ns < wall_ns);
 		/* Every page went on the wire or was a hole of the source's
 		 * memfd (never written: zeros on both sides). */
 		CU_ASSERT(r.src_final.pages_sent + r.src_final.pages_hole >=

