@@ -510,7 +510,16 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	return 0;
 }
 
-/* After the Ack: commit, wait for the destination to run the VM. */
+/* The commit had no answer: a distinct end, never success or rollback. */
+#define SRC_UNRESOLVED (-EINPROGRESS)
+
+/*
+ * After the Ack: Commit, then wait for the destination's word.
+ * 0: Resumed, the VM runs there (ours still paused: the caller stops it).
+ * SRC_UNRESOLVED: no word after the Commit went out (s->cause says why).
+ * Other: the destination cannot run the VM (the Commit was not sent, or
+ * it answered Abort/Cancel): roll back.
+ */
 static int commit(struct mig_source *s, struct mig_downtime *dt,
 		  uint64_t hb_src)
 {
@@ -522,6 +531,8 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	ret = mig_faultpoint(MIG_FP_SRC_ACKED);
 	if (ret < 0)
 		FAIL(s, ret, "fault point %s", MIG_FP_SRC_ACKED);
+	if (s->hooks.src_acked)
+		s->hooks.src_acked(s->hooks.arg, s->vm);
 	pthread_mutex_lock(&s->lock);
 	if (atomic_load(&s->cancel)) {
 		pthread_mutex_unlock(&s->lock);
@@ -539,43 +550,37 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	else if (ret == MIG_FAULT_DROP)
 		ret = 0;
 	if (ret) {
-		/* Not written: the destination cannot resume; we may. */
+		/* Not written whole: the destination cannot resume; we may. */
 		pthread_mutex_lock(&s->lock);
 		s->committed = false;
 		pthread_mutex_unlock(&s->lock);
 		FAIL(s, ret, "send commit: %s", strerror(-ret));
 	}
 	/*
-	 * The VM stays paused here until the destination reports: an Abort
-	 * means it did not start the VM, so ours may run again; silence or a
-	 * broken channel leaves us unable to tell, and then the VM must not
-	 * run twice: it is stopped and the migration counts as done.
+	 * Our VM stays paused until the destination reports. Resumed: it
+	 * runs there. Abort or Cancel: it gave up before starting the VM and
+	 * never starts it later (dest.c decides once), so ours may run
+	 * again. Silence, a broken channel or anything else: we cannot tell,
+	 * and guessing either way may lose the VM or run it twice.
 	 */
 	ret = mig_faultpoint(MIG_FP_SRC_COMMITTED);
 	if (ret == 0)
 		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
 				     "waiting for resume report");
 	t1 = mig__now_ns();
-	if (ret == -ECONNABORTED) {
+	if (ret == -ECONNABORTED ||
+	    (ret == -ECANCELED && !atomic_load(&s->cancel))) {
 		pthread_mutex_lock(&s->lock);
 		s->committed = false;
 		pthread_mutex_unlock(&s->lock);
 		return ret;
 	}
-	hv_vm_stop(s->vm);
-	s->paused = false;
 	pthread_mutex_lock(&s->prog.lock);
-	if (ret) {
-		hv_warn("mig", "op=commit err=%d what=no_resume_report "
-			       "vm_stopped=1",
-			ret);
-		s->prog.p.error = 0;
-		s->prog.p.message[0] = 0;
-		dt->resume_ns = t1 - t0;
-	} else {
+	dt->resume_ns = t1 - t0;
+	if (!ret) {
 		Mig__Resumed *r = (Mig__Resumed *)m;
 
-		dt->resume_ns = t1 - t0 - HV_MIN(r->heartbeat_wait_ns, t1 - t0);
+		dt->resume_ns -= HV_MIN(r->heartbeat_wait_ns, t1 - t0);
 		dt->dst_verify_ns = r->verify_ns;
 		dt->dst_load_ns = r->load_ns;
 		dt->dst_resume_ns = r->resume_ns;
@@ -591,7 +596,27 @@ static int commit(struct mig_source *s, struct mig_downtime *dt,
 	s->prog.p.throttle_pct = 0;
 	pthread_mutex_unlock(&s->prog.lock);
 	mig_frame_msg_free(m);
-	return 0;
+	if (!ret)
+		return 0;
+	s->cause = ret < 0 ? ret : -EIO;
+	return SRC_UNRESOLVED;
+}
+
+/* Logging stopped, whatever the outcome; a failure is said, not lost. */
+static void stop_logging(struct mig_source *s)
+{
+	int r;
+
+	if (!s->logging)
+		return;
+	r = hv_vm_dirty_log_stop(s->vm);
+	if (r) {
+		hv_err("mig", "op=dirty_log_stop vm=%p err=%d", (void *)s->vm,
+		       r);
+		mig__prog_note(&s->prog, "dirty logging not stopped: %s",
+			       strerror(-r));
+	}
+	s->logging = false;
 }
 
 /* Everything back as it was before the migration, VM running. */
@@ -602,22 +627,69 @@ static void rollback(struct mig_source *s, int err)
 
 	if (s->paused) {
 		r = hv_vm_resume(s->vm);
-		if (r)
-			hv_err("mig", "op=rollback what=resume err=%d", r);
-		s->paused = false;
+		if (r) {
+			/* Paused and intact is still better than lost: say
+			 * so, and leave it to the operator. */
+			hv_err("mig", "op=rollback what=resume vm=%p err=%d",
+			       (void *)s->vm, r);
+			mig__prog_note(&s->prog,
+				       "the source VM could not be resumed "
+				       "(%s): it is paused",
+				       strerror(-r));
+		} else {
+			s->paused = false;
+		}
 	}
 	r = mig_throttle_restore(&s->thr);
-	if (r)
-		hv_err("mig", "op=rollback what=unthrottle err=%d", r);
-	if (s->logging) {
-		hv_vm_dirty_log_stop(s->vm);
-		s->logging = false;
+	if (r) {
+		hv_err("mig", "op=rollback what=unthrottle vm=%p err=%d",
+		       (void *)s->vm, r);
+		mig__prog_note(&s->prog, "throttle not removed: %s",
+			       strerror(-r));
 	}
+	stop_logging(s);
 	mig__prog_get(&s->prog, &p);
 	mig__send_abort(s->ctl, err, p.message);
 	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
 	       "op=migrate_out vm=%p err=%d phase=%s msg=\"%s\"",
 	       (void *)s->vm, err, mig_phase_name(p.phase), p.message);
+}
+
+/*
+ * The VM is stopped and its memory frozen: check every page against what
+ * the destination acknowledged. 0, or -EBADE (a mismatch, in the
+ * progress as an error of a COMPLETED migration).
+ */
+static int complete(struct mig_source *s)
+{
+	struct mig_progress p;
+	int r;
+
+	r = hv_vm_stop(s->vm);
+	if (r)
+		hv_warn("mig", "op=stop vm=%p err=%d", (void *)s->vm, r);
+	s->paused = false;
+	r = src_verify(s);
+	mig__prog_get(&s->prog, &p);
+	if (r) {
+		/* Not run: no verdict either way, but it must not look like
+		 * a clean verification. */
+		mig__prog_set(&s->prog, MIG_PHASE_COMPLETED, r,
+			      "post-commit verification not run: %s",
+			      strerror(-r));
+		return 0;
+	}
+	if (p.verify_mismatches) {
+		mig__prog_set(&s->prog, MIG_PHASE_COMPLETED, -EBADE,
+			      "post-commit verification: %llu of %llu pages "
+			      "differ from the memory the destination "
+			      "acknowledged",
+			      (unsigned long long)p.verify_mismatches,
+			      (unsigned long long)p.verify_pages);
+		return -EBADE;
+	}
+	mig__prog_set(&s->prog, MIG_PHASE_COMPLETED, 0, "%s", "");
+	return 0;
 }
 
 static void *src_thread(void *arg)
@@ -637,7 +709,8 @@ static void *src_thread(void *arg)
 		ret = switchover(s, iter, &dt, &hb_src);
 	if (!ret)
 		ret = commit(s, &dt, hb_src);
-	if (ret && atomic_load(&s->cancel) && !s->committed) {
+	if (ret && ret != SRC_UNRESOLVED && atomic_load(&s->cancel) &&
+	    !s->committed) {
 		/* Whatever broke, the operator's cancel is the cause. */
 		pthread_mutex_lock(&s->prog.lock);
 		s->prog.p.error = -ECANCELED;
@@ -647,24 +720,35 @@ static void *src_thread(void *arg)
 	}
 	mig_send_pipe_destroy(s->pipe);
 	s->pipe = NULL;
-	if (ret) {
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
+	pthread_mutex_unlock(&s->prog.lock);
+	if (ret == SRC_UNRESOLVED) {
+		struct mig_progress p;
+
+		/* Paused, unthrottled since the switchover, not logging:
+		 * exactly the memory the destination acknowledged. */
+		stop_logging(s);
+		s->unresolved = true;
+		mig__prog_get(&s->prog, &p);
+		mig__prog_set(&s->prog, MIG_PHASE_UNRESOLVED, s->cause,
+			      "commit unresolved: no word from the destination "
+			      "after the Commit (%.120s); the VM is paused "
+			      "here: ask the destination whether it runs it, "
+			      "then resolve",
+			      p.message[0] ? p.message : strerror(-s->cause));
+		hv_err("mig", "op=migrate_out vm=%p result=unresolved err=%d",
+		       (void *)s->vm, s->cause);
+	} else if (ret) {
 		rollback(s, ret);
 	} else {
-		if (s->logging)
-			hv_vm_dirty_log_stop(s->vm);
-		s->logging = false;
-		pthread_mutex_lock(&s->prog.lock);
-		s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
-		pthread_mutex_unlock(&s->prog.lock);
-		/* The VM is stopped and its memory frozen: check every page
-		 * against what the destination acknowledged. */
-		if (src_verify(s))
-			hv_warn("mig", "op=verify err=nomem");
-		mig__prog_phase(&s->prog, MIG_PHASE_COMPLETED);
-		hv_info("mig", "op=migrate_out vm=%p result=completed "
-			       "downtime_ms=%.1f guest_downtime_ms=%.1f",
-			(void *)s->vm, (double)dt.total_ns / 1e6,
-			(double)s->prog.p.guest_downtime_ns / 1e6);
+		stop_logging(s);
+		ret = complete(s);
+		hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
+		       "op=migrate_out vm=%p result=completed err=%d "
+		       "downtime_ms=%.1f guest_downtime_ms=%.1f",
+		       (void *)s->vm, ret, (double)dt.total_ns / 1e6,
+		       (double)s->prog.p.guest_downtime_ns / 1e6);
 	}
 	pthread_mutex_lock(&s->lock);
 	mig_conn_destroy(s->ctl);
@@ -674,9 +758,11 @@ static void *src_thread(void *arg)
 		s->data[i] = NULL;
 	}
 	pthread_mutex_unlock(&s->lock);
-	mig_memmap_destroy(s->map);
-	s->map = NULL;
-	src_dirty_fini(s);
+	if (!s->unresolved) {
+		mig_memmap_destroy(s->map);
+		s->map = NULL;
+		src_dirty_fini(s);
+	}
 	src_prog_counters(s);
 	s->result = ret;
 	mig__prog_emit(&s->prog, true);
@@ -802,6 +888,51 @@ int mig_source_wait(struct mig_source *s, struct mig_progress *final)
 	return s->result;
 }
 
+int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
+		       struct mig_progress *final)
+{
+	int ret;
+
+	if (how != MIG_RESOLVE_RESUME_SOURCE &&
+	    how != MIG_RESOLVE_CONFIRM_DESTINATION)
+		return -EINVAL;
+	if (!s->joined || !s->unresolved)
+		return -EALREADY;
+	if (how == MIG_RESOLVE_RESUME_SOURCE) {
+		ret = hv_vm_resume(s->vm);
+		if (ret) {
+			hv_err("mig", "op=resolve vm=%p how=resume_source "
+				      "err=%d",
+			       (void *)s->vm, ret);
+			return ret;
+		}
+		s->paused = false;
+		mig__prog_set(&s->prog, MIG_PHASE_FAILED, s->cause,
+			      "commit unresolved (%s); resolved: the VM was "
+			      "resumed on the source",
+			      strerror(-s->cause));
+		s->result = s->cause;
+	} else {
+		ret = complete(s);
+		if (!ret)
+			mig__prog_note(&s->prog, "%s",
+				       "commit unresolved; resolved: the "
+				       "destination runs the VM");
+		s->result = ret;
+	}
+	hv_info("mig", "op=resolve vm=%p how=%s result=%d", (void *)s->vm,
+		how == MIG_RESOLVE_RESUME_SOURCE ? "resume_source"
+						 : "confirm_destination",
+		s->result);
+	s->unresolved = false;
+	mig_memmap_destroy(s->map);
+	s->map = NULL;
+	src_dirty_fini(s);
+	if (final)
+		mig__prog_get(&s->prog, final);
+	return ret;
+}
+
 void mig_source_destroy(struct mig_source *s)
 {
 	if (!s)
@@ -810,6 +941,9 @@ void mig_source_destroy(struct mig_source *s)
 		mig_source_cancel(s);
 		mig_source_wait(s, NULL);
 	}
+	/* Unresolved and never settled: the VM stays paused, the caller's. */
+	mig_memmap_destroy(s->map);
+	src_dirty_fini(s);
 	mig_tls_destroy(s->tls);
 	mig__prog_fini(&s->prog);
 	pthread_mutex_destroy(&s->lock);

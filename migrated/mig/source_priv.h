@@ -90,6 +90,11 @@ struct mig_source {
 	uint64_t holes; /* pages skipped as holes in the first pass */
 	bool logging, paused;
 	int result;
+	/* Engine thread until wait() returned, then the controlling thread
+	 * (resolve): the commit had no answer; map, slots and page table
+	 * are kept for the verification of a confirmed destination. */
+	bool unresolved;
+	int cause; /* why it is unresolved */
 };
 
 /* source_iter.c */
