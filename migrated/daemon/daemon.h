@@ -90,6 +90,7 @@ struct migd {
 	uv_timer_t dirty_timer; /* publishes DIRTY_RATE events */
 	bool dirty_timer_on;
 	uint64_t vms_created, vms_destroyed, mig_errors; /* for metrics */
+	uint64_t mig_unresolved, mig_verify_failures;	 /* for metrics */
 	struct migd_mig *migs; /* newest first */
 	uint64_t next_mig_id;
 	uv_signal_t sig_term, sig_int;

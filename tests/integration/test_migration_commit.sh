@@ -1,0 +1,149 @@
+#!/bin/bash
+# The commit handshake between real daemons, with a message lost or a
+# daemon killed at an exact step (MIGRATED_FAULTPOINTS, one daemon at a
+# time; migrated/mig/faultpoint.h):
+#   1. destination killed when the Commit arrives (dst.commit=kill): no
+#      word reaches the source -> UNRESOLVED, migrate-send exits 6, the VM
+#      paused on the source; resolve --resume-source runs it again;
+#   2. Commit lost (src.commit.send=drop on the source): the destination
+#      gives up and says so -> the source resumes by itself, exit 1;
+#   3. Resumed lost (dst.resumed.send=drop): the destination runs the VM
+#      -> UNRESOLVED, exit 6; the orchestrator asks the destination, then
+#      resolve --confirm-destination frees the source's copy.
+# After every step: the VM is never running on both daemons.
+# KVM where available, else the soft accelerator: this runs everywhere.
+# argv: migrated migratectl migrate-send migrate-recv
+source "$(dirname "$0")/lib.sh" "$@"
+
+[ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
+# $TEST_ACCEL forces one (the soft run where KVM exists too).
+ACCEL=${TEST_ACCEL:-soft}
+[ -z "${TEST_ACCEL:-}" ] && have_kvm && ACCEL=kvm
+echo "accelerator: $ACCEL"
+
+# pair N [SRC_FAULTS] [DST_FAULTS]: fresh daemons srcN and dstN (sockets in
+# SRC and DST, destination pid DST_PID), faults armed as given.
+pair() {
+	MIGRATED_FAULTPOINTS=${2:-} start_daemon "src$1" --accel "$ACCEL" \
+		--dev-tls --tls-dir "$TMP/tls"
+	SRC=$SOCK
+	MIGRATED_FAULTPOINTS=${3:-} start_daemon "dst$1" --accel "$ACCEL" \
+		--dev-tls --tls-dir "$TMP/tls"
+	DST=$SOCK
+	DST_PID=$DPID
+}
+
+# A small guest writing steadily: the migration converges at once.
+guest() {
+	SOCK=$SRC expect_rc 0 "create $1" ctl vm create "$1" --mem 64M \
+		--vcpus 1 --rate 2000 --heartbeat-us 2000
+}
+
+# migrate NAME: migrate-send to a fresh listener on DST; sets SEND_RC.
+migrate() {
+	local port
+	port=$("$RECV" --socket "$DST" --name "$1" 127.0.0.1:0) ||
+		{ fail "migrate-recv $1: $port"; return 1; }
+	"$SEND" --socket "$SRC" "$1" "127.0.0.1:$port" >"$TMP/$1.out" 2>&1
+	SEND_RC=$?
+}
+
+# state SOCK NAME -> VM_STATE_* or "none" (no such VM / daemon gone)
+state() {
+	SOCK=$1 ctl --json vm inspect "$2" 2>/dev/null | jq -r .info.state ||
+		echo none
+}
+seq_of() { SOCK=$1 ctl --json vm inspect "$2" 2>/dev/null | jq '[.vcpus[].seq] | add'; }
+
+# runs SOCK NAME: the VM is RUNNING there and its guest makes progress.
+runs() {
+	local a b
+	[ "$(state "$1" "$2")" = VM_STATE_RUNNING ] || return 1
+	a=$(seq_of "$1" "$2")
+	sleep 0.3
+	b=$(seq_of "$1" "$2")
+	[ "${b:-0}" -gt "${a:-0}" ]
+}
+
+# where NAME WANT: WANT is src, dst or none; never both.
+where() {
+	local s=0 d=0 got
+	runs "$SRC" "$1" && s=1
+	[ -n "$DST" ] && runs "$DST" "$1" && d=1
+	case "$s$d" in
+	11) fail "$1: the VM runs on BOTH daemons"; return ;;
+	10) got=src ;;
+	01) got=dst ;;
+	00) got=none ;;
+	esac
+	[ "$got" = "$2" ] && ok "$1: runs on $2 only" ||
+		fail "$1: runs on $got, wanted $2"
+}
+
+phase() {
+	SOCK=$1 ctl --json migration status "$2" 2>/dev/null |
+		jq -r '.migrations[0].progress.phase'
+}
+
+# 1. The destination dies when the Commit arrives.
+pair 1 "" "dst.commit=kill"
+guest k1
+migrate k1
+[ "$SEND_RC" = 6 ] && ok "k1: migrate-send exits 6 (unresolved)" ||
+	fail "k1: migrate-send exit $SEND_RC: $(tail -5 "$TMP/k1.out")"
+grep -q "resolve" "$TMP/k1.out" && ok "k1: the report says how to resolve" ||
+	fail "k1: report: $(cat "$TMP/k1.out")"
+wait "$DST_PID" 2>/dev/null
+kill -0 "$DST_PID" 2>/dev/null && fail "k1: destination still alive" ||
+	ok "k1: destination died at dst.commit"
+DST=
+[ "$(state "$SRC" k1)" = VM_STATE_UNRESOLVED ] && ok "k1: source VM unresolved" ||
+	fail "k1: source VM state $(state "$SRC" k1)"
+[ "$(phase "$SRC" k1)" = MIG_PHASE_UNRESOLVED ] && ok "k1: migration unresolved" ||
+	fail "k1: migration phase $(phase "$SRC" k1)"
+where k1 none
+SOCK=$SRC expect_rc 1 "k1: the VM API refuses it while unresolved" ctl vm resume k1
+SOCK=$SRC expect_rc 0 "k1: resolve --resume-source" \
+	ctl migration resolve k1 --resume-source
+where k1 src
+[ "$(phase "$SRC" k1)" = MIG_PHASE_FAILED ] && ok "k1: migration now failed" ||
+	fail "k1: migration phase $(phase "$SRC" k1)"
+SOCK=$SRC expect_rc 1 "k1: a second resolve is refused" \
+	ctl migration resolve k1 --confirm-destination
+runs "$SRC" k1 && ok "k1: still runs on the source" || fail "k1: source stopped"
+
+# 2. The Commit is lost: the destination gives up (half its I/O timeout)
+#    and its Abort lets the source resume.
+pair 2 "src.commit.send=drop" ""
+guest c2
+migrate c2
+[ "$SEND_RC" = 1 ] && ok "c2: migrate-send exits 1 (failed, VM on source)" ||
+	fail "c2: migrate-send exit $SEND_RC: $(tail -5 "$TMP/c2.out")"
+where c2 src
+grep -q "no commit within" "$TMP/c2.out" && ok "c2: the destination's reason is reported" ||
+	fail "c2: report: $(cat "$TMP/c2.out")"
+n=$(SOCK=$DST ctl --json vm list | jq '[.vms[]?] | length')
+[ "$n" = 0 ] && ok "c2: destination holds no VM" || fail "c2: destination lists $n VMs"
+
+# 3. Resumed is lost: the destination runs the VM, the source cannot know.
+pair 3 "" "dst.resumed.send=drop"
+guest r3
+migrate r3
+[ "$SEND_RC" = 6 ] && ok "r3: migrate-send exits 6 (unresolved)" ||
+	fail "r3: migrate-send exit $SEND_RC: $(tail -5 "$TMP/r3.out")"
+where r3 dst
+[ "$(state "$SRC" r3)" = VM_STATE_UNRESOLVED ] && ok "r3: source copy kept, paused" ||
+	fail "r3: source VM state $(state "$SRC" r3)"
+# The orchestrator's question to the destination.
+[ "$(phase "$DST" r3)" = MIG_PHASE_COMPLETED ] && ok "r3: the destination says it runs r3" ||
+	fail "r3: destination phase $(phase "$DST" r3)"
+SOCK=$SRC expect_rc 2 "r3: resolve needs an action" ctl migration resolve r3
+SOCK=$SRC expect_rc 0 "r3: resolve --confirm-destination" \
+	ctl migration resolve r3 --confirm-destination
+grep -q "differ" <<<"$LAST_OUT" && ok "r3: verified after confirmation" ||
+	fail "r3: resolve said: $LAST_OUT"
+SOCK=$SRC expect_rc 3 "r3: the source's copy is gone" ctl vm inspect r3
+[ "$(phase "$SRC" r3)" = MIG_PHASE_COMPLETED ] && ok "r3: migration completed" ||
+	fail "r3: migration phase $(phase "$SRC" r3)"
+where r3 dst
+finish
