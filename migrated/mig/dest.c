@@ -557,9 +557,10 @@ static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	/* The state machine lets a Commit in only after the Digest; this
 	 * says whether that Digest's verification and load succeeded. */
 	if (d->commit_state != DST_LOADED)
-		FAIL(d, -EPROTO, "commit refused: the VM was not %s",
-		     d->commit_state == DST_RESUMED ? "stopped (resumed already)"
-						   : "verified and loaded");
+		FAIL(d, -EPROTO, "commit refused: %s",
+		     d->commit_state == DST_RESUMED
+			     ? "the VM runs already"
+			     : "the VM was not verified and loaded");
 	ret = mig_faultpoint(MIG_FP_DST_COMMIT);
 	if (ret < 0)
 		FAIL(d, ret, "fault point %s", MIG_FP_DST_COMMIT);

@@ -166,6 +166,15 @@ static int mig_cancel(struct ctl *ctl, const char *which)
  */
 static int mig_resolve(struct ctl *ctl, int argc, char **argv)
 {
+	static const struct {
+		const char *flag;
+		Migd__MigResolveAction action;
+	} acts[] = {
+		{ "--resume-source",
+		  MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_RESUME_SOURCE },
+		{ "--confirm-destination",
+		  MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_CONFIRM_DESTINATION },
+	};
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__MigResolveRequest rr = MIGD__MIG_RESOLVE_REQUEST__INIT;
 	Migd__MigRef ref = MIGD__MIG_REF__INIT;
@@ -174,20 +183,17 @@ static int mig_resolve(struct ctl *ctl, int argc, char **argv)
 	int ret;
 
 	for (int i = 1; i < argc; i++) {
-		Migd__MigResolveAction a = MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_INVALID;
+		size_t k = 0;
 
-		if (!strcmp(argv[i], "--resume-source"))
-			a = MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_RESUME_SOURCE;
-		else if (!strcmp(argv[i], "--confirm-destination"))
-			a = MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_CONFIRM_DESTINATION;
+		while (k < sizeof(acts) / sizeof(acts[0]) &&
+		       strcmp(argv[i], acts[k].flag))
+			k++;
+		if (k < sizeof(acts) / sizeof(acts[0]) && !rr.action)
+			rr.action = acts[k].action;
 		else if (argv[i][0] != '-' && !which)
 			which = argv[i];
 		else
 			goto usage;
-		if (a && rr.action)
-			goto usage;
-		if (a)
-			rr.action = a;
 	}
 	if (!which || !rr.action)
 		goto usage;
