@@ -25,8 +25,9 @@ echo "accelerator: $ACCEL"
 # SRC and DST, destination pid DST_PID), faults armed as given.
 pair() {
 	MIGRATED_FAULTPOINTS=${2:-} start_daemon "src$1" --accel "$ACCEL" \
-		--dev-tls --tls-dir "$TMP/tls"
+		--dev-tls --tls-dir "$TMP/tls" --metrics-listen 127.0.0.1:0
 	SRC=$SOCK
+	SRC_LOG=$TMP/src$1.log
 	MIGRATED_FAULTPOINTS=${3:-} start_daemon "dst$1" --accel "$ACCEL" \
 		--dev-tls --tls-dir "$TMP/tls"
 	DST=$SOCK
@@ -80,6 +81,14 @@ where() {
 		fail "$1: runs on $got, wanted $2"
 }
 
+# metric NAME: its value on the current source daemon.
+metric() {
+	local port
+	port=$(sed -n 's/.*comp=migd.metrics event=listening addr=[^:]*:\([0-9]*\).*/\1/p' \
+		"$SRC_LOG" | head -1)
+	curl -sf "http://127.0.0.1:$port/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
 phase() {
 	SOCK=$1 ctl --json migration status "$2" 2>/dev/null |
 		jq -r '.migrations[0].progress.phase'
@@ -102,6 +111,10 @@ DST=
 [ "$(phase "$SRC" k1)" = MIG_PHASE_UNRESOLVED ] && ok "k1: migration unresolved" ||
 	fail "k1: migration phase $(phase "$SRC" k1)"
 where k1 none
+[ "$(metric migd_migration_unresolved_total)" = 1 ] && ok "k1: counted unresolved" ||
+	fail "k1: migd_migration_unresolved_total $(metric migd_migration_unresolved_total)"
+[ "$(metric 'migd_vms{state="unresolved"}')" = 1 ] && ok "k1: metrics show the VM unresolved" ||
+	fail "k1: migd_vms unresolved $(metric 'migd_vms{state="unresolved"}')"
 SOCK=$SRC expect_rc 1 "k1: the VM API refuses it while unresolved" ctl vm resume k1
 SOCK=$SRC expect_rc 0 "k1: resolve --resume-source" \
 	ctl migration resolve k1 --resume-source
@@ -146,4 +159,6 @@ SOCK=$SRC expect_rc 3 "r3: the source's copy is gone" ctl vm inspect r3
 [ "$(phase "$SRC" r3)" = MIG_PHASE_COMPLETED ] && ok "r3: migration completed" ||
 	fail "r3: migration phase $(phase "$SRC" r3)"
 where r3 dst
+[ "$(metric migd_migration_verify_failures_total)" = 0 ] && ok "r3: no verification failure counted" ||
+	fail "r3: verify failures $(metric migd_migration_verify_failures_total)"
 finish
