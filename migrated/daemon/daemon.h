@@ -63,6 +63,8 @@ struct migd_cfg {
 	uint32_t dirty_interval_ms; /* sampling period */
 	uint32_t dirty_sample_shift; /* re-arm 1 chunk in 2^shift */
 	uint32_t dirty_event_ms;    /* DIRTY_RATE event period */
+	/* mig_opts.io_timeout_ms of every migration; 0 = the engine's. */
+	uint32_t mig_io_timeout_ms;
 };
 
 /* Defaults of the options above (docs/api.md, tools/systemd). */

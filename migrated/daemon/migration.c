@@ -436,6 +436,7 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->opts.timeout_ms = prm->timeout_ms;
 	m->opts.zstd_level = prm->zstd_level;
 	m->opts.insecure = prm->insecure;
+	m->opts.io_timeout_ms = d->cfg.mig_io_timeout_ms;
 	*out = m;
 	return 0;
 }

@@ -21,11 +21,15 @@
 #include "tests/harness/hv_test.h"
 #include "tests/unit/migrated/mig/session_util.h"
 
-/* Short, so that the waits for a lost message stay short: the destination
- * gives up on the Commit after half of it (dest.c). */
-#define CM_IO_MS 2000u
-/* A page of guest memory outside the workload's region and tables. */
-#define CM_POKE_GPA (48ull << 20)
+/* The waits for a lost message last half of it (the destination gives up
+ * on the Commit then, dest.c); shorter, and a TSan build's verification of
+ * 64 MiB on a loaded host outlasts the source's wait for the Ack. */
+#define CM_IO_MS 3000u
+/* Small: the digest, the verification and the snapshots scale with it. */
+#define CM_MEM HV_VM_MIN_MEM
+/* A page the hooks change: the VM is paused (source) or not started yet
+ * (destination) then, so any page of its memory does. */
+#define CM_POKE_GPA (CM_MEM / 2)
 
 struct cm_run {
 	/* in */
@@ -157,12 +161,18 @@ static void cm_free(struct cm_run *r)
 	hv_vm_destroy(r->dst_vm);
 }
 
+/* One vCPU writing 5000 pages/s, heartbeats every 2 ms, soft MMU. */
 static struct hv_vm *cm_vm(void)
 {
-	bool skip;
-	struct hv_vm *vm = su_vm(HV_ACCEL_SOFT, 1, 5000, &skip);
+	struct hv_vm_cfg cfg;
+	struct hv_vm *vm = NULL;
 
-	CU_ASSERT_FATAL(!skip && vm);
+	hv_vm_cfg_init(&cfg, HV_ACCEL_SOFT, CM_MEM, 1);
+	cfg.wl[0].heartbeat_us = 2000;
+	cfg.wl[0].rate_pages = 5000;
+	CU_ASSERT_EQUAL_FATAL(hv_vm_create(&cfg, &vm), 0);
+	CU_ASSERT_EQUAL_FATAL(hv_vm_start(vm), 0);
+	CU_ASSERT_FATAL(su_vm_progresses(vm, 5000));
 	return vm;
 }
 
