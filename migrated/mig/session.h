@@ -232,7 +232,9 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 		     const struct mig_opts *opts, mig_progress_cb cb,
 		     void *arg, struct mig_source **out);
 /* Ask the migration to stop; wait() then reports CANCELLED, unless the
- * commit point was already passed (then COMPLETED). 0 or -EALREADY. */
+ * commit point was already passed (then -EALREADY, and the commit's own
+ * outcome: COMPLETED, UNRESOLVED, or FAILED on the destination's Abort).
+ * 0 or -EALREADY. */
 int mig_source_cancel(struct mig_source *src);
 int mig_source_tune(struct mig_source *src, const struct mig_tune *t);
 void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);

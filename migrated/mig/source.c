@@ -2,7 +2,8 @@
 /*
  * mig_source: the sending side of a precopy migration (session.h).
  *
- * One engine thread runs setup -> iterations -> switchover -> commit.
+ * One engine thread runs setup -> iterations -> switchover -> commit
+ * (the commit, rollback and resolve are in source_commit.c).
  * Until the destination's Ack has been accepted (s->committed, under
  * s->lock) every failure goes through rollback(): vCPUs resumed if we
  * paused them, throttle removed, dirty logging stopped, the peer told
@@ -36,12 +37,6 @@
 #define SRC_BW_MIN_NS 20000000ull
 #define SRC_BW_MIN_PAGES 4096u
 #define VMSTATE_FORMAT 1u
-
-#define FAIL(s, err, ...)                                                   \
-	do {                                                                 \
-		mig__prog_fail(&(s)->prog, (err), __VA_ARGS__);              \
-		return (err);                                                \
-	} while (0)
 
 static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
 		    ProtobufCMessage **m)
@@ -510,188 +505,6 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	return 0;
 }
 
-/* The commit had no answer: a distinct end, never success or rollback. */
-#define SRC_UNRESOLVED (-EINPROGRESS)
-
-/*
- * After the Ack: Commit, then wait for the destination's word.
- * 0: Resumed, the VM runs there (ours still paused: the caller stops it).
- * SRC_UNRESOLVED: no word after the Commit went out (s->cause says why).
- * Other: the destination cannot run the VM (the Commit was not sent, or
- * it answered Abort/Cancel): roll back.
- */
-static int commit(struct mig_source *s, struct mig_downtime *dt,
-		  uint64_t hb_src)
-{
-	Mig__Commit c = MIG__COMMIT__INIT;
-	ProtobufCMessage *m = NULL;
-	uint64_t t0 = mig__now_ns(), t1;
-	int ret;
-
-	ret = mig_faultpoint(MIG_FP_SRC_ACKED);
-	if (ret < 0)
-		FAIL(s, ret, "fault point %s", MIG_FP_SRC_ACKED);
-	if (s->hooks.src_acked)
-		s->hooks.src_acked(s->hooks.arg, s->vm);
-	pthread_mutex_lock(&s->lock);
-	if (atomic_load(&s->cancel)) {
-		pthread_mutex_unlock(&s->lock);
-		FAIL(s, -ECANCELED, "cancelled before commit");
-	}
-	s->committed = true;
-	pthread_mutex_unlock(&s->lock);
-	c.downtime_us = (dt->pause_ns + dt->final_harvest_ns +
-			 dt->final_send_ns + dt->state_ns + dt->digest_ns +
-			 dt->load_ns) / 1000;
-	ret = mig_faultpoint(MIG_FP_SRC_COMMIT_SEND);
-	if (ret == 0)
-		ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_COMMIT, &c.base,
-				    NULL, 0);
-	else if (ret == MIG_FAULT_DROP)
-		ret = 0;
-	if (ret) {
-		/* Not written whole: the destination cannot resume; we may. */
-		pthread_mutex_lock(&s->lock);
-		s->committed = false;
-		pthread_mutex_unlock(&s->lock);
-		FAIL(s, ret, "send commit: %s", strerror(-ret));
-	}
-	/*
-	 * Our VM stays paused until the destination reports. Resumed: it
-	 * runs there. Abort or Cancel: it gave up before starting the VM and
-	 * never starts it later (dest.c decides once), so ours may run
-	 * again. Silence, a broken channel or anything else: we cannot tell,
-	 * and guessing either way may lose the VM or run it twice.
-	 */
-	ret = mig_faultpoint(MIG_FP_SRC_COMMITTED);
-	if (ret == 0)
-		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
-				     "waiting for resume report");
-	t1 = mig__now_ns();
-	if (ret == -ECONNABORTED ||
-	    (ret == -ECANCELED && !atomic_load(&s->cancel))) {
-		pthread_mutex_lock(&s->lock);
-		s->committed = false;
-		pthread_mutex_unlock(&s->lock);
-		return ret;
-	}
-	pthread_mutex_lock(&s->prog.lock);
-	dt->resume_ns = t1 - t0;
-	if (!ret) {
-		Mig__Resumed *r = (Mig__Resumed *)m;
-
-		dt->resume_ns -= HV_MIN(r->heartbeat_wait_ns, t1 - t0);
-		dt->dst_verify_ns = r->verify_ns;
-		dt->dst_load_ns = r->load_ns;
-		dt->dst_resume_ns = r->resume_ns;
-		if (r->first_heartbeat_realtime_ns && hb_src &&
-		    r->first_heartbeat_realtime_ns > hb_src)
-			s->prog.p.guest_downtime_ns =
-				r->first_heartbeat_realtime_ns - hb_src;
-	}
-	dt->total_ns = dt->pause_ns + dt->final_harvest_ns +
-		       dt->final_send_ns + dt->state_ns + dt->digest_ns +
-		       dt->load_ns + dt->resume_ns;
-	s->prog.p.downtime = *dt;
-	s->prog.p.throttle_pct = 0;
-	pthread_mutex_unlock(&s->prog.lock);
-	mig_frame_msg_free(m);
-	if (!ret)
-		return 0;
-	s->cause = ret < 0 ? ret : -EIO;
-	return SRC_UNRESOLVED;
-}
-
-/* Logging stopped, whatever the outcome; a failure is said, not lost. */
-static void stop_logging(struct mig_source *s)
-{
-	int r;
-
-	if (!s->logging)
-		return;
-	r = hv_vm_dirty_log_stop(s->vm);
-	if (r) {
-		hv_err("mig", "op=dirty_log_stop vm=%p err=%d", (void *)s->vm,
-		       r);
-		mig__prog_note(&s->prog, "dirty logging not stopped: %s",
-			       strerror(-r));
-	}
-	s->logging = false;
-}
-
-/* Everything back as it was before the migration, VM running. */
-static void rollback(struct mig_source *s, int err)
-{
-	struct mig_progress p;
-	int r;
-
-	if (s->paused) {
-		r = hv_vm_resume(s->vm);
-		if (r) {
-			/* Paused and intact is still better than lost: say
-			 * so, and leave it to the operator. */
-			hv_err("mig", "op=rollback what=resume vm=%p err=%d",
-			       (void *)s->vm, r);
-			mig__prog_note(&s->prog,
-				       "the source VM could not be resumed "
-				       "(%s): it is paused",
-				       strerror(-r));
-		} else {
-			s->paused = false;
-		}
-	}
-	r = mig_throttle_restore(&s->thr);
-	if (r) {
-		hv_err("mig", "op=rollback what=unthrottle vm=%p err=%d",
-		       (void *)s->vm, r);
-		mig__prog_note(&s->prog, "throttle not removed: %s",
-			       strerror(-r));
-	}
-	stop_logging(s);
-	mig__prog_get(&s->prog, &p);
-	mig__send_abort(s->ctl, err, p.message);
-	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
-	       "op=migrate_out vm=%p err=%d phase=%s msg=\"%s\"",
-	       (void *)s->vm, err, mig_phase_name(p.phase), p.message);
-}
-
-/*
- * The VM is stopped and its memory frozen: check every page against what
- * the destination acknowledged. 0, or -EBADE (a mismatch, in the
- * progress as an error of a COMPLETED migration).
- */
-static int complete(struct mig_source *s)
-{
-	struct mig_progress p;
-	int r;
-
-	r = hv_vm_stop(s->vm);
-	if (r)
-		hv_warn("mig", "op=stop vm=%p err=%d", (void *)s->vm, r);
-	s->paused = false;
-	r = src_verify(s);
-	mig__prog_get(&s->prog, &p);
-	if (r) {
-		/* Not run: no verdict either way, but it must not look like
-		 * a clean verification. */
-		mig__prog_set(&s->prog, MIG_PHASE_COMPLETED, r,
-			      "post-commit verification not run: %s",
-			      strerror(-r));
-		return 0;
-	}
-	if (p.verify_mismatches) {
-		mig__prog_set(&s->prog, MIG_PHASE_COMPLETED, -EBADE,
-			      "post-commit verification: %llu of %llu pages "
-			      "differ from the memory the destination "
-			      "acknowledged",
-			      (unsigned long long)p.verify_mismatches,
-			      (unsigned long long)p.verify_pages);
-		return -EBADE;
-	}
-	mig__prog_set(&s->prog, MIG_PHASE_COMPLETED, 0, "%s", "");
-	return 0;
-}
-
 static void *src_thread(void *arg)
 {
 	struct mig_source *s = arg;
@@ -708,7 +521,7 @@ static void *src_thread(void *arg)
 	if (!ret)
 		ret = switchover(s, iter, &dt, &hb_src);
 	if (!ret)
-		ret = commit(s, &dt, hb_src);
+		ret = src_commit(s, &dt, hb_src);
 	if (ret && ret != SRC_UNRESOLVED && atomic_load(&s->cancel) &&
 	    !s->committed) {
 		/* Whatever broke, the operator's cancel is the cause. */
@@ -728,7 +541,7 @@ static void *src_thread(void *arg)
 
 		/* Paused, unthrottled since the switchover, not logging:
 		 * exactly the memory the destination acknowledged. */
-		stop_logging(s);
+		src_stop_logging(s);
 		s->unresolved = true;
 		mig__prog_get(&s->prog, &p);
 		mig__prog_set(&s->prog, MIG_PHASE_UNRESOLVED, s->cause,
@@ -740,10 +553,10 @@ static void *src_thread(void *arg)
 		hv_err("mig", "op=migrate_out vm=%p result=unresolved err=%d",
 		       (void *)s->vm, s->cause);
 	} else if (ret) {
-		rollback(s, ret);
+		src_rollback(s, ret);
 	} else {
-		stop_logging(s);
-		ret = complete(s);
+		src_stop_logging(s);
+		ret = src_complete(s);
 		hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
 		       "op=migrate_out vm=%p result=completed err=%d "
 		       "downtime_ms=%.1f guest_downtime_ms=%.1f",
@@ -886,51 +699,6 @@ int mig_source_wait(struct mig_source *s, struct mig_progress *final)
 	if (final)
 		mig__prog_get(&s->prog, final);
 	return s->result;
-}
-
-int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
-		       struct mig_progress *final)
-{
-	int ret;
-
-	if (how != MIG_RESOLVE_RESUME_SOURCE &&
-	    how != MIG_RESOLVE_CONFIRM_DESTINATION)
-		return -EINVAL;
-	if (!s->joined || !s->unresolved)
-		return -EALREADY;
-	if (how == MIG_RESOLVE_RESUME_SOURCE) {
-		ret = hv_vm_resume(s->vm);
-		if (ret) {
-			hv_err("mig", "op=resolve vm=%p how=resume_source "
-				      "err=%d",
-			       (void *)s->vm, ret);
-			return ret;
-		}
-		s->paused = false;
-		mig__prog_set(&s->prog, MIG_PHASE_FAILED, s->cause,
-			      "commit unresolved (%s); resolved: the VM was "
-			      "resumed on the source",
-			      strerror(-s->cause));
-		s->result = s->cause;
-	} else {
-		ret = complete(s);
-		if (!ret)
-			mig__prog_note(&s->prog, "%s",
-				       "commit unresolved; resolved: the "
-				       "destination runs the VM");
-		s->result = ret;
-	}
-	hv_info("mig", "op=resolve vm=%p how=%s result=%d", (void *)s->vm,
-		how == MIG_RESOLVE_RESUME_SOURCE ? "resume_source"
-						 : "confirm_destination",
-		s->result);
-	s->unresolved = false;
-	mig_memmap_destroy(s->map);
-	s->map = NULL;
-	src_dirty_fini(s);
-	if (final)
-		mig__prog_get(&s->prog, final);
-	return ret;
 }
 
 void mig_source_destroy(struct mig_source *s)
