@@ -5,11 +5,11 @@
 #   1. destination killed when the Commit arrives (dst.commit=kill): no
 #      word reaches the source -> UNRESOLVED, migrate-send exits 6, the VM
 #      paused on the source; resolve --resume-source runs it again;
-#   2. Commit lost (src.commit.send=drop on the source): the destination
-#      gives up and says so -> the source resumes by itself, exit 1;
-#   3. Resumed lost (dst.resumed.send=drop): the destination runs the VM
+#   2. Resumed lost (dst.resumed.send=drop): the destination runs the VM
 #      -> UNRESOLVED, exit 6; the orchestrator asks the destination, then
-#      resolve --confirm-destination frees the source's copy.
+#      resolve --confirm-destination frees the source's copy;
+#   3. Commit lost (src.commit.send=drop on the source): the destination
+#      gives up and says so -> the source resumes by itself, exit 1.
 # After every step: the VM is never running on both daemons.
 # KVM where available, else the soft accelerator: this runs everywhere.
 # argv: migrated migratectl migrate-send migrate-recv
@@ -21,16 +21,19 @@ ACCEL=${TEST_ACCEL:-soft}
 [ -z "${TEST_ACCEL:-}" ] && have_kvm && ACCEL=kvm
 echo "accelerator: $ACCEL"
 
-# pair N [SRC_FAULTS] [DST_FAULTS]: fresh daemons srcN and dstN (sockets in
-# SRC and DST, destination pid DST_PID), faults armed as given. A 3 s I/O
-# timeout: the destination gives up on a lost Commit after 1.5 s.
-pair() {
-	MIGRATED_FAULTPOINTS=${2:-} start_daemon "src$1" --accel "$ACCEL" \
+# src_daemon NAME FAULTS / dst_daemon NAME FAULTS: a fresh daemon with
+# those faults armed, as the source (SRC, SRC_LOG) or the destination (DST,
+# DST_PID). A 3 s I/O timeout: a destination gives up on a lost Commit
+# after 1.5 s.
+src_daemon() {
+	MIGRATED_FAULTPOINTS=$2 start_daemon "$1" --accel "$ACCEL" \
 		--dev-tls --tls-dir "$TMP/tls" --metrics-listen 127.0.0.1:0 \
 		--migration-io-timeout-ms 3000
 	SRC=$SOCK
-	SRC_LOG=$TMP/src$1.log
-	MIGRATED_FAULTPOINTS=${3:-} start_daemon "dst$1" --accel "$ACCEL" \
+	SRC_LOG=$TMP/$1.log
+}
+dst_daemon() {
+	MIGRATED_FAULTPOINTS=$2 start_daemon "$1" --accel "$ACCEL" \
 		--dev-tls --tls-dir "$TMP/tls" --migration-io-timeout-ms 3000
 	DST=$SOCK
 	DST_PID=$DPID
@@ -95,7 +98,8 @@ phase() {
 }
 
 # 1. The destination dies when the Commit arrives.
-pair 1 "" "dst.commit=kill"
+src_daemon src1 ""
+dst_daemon dst1 "dst.commit=kill"
 guest k1
 migrate k1
 [ "$SEND_RC" = 6 ] && ok "k1: migrate-send exits 6 (unresolved)" ||
@@ -124,21 +128,9 @@ where k1 src
 SOCK=$SRC expect_rc 1 "k1: a second resolve is refused" \
 	ctl migration resolve k1 --confirm-destination
 
-# 2. The Commit is lost: the destination gives up (half its I/O timeout)
-#    and its Abort lets the source resume.
-pair 2 "src.commit.send=drop" ""
-guest c2
-migrate c2
-[ "$SEND_RC" = 1 ] && ok "c2: migrate-send exits 1 (failed, VM on source)" ||
-	fail "c2: migrate-send exit $SEND_RC: $(tail -5 "$TMP/c2.out")"
-where c2 src
-grep -q "no commit within" "$TMP/c2.out" && ok "c2: the destination's reason is reported" ||
-	fail "c2: report: $(cat "$TMP/c2.out")"
-n=$(SOCK=$DST ctl --json vm list | jq '[.vms[]?] | length')
-[ "$n" = 0 ] && ok "c2: destination holds no VM" || fail "c2: destination lists $n VMs"
-
-# 3. Resumed is lost: the destination runs the VM, the source cannot know.
-pair 3 "" "dst.resumed.send=drop"
+# 2. Resumed is lost: the destination runs the VM, the source cannot know.
+#    (The source of step 1 again.)
+dst_daemon dst2 "dst.resumed.send=drop"
 guest r3
 migrate r3
 [ "$SEND_RC" = 6 ] && ok "r3: migrate-send exits 6 (unresolved)" ||
@@ -160,4 +152,17 @@ SOCK=$SRC expect_rc 3 "r3: the source's copy is gone" ctl vm inspect r3
 where r3 dst
 [ "$(metric migd_migration_verify_failures_total)" = 0 ] && ok "r3: no verification failure counted" ||
 	fail "r3: verify failures $(metric migd_migration_verify_failures_total)"
+# 3. The Commit is lost: the destination gives up (half its I/O timeout)
+#    and its Abort lets the source resume.
+#    (The destination of step 2 again: the Commit never reaches it.)
+src_daemon src3 "src.commit.send=drop"
+guest c2
+migrate c2
+[ "$SEND_RC" = 1 ] && ok "c2: migrate-send exits 1 (failed, VM on source)" ||
+	fail "c2: migrate-send exit $SEND_RC: $(tail -5 "$TMP/c2.out")"
+where c2 src
+grep -q "no commit within" "$TMP/c2.out" && ok "c2: the destination's reason is reported" ||
+	fail "c2: report: $(cat "$TMP/c2.out")"
+SOCK=$DST expect_rc 3 "c2: the destination holds no c2" ctl vm inspect c2
+
 finish
