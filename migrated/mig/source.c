@@ -540,8 +540,8 @@ static void *src_thread(void *arg)
 		struct mig_progress p;
 
 		/* Paused, unthrottled since the switchover, not logging:
-		 * exactly the memory the destination acknowledged. */
-		src_stop_logging(s);
+		 * exactly the memory the destination acknowledged. (Notes
+		 * such as a failed log stop go after the verdict.) */
 		s->unresolved = true;
 		mig__prog_get(&s->prog, &p);
 		mig__prog_set(&s->prog, MIG_PHASE_UNRESOLVED, s->cause,
@@ -550,13 +550,14 @@ static void *src_thread(void *arg)
 			      "here: ask the destination whether it runs it, "
 			      "then resolve",
 			      p.message[0] ? p.message : strerror(-s->cause));
+		src_stop_logging(s);
 		hv_err("mig", "op=migrate_out vm=%p result=unresolved err=%d",
 		       (void *)s->vm, s->cause);
 	} else if (ret) {
 		src_rollback(s, ret);
 	} else {
-		src_stop_logging(s);
 		ret = src_complete(s);
+		src_stop_logging(s);
 		hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
 		       "op=migrate_out vm=%p result=completed err=%d "
 		       "downtime_ms=%.1f guest_downtime_ms=%.1f",
