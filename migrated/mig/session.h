@@ -107,7 +107,8 @@ struct mig_opts {
 /*
  * Observation points for tests (page-by-page oracles) and benchmarks.
  * Called from the engine's thread; they may read guest memory through the
- * VM but must not change its state.
+ * VM but must not change its state (the last two may change memory: that
+ * is what they are for).
  */
 struct mig_hooks {
 	/* Source: VM paused, every page sent (final pass done), before the
