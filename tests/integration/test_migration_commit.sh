@@ -9,7 +9,12 @@
 #      -> UNRESOLVED, exit 6; the orchestrator asks the destination, then
 #      resolve --confirm-destination frees the source's copy;
 #   3. Commit lost (src.commit.send=drop on the source): the destination
-#      gives up and says so -> the source resumes by itself, exit 1.
+#      gives up and says so -> the source resumes by itself, exit 1;
+#   4. a source page changed after the Ack (written into the paused VM's
+#      memfd while the source stalls at src.acked): the VM runs on the
+#      destination, the post-commit verification finds the page, and
+#      that is an error: migrate-send exits 7, the event and the metrics
+#      say so.
 # After every step: the VM is never running on both daemons.
 # KVM where available, else the soft accelerator: this runs everywhere.
 # argv: migrated migratectl migrate-send migrate-recv
@@ -59,7 +64,7 @@ state() {
 	SOCK=$1 ctl --json vm inspect "$2" 2>/dev/null | jq -r .info.state ||
 		echo none
 }
-seq_of() { SOCK=$1 ctl --json vm inspect "$2" 2>/dev/null | jq '[.vcpus[].seq] | add'; }
+seq_of() { SOCK=$1 ctl --json vm inspect "$2" 2>/dev/null | jq '[.vcpus[]?.seq] | add // 0'; }
 
 # where NAME WANT: WANT is src, dst or none; never both. "Runs" means
 # RUNNING there with the guest's counters moving (one shared 0.3 s wait).
@@ -130,7 +135,7 @@ SOCK=$SRC expect_rc 1 "k1: a second resolve is refused" \
 
 # 2. Resumed is lost: the destination runs the VM, the source cannot know.
 #    (The source of step 1 again.)
-dst_daemon dst2 "dst.resumed.send=drop"
+dst_daemon dst2 "dst.resumed.send@1=drop"
 guest r3
 migrate r3
 [ "$SEND_RC" = 6 ] && ok "r3: migrate-send exits 6 (unresolved)" ||
@@ -149,13 +154,12 @@ grep -q "differ" <<<"$LAST_OUT" && ok "r3: verified after confirmation" ||
 SOCK=$SRC expect_rc 3 "r3: the source's copy is gone" ctl vm inspect r3
 [ "$(phase "$SRC" r3)" = MIG_PHASE_COMPLETED ] && ok "r3: migration completed" ||
 	fail "r3: migration phase $(phase "$SRC" r3)"
-where r3 dst
 [ "$(metric migd_migration_verify_failures_total)" = 0 ] && ok "r3: no verification failure counted" ||
 	fail "r3: verify failures $(metric migd_migration_verify_failures_total)"
 # 3. The Commit is lost: the destination gives up (half its I/O timeout)
 #    and its Abort lets the source resume.
 #    (The destination of step 2 again: the Commit never reaches it.)
-src_daemon src3 "src.commit.send=drop"
+src_daemon src3 "src.commit.send@1=drop,src.acked@2=sleep:1000"
 guest c2
 migrate c2
 [ "$SEND_RC" = 1 ] && ok "c2: migrate-send exits 1 (failed, VM on source)" ||
@@ -165,4 +169,38 @@ grep -q "no commit within" "$TMP/c2.out" && ok "c2: the destination's reason is 
 	fail "c2: report: $(cat "$TMP/c2.out")"
 SOCK=$DST expect_rc 3 "c2: the destination holds no c2" ctl vm inspect c2
 
+
+# 4. A page changed behind the engine's back after the Ack. The source
+#    daemon of step 3, whose only VM is then v4: its memfd is the one.
+SOCK=$SRC expect_rc 0 "v4: c2 destroyed" ctl vm destroy c2
+guest v4
+port=$("$RECV" --socket "$DST" --name v4 127.0.0.1:0) || fail "migrate-recv v4: $port"
+"$SEND" --socket "$SRC" --json v4 "127.0.0.1:$port" >"$TMP/v4.out" 2>&1 &
+sp=$!
+for _ in $(seq 100); do
+	[ "$(grep -c 'op=faultpoint name=src.acked action=sleep' "$SRC_LOG")" -ge 1 ] && break
+	sleep 0.02
+done
+spid=$(pgrep -f -- "--state-dir $TMP/src3 " | head -1)
+fd=$(ls -l /proc/"$spid"/fd 2>/dev/null | awk '/memfd:hv-guest-ram/ { print $9; exit }')
+if [ -n "$fd" ] &&
+	printf 'changed after the ack' | dd of=/proc/"$spid"/fd/"$fd" bs=4096 \
+		seek=4096 conv=notrunc status=none; then
+	ok "v4: wrote a page into the paused source VM"
+else
+	fail "v4: could not write the source's memory (pid $spid fd $fd)"
+fi
+wait "$sp"
+rc=$?
+[ "$rc" = 7 ] && ok "v4: migrate-send exits 7 (verification mismatch)" ||
+	fail "v4: migrate-send exit $rc: $(tail -3 "$TMP/v4.out")"
+[ "$(tail -1 "$TMP/v4.out" | jq -r '.progress.verify_failed')" = true ] &&
+	ok "v4: the final event says verify_failed" ||
+	fail "v4: final event: $(tail -1 "$TMP/v4.out")"
+[ "$(tail -1 "$TMP/v4.out" | jq -r '.progress.verify_mismatches')" = 1 ] &&
+	ok "v4: one page differs" ||
+	fail "v4: mismatches $(tail -1 "$TMP/v4.out" | jq -r '.progress.verify_mismatches')"
+where v4 dst
+[ "$(metric migd_migration_verify_failures_total)" = 1 ] && ok "v4: counted as a verification failure" ||
+	fail "v4: verify failures $(metric migd_migration_verify_failures_total)"
 finish
