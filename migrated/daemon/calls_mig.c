@@ -364,3 +364,46 @@ void migd_call_mig_tune(struct migd_call *call)
 			(unsigned long long)t.max_bandwidth, t.downtime_ms,
 			t.throttle_max_pct, t.nr_channels);
 }
+
+void migd_call_mig_resolve(struct migd_call *call)
+{
+	const Migd__MigResolveRequest *r = call->req->mig_resolve;
+	struct migd_mig *m;
+	enum mig_resolve how;
+	int ret;
+
+	switch (r->action) {
+	case MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_RESUME_SOURCE:
+		how = MIG_RESOLVE_RESUME_SOURCE;
+		break;
+	case MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_CONFIRM_DESTINATION:
+		how = MIG_RESOLVE_CONFIRM_DESTINATION;
+		break;
+	default:
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "action: resume_source or confirm_destination");
+		return;
+	}
+	m = ref_mig(call, r->ref);
+	if (!m)
+		return;
+	ret = migd_mig_resolve(m, how);
+	if (ret == -EALREADY) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "migration %llu is not unresolved (%s)",
+			       (unsigned long long)m->id,
+			       m->finished ? mig_phase_name(m->final.phase)
+					   : "running");
+		return;
+	}
+	if (ret && ret != -EBADE) {
+		migd_call_fail(call, migd_status_from_errno(ret),
+			       "resolve failed, still unresolved: %s",
+			       strerror(-ret));
+		return;
+	}
+	/* -EBADE: settled (the VM runs on the destination); the reply's
+	 * progress carries the verification error. */
+	call->resp->result_case = MIGD__RESPONSE__RESULT_MIG_RESOLVE;
+	call->resp->mig_resolve = mig_info_new(call, m);
+}

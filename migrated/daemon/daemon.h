@@ -63,6 +63,8 @@ struct migd_cfg {
 	uint32_t dirty_interval_ms; /* sampling period */
 	uint32_t dirty_sample_shift; /* re-arm 1 chunk in 2^shift */
 	uint32_t dirty_event_ms;    /* DIRTY_RATE event period */
+	/* mig_opts.io_timeout_ms of every migration; 0 = the engine's. */
+	uint32_t mig_io_timeout_ms;
 };
 
 /* Defaults of the options above (docs/api.md, tools/systemd). */
@@ -90,6 +92,7 @@ struct migd {
 	uv_timer_t dirty_timer; /* publishes DIRTY_RATE events */
 	bool dirty_timer_on;
 	uint64_t vms_created, vms_destroyed, mig_errors; /* for metrics */
+	uint64_t mig_unresolved, mig_verify_failures;	 /* for metrics */
 	struct migd_mig *migs; /* newest first */
 	uint64_t next_mig_id;
 	uv_signal_t sig_term, sig_int;

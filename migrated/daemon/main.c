@@ -30,6 +30,10 @@ static void usage(FILE *f)
 		"                         default listen address of incoming\n"
 		"                         migrations (default 0.0.0.0:0 = any\n"
 		"                         port)\n"
+		"  --migration-io-timeout-ms MS\n"
+		"                         a migration channel without progress\n"
+		"                         for MS fails (10000); a destination\n"
+		"                         gives up on the Commit after MS/2\n"
 		"  --tls-dir DIR          ca.pem, host.pem, host.key of\n"
 		"                         migration TLS (default STATE/tls)\n"
 		"  --dev-tls              generate a throwaway CA and host\n"
@@ -66,7 +70,7 @@ static int bad(const char *opt, const char *val, const char *why)
 
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
-       O_RPC_HS, O_RPC_IDLE, O_CONFIG, O_VERSION, O_HELP };
+       O_RPC_HS, O_RPC_IDLE, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -74,6 +78,7 @@ static const struct option opts[] = {
 	{ "accel", required_argument, NULL, O_ACCEL },
 	{ "log-level", required_argument, NULL, O_LOG },
 	{ "migration-listen", required_argument, NULL, O_LISTEN },
+	{ "migration-io-timeout-ms", required_argument, NULL, O_MIG_IO },
 	{ "tls-dir", required_argument, NULL, O_TLSDIR },
 	{ "dev-tls", no_argument, NULL, O_DEVTLS },
 	{ "rpc-listen", required_argument, NULL, O_RPC },
@@ -194,6 +199,12 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 		if (migd_parse_u64(arg, 60000, &u) || u < 100)
 			return bad("--dirty-event-ms", arg, "100..60000");
 		cfg->dirty_event_ms = (uint32_t)u;
+		break;
+	case O_MIG_IO:
+		if (migd_parse_u64(arg, 600000, &u) || u < 200)
+			return bad("--migration-io-timeout-ms", arg,
+				   "200..600000");
+		cfg->mig_io_timeout_ms = (uint32_t)u;
 		break;
 	case O_CONFIG:
 		return config_load(arg, cfg);

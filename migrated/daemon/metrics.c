@@ -154,6 +154,7 @@ static void render_vms(struct migd *d, struct buf *b, struct migd_dr_msg *dm)
 		{MIGD__VM_STATE__VM_STATE_PAUSED, "paused"},
 		{MIGD__VM_STATE__VM_STATE_MIGRATING, "migrating"},
 		{MIGD__VM_STATE__VM_STATE_STOPPED, "stopped"},
+		{MIGD__VM_STATE__VM_STATE_UNRESOLVED, "unresolved"},
 	};
 	char n[160];
 
@@ -211,6 +212,7 @@ static void render_migs(struct migd *d, struct buf *b)
 	static const char *const phases[MIG_PHASE_COUNT] = {
 		"invalid", "setup",	"iterate", "switchover",
 		"commit",  "completed", "failed",  "cancelled",
+		"unresolved",
 	};
 	static const struct {
 		const char *name, *type, *help;
@@ -323,6 +325,16 @@ static void render_migs(struct migd *d, struct buf *b)
 	       "Outgoing migrations that failed (not cancelled).");
 	put(b, "migd_migration_errors_total %llu\n",
 	    (unsigned long long)d->mig_errors);
+	family(b, "migd_migration_unresolved_total", "counter",
+	       "Outgoing migrations whose commit had no answer (source VM "
+	       "kept paused until resolved).");
+	put(b, "migd_migration_unresolved_total %llu\n",
+	    (unsigned long long)d->mig_unresolved);
+	family(b, "migd_migration_verify_failures_total", "counter",
+	       "Outgoing migrations whose post-commit verification found "
+	       "pages that differ (also in migd_migration_errors_total).");
+	put(b, "migd_migration_verify_failures_total %llu\n",
+	    (unsigned long long)d->mig_verify_failures);
 }
 
 int migd_metrics_render(struct migd *d, char **out, size_t *len)

@@ -18,16 +18,19 @@
 
 _Static_assert((int)MIGD__MIG_PHASE__MIG_PHASE_CANCELLED ==
 		       MIG_PHASE_CANCELLED &&
+		       (int)MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED ==
+			       MIG_PHASE_UNRESOLVED &&
 		       (int)MIGD__MIG_PHASE__MIG_PHASE_SETUP == MIG_PHASE_SETUP,
 	       "API phases mirror mig_phase");
 
 _Static_assert(MIGD_NAME_MAX == MIG_VM_NAME_MAX,
 	       "the stream carries registry names (mig_vm_name_valid)");
 
+/* Terminal for the engine: its wait() returned (UNRESOLVED included). */
 static bool phase_terminal(enum mig_phase p)
 {
 	return p == MIG_PHASE_COMPLETED || p == MIG_PHASE_FAILED ||
-	       p == MIG_PHASE_CANCELLED;
+	       p == MIG_PHASE_CANCELLED || p == MIG_PHASE_UNRESOLVED;
 }
 
 static const char *dir_name(const struct migd_mig *m)
@@ -85,6 +88,7 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->verify_pages = p.verify_pages;
 	prog->verify_mismatches = p.verify_mismatches;
 	prog->verify_ns = p.verify_ns;
+	prog->verify_failed = p.verify_pages && p.verify_mismatches;
 	prog->error = p.error;
 	/* From the snapshot, not from @m: the engine thread rewrites
 	 * m->latest (under m->lock) while this message is being packed. */
@@ -143,7 +147,9 @@ static void trim_history(struct migd *d)
 	for (struct migd_mig **pp = &d->migs; *pp;) {
 		struct migd_mig *m = *pp;
 
-		if (m->finished && ++kept > MIGD_MIG_HISTORY) {
+		/* An unresolved one holds a VM: kept until resolved. */
+		if (m->finished && !m->unresolved &&
+		    ++kept > MIGD_MIG_HISTORY) {
 			*pp = m->next;
 			mig_free(m);
 			continue;
@@ -187,6 +193,32 @@ static void waiter_main(void *arg)
 	uv_async_send(&m->async);
 }
 
+/*
+ * The outcome for the source's copy, once the engine (or a resolve) said
+ * where the VM runs: COMPLETED (with or without a verification error)
+ * releases ours, anything else gives it back to the API.
+ */
+static void settle_source_vm(struct migd_mig *m, struct migd_vm *v,
+			     Migd__VmState old)
+{
+	struct migd *d = m->d;
+
+	v->mig_id = 0;
+	v->mig_unresolved = false;
+	if (m->final.phase == MIG_PHASE_COMPLETED) {
+		/* The VM runs on the destination: release our copy. */
+		d->mig_errors += m->result != 0;
+		d->mig_verify_failures += m->result == -EBADE;
+		migd_publish_vm_state(d, v, old, true);
+		migd_registry_remove(&d->reg, v);
+		return;
+	}
+	/* Back on the source: the engine stopped logging, monitor again. */
+	migd_monitor_attach(d, v);
+	d->mig_errors += m->result != -ECANCELED;
+	migd_publish_vm_state(d, v, old, false);
+}
+
 static void settle_outgoing(struct migd_mig *m)
 {
 	struct migd *d = m->d;
@@ -194,19 +226,17 @@ static void settle_outgoing(struct migd_mig *m)
 
 	if (!v || v->mig_id != m->id)
 		return; /* cannot happen: the VM is pinned by mig_id */
-	if (m->result == 0) {
-		/* The VM runs on the destination: release our copy. */
-		v->mig_id = 0;
+	if (m->final.phase == MIG_PHASE_UNRESOLVED) {
+		/* Pinned and paused until resolved: neither ours to resume
+		 * nor to destroy (the destination may run it). */
+		m->unresolved = true;
+		v->mig_unresolved = true;
+		d->mig_unresolved++;
 		migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING,
-				      true);
-		migd_registry_remove(&d->reg, v);
+				      false);
 		return;
 	}
-	v->mig_id = 0;
-	/* Back on the source: the engine stopped logging, monitor again. */
-	migd_monitor_attach(d, v);
-	d->mig_errors += m->result != -ECANCELED;
-	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING, false);
+	settle_source_vm(m, v, MIGD__VM_STATE__VM_STATE_MIGRATING);
 }
 
 /*
@@ -317,7 +347,9 @@ static void settle(struct migd_mig *m)
 	if (!phase_terminal(m->final.phase))
 		m->final.phase = m->result == 0	       ? MIG_PHASE_COMPLETED
 				 : m->result == -ECANCELED ? MIG_PHASE_CANCELLED
-							   : MIG_PHASE_FAILED;
+				 : m->result == -EINPROGRESS && m->src
+					 ? MIG_PHASE_UNRESOLVED
+					 : MIG_PHASE_FAILED;
 	if (m->result && !m->final.error)
 		m->final.error = m->result;
 	if (m->result && !m->final.message[0])
@@ -327,11 +359,12 @@ static void settle(struct migd_mig *m)
 		settle_outgoing(m);
 	else
 		settle_incoming(m);
-	if (m->src)
+	if (m->src && !m->unresolved) {
 		mig_source_destroy(m->src);
+		m->src = NULL;
+	}
 	if (m->dst)
 		mig_dest_destroy(m->dst);
-	m->src = NULL;
 	m->dst = NULL;
 	m->finished = true;
 	hv_info(COMP,
@@ -403,6 +436,7 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->opts.timeout_ms = prm->timeout_ms;
 	m->opts.zstd_level = prm->zstd_level;
 	m->opts.insecure = prm->insecure;
+	m->opts.io_timeout_ms = d->cfg.mig_io_timeout_ms;
 	*out = m;
 	return 0;
 }
@@ -586,6 +620,37 @@ int migd_mig_cancel(struct migd_mig *m)
 	return m->src ? mig_source_cancel(m->src) : mig_dest_cancel(m->dst);
 }
 
+int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
+{
+	struct migd_vm *v;
+	struct mig_progress p;
+	int ret;
+
+	if (!m->unresolved)
+		return -EALREADY;
+	v = migd_registry_find(&m->d->reg, m->vm);
+	ret = mig_source_resolve(m->src, how, &p);
+	hv_log(ret && ret != -EBADE ? HV_LOG_ERR : HV_LOG_INFO, COMP,
+	       "event=migration_resolved mig=%llu vm=%s how=%s err=%d "
+	       "phase=%s msg=\"%s\"",
+	       (unsigned long long)m->id, m->vm,
+	       how == MIG_RESOLVE_RESUME_SOURCE ? "resume_source"
+						: "confirm_destination",
+	       ret, mig_phase_name(p.phase), p.message);
+	if (ret && ret != -EBADE)
+		return ret; /* still unresolved: nothing changed */
+	m->final = p;
+	m->result = ret ? ret : p.error;
+	m->unresolved = false;
+	mig_source_destroy(m->src);
+	m->src = NULL;
+	if (v && v->mig_id == m->id)
+		settle_source_vm(m, v, MIGD__VM_STATE__VM_STATE_UNRESOLVED);
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
+	trim_history(m->d);
+	return ret;
+}
+
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
 {
 	if (m->finished)
@@ -598,6 +663,18 @@ int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
 void migd_mig_shutdown_all(struct migd *d)
 {
 	for (struct migd_mig *m = d->migs; m; m = m->next) {
+		if (m->unresolved) {
+			/* The registry destroys the paused VM with the
+			 * daemon: say loudly that its fate was open. */
+			hv_err(COMP,
+			       "event=shutdown_unresolved mig=%llu vm=%s "
+			       "what=\"paused source copy destroyed, commit "
+			       "never resolved\"",
+			       (unsigned long long)m->id, m->vm);
+			mig_source_destroy(m->src);
+			m->src = NULL;
+			m->unresolved = false;
+		}
 		if (m->finished)
 			continue;
 		migd_mig_cancel(m);
@@ -641,6 +718,12 @@ int migd_mig_cancel(struct migd_mig *m)
 
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
 {
+	return -EALREADY;
+}
+
+int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
+{
+	(void)how;
 	return -EALREADY;
 }
 

@@ -14,7 +14,10 @@
  * once the waiter is done, joins it and settles the outcome: an outgoing
  * success destroys the source's copy of the VM; an incoming success adds
  * the received VM to the registry; a failure gives the source VM back to
- * the API (it never stopped running).
+ * the API (it never stopped running). An outgoing migration whose commit
+ * had no answer (UNRESOLVED, session.h) keeps its engine object and its
+ * VM, paused and pinned, until migd_mig_resolve() -- the record is never
+ * dropped from the history meanwhile.
  *
  *   engine thread:  progress_cb -> lock, latest = p, unlock -> async_send
  *   waiter thread:  wait() -> lock, done = 1, final = f, unlock -> async_send
@@ -97,6 +100,7 @@ struct migd_mig {
 	bool waiter_started;
 	enum mig_phase published_phase;
 	bool finished;
+	bool unresolved; /* outgoing: @src kept for migd_mig_resolve() */
 	struct mig_progress final;
 };
 
@@ -121,6 +125,14 @@ struct migd_mig *migd_mig_find(struct migd *d, uint64_t id, const char *vm);
 
 /* 0, -EALREADY (finished or past the commit point). */
 int migd_mig_cancel(struct migd_mig *m);
+/*
+ * Settle UNRESOLVED @m (see mig_source_resolve): resume the source VM, or
+ * destroy it because the destination runs it. 0; -EBADE (confirmed, but
+ * the verification found a mismatch: settled all the same); -EALREADY
+ * when @m is not unresolved; -EINVAL; or the resume's error (still
+ * unresolved). Publishes the new phase and the VM's state.
+ */
+int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

@@ -312,7 +312,8 @@ void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v)
 Migd__VmState migd_vm_api_state(struct migd_vm *v)
 {
 	if (v->mig_id)
-		return MIGD__VM_STATE__VM_STATE_MIGRATING;
+		return v->mig_unresolved ? MIGD__VM_STATE__VM_STATE_UNRESOLVED
+					 : MIGD__VM_STATE__VM_STATE_MIGRATING;
 	switch (hv_vm_get_state(v->vm)) {
 	case HV_VM_CREATED:
 		return MIGD__VM_STATE__VM_STATE_CREATED;

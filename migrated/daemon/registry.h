@@ -59,6 +59,9 @@ struct migd_vm {
 	bool migrated_in;
 	/* Non-zero while outgoing migration @mig_id owns the VM. */
 	uint64_t mig_id;
+	/* ... and its commit is unresolved: paused, intact, maybe running
+	 * on the destination (VM_STATE_UNRESOLVED until mig_resolve). */
+	bool mig_unresolved;
 	/* Dirty-rate monitor (monitor.h); NULL while a migration owns the
 	 * dirty log or when monitoring is off. Owned. */
 	struct hv_dirtyrate *mon;

@@ -49,6 +49,8 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel",
 					     migd_call_mig_cancel },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
+	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve",
+					      migd_call_mig_resolve },
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },
 	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = { "unsubscribe",
 					      migd_call_unsubscribe },

@@ -163,6 +163,34 @@ int mig_conn_error(const struct mig_conn *c)
 	return atomic_load(&((struct mig_conn *)c)->err);
 }
 
+int mig_conn_wait_recv(struct mig_conn *c, unsigned timeout_ms)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint64_t left = timeout_ms;
+	int err = mig_conn_error(c), r;
+
+	if (err)
+		return err;
+	if (c->ssl && SSL_pending(c->ssl) > 0)
+		return 0;
+	/* Slices, so that a shutdown from another thread (which sets the
+	 * error and makes the socket readable) is seen either way. */
+	while (left) {
+		unsigned slice = left > 100 ? 100 : (unsigned)left;
+
+		r = poll(&pfd, 1, (int)slice);
+		if (r < 0 && errno != EINTR)
+			return mig_conn_set_error(c, -errno);
+		err = mig_conn_error(c);
+		if (err)
+			return err;
+		if (r > 0)
+			return 0;
+		left -= slice;
+	}
+	return -ETIMEDOUT;
+}
+
 void mig_conn_shutdown(struct mig_conn *c)
 {
 	mig_conn_set_error(c, -ECANCELED);

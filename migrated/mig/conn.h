@@ -89,6 +89,17 @@ int mig_conn_send_frame(struct mig_conn *c, const void *buf, size_t len);
 int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
 		  ProtobufCMessage **msg);
 
+/*
+ * Wait up to @timeout_ms for the next frame to start arriving (bytes
+ * buffered in TLS, or the socket readable: data, end of stream or an
+ * error, which the next recv then reports). 0: call mig_conn_recv();
+ * -ETIMEDOUT: nothing came, and unlike a timeout inside recv the
+ * connection is NOT failed, so the caller can still send (the destination
+ * gives up waiting for a Commit and says so with an Abort). Otherwise the
+ * connection's first error. Owner thread.
+ */
+int mig_conn_wait_recv(struct mig_conn *c, unsigned timeout_ms);
+
 /* Read exactly @len bytes (a batch payload). 0 or the first error. */
 int mig_conn_read(struct mig_conn *c, void *buf, size_t len);
 

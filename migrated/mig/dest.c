@@ -16,7 +16,12 @@
  *
  * Whatever fails before the Commit, the engine destroys the VM before it
  * reports: a failed destination holds nothing. The VM starts only after
- * the source's Commit.
+ * the source's Commit, and this engine is the one place that decides
+ * whether it does, once (d->commit_state): after a failed load or
+ * verification, after giving up on the Commit (half the I/O timeout after
+ * the Ack; the source then gets an Abort) or after any other failure the
+ * answer is no, and a Commit arriving later is never read; once the VM is
+ * started it is never discarded, whatever happens to the report.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +48,14 @@
 
 #define VMSTATE_FORMAT 1u
 #define WATCH_POLL_MS 50u
+
+/* The one decision of this side (engine thread only). */
+enum dst_commit_state {
+	DST_LOADING = 0, /* no verified, loaded state yet */
+	DST_LOADED,	 /* verified and loaded, Ack sent: may resume */
+	DST_GAVE_UP,	 /* will never resume */
+	DST_RESUMED,	 /* the VM runs here: never discarded */
+};
 
 struct mig_dest {
 	/* immutable after start */
@@ -89,6 +102,7 @@ struct mig_dest {
 	uint64_t digest_pages;
 	struct hv_blob state;
 	uint64_t verify_ns, load_ns;
+	enum dst_commit_state commit_state;
 	/* written by the control thread, read by the watcher's progress */
 	_Atomic uint64_t ctl_bytes;
 	int result;
@@ -477,6 +491,8 @@ static int on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 		FAIL(d, -ENOMEM, "VM state: out of memory");
 	memcpy(d->state.data, env->state.data, env->state.len);
 	d->state.len = env->state.len;
+	if (d->hooks.dst_received)
+		d->hooks.dst_received(d->hooks.arg, d->vm);
 	/* Computed now, while the source hashes its page table. */
 	t0 = mig__now_ns();
 	ret = dst_digest(d);
@@ -527,6 +543,7 @@ static int on_digest(struct mig_dest *d, const ProtobufCMessage *m)
 		ret = 0;
 	if (ret)
 		FAIL(d, ret, "send ack: %s", strerror(-ret));
+	d->commit_state = DST_LOADED;
 	return 0;
 }
 
@@ -537,13 +554,25 @@ static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	int ret;
 
 	(void)m;
+	/* The state machine lets a Commit in only after the Digest; this
+	 * says whether that Digest's verification and load succeeded. */
+	if (d->commit_state != DST_LOADED)
+		FAIL(d, -EPROTO, "commit refused: %s",
+		     d->commit_state == DST_RESUMED
+			     ? "the VM runs already"
+			     : "the VM was not verified and loaded");
 	ret = mig_faultpoint(MIG_FP_DST_COMMIT);
 	if (ret < 0)
 		FAIL(d, ret, "fault point %s", MIG_FP_DST_COMMIT);
+	/* An operator's cancel that came before the start still wins: the
+	 * source then finds the channel closed and stays UNRESOLVED. */
+	if (atomic_load(&d->cancel))
+		FAIL(d, -ECANCELED, "cancelled before resume");
 	ret = hv_vm_start(d->vm);
 	t1 = mig__now_ns();
 	if (ret)
 		FAIL(d, ret, "start the VM after commit: %s", strerror(-ret));
+	d->commit_state = DST_RESUMED;
 	if (mig__wants_heartbeats(d->vm))
 		hb = mig__first_heartbeat(d->vm);
 	r.verify_ns = d->verify_ns;
@@ -602,6 +631,30 @@ static const msg_handler handlers[] = {
 	[MIG__MSG_TYPE__MSG_CANCEL] = on_cancel,
 };
 
+/*
+ * Loaded and acknowledged: the Commit follows the Ack at once unless it
+ * or the Ack was lost. Give up after half the I/O timeout, before the
+ * source's wait for Resumed ends, so that our Abort (sent by dst_thread
+ * on a connection still healthy) settles the migration on the source.
+ * Past this point a late Commit is never read.
+ */
+static int wait_commit(struct mig_dest *d)
+{
+	unsigned ms = HV_MAX(d->io_ms / 2, 1u);
+	int ret;
+
+	if (d->commit_state != DST_LOADED)
+		return 0;
+	ret = mig_conn_wait_recv(d->ctl, ms);
+	if (ret == -ETIMEDOUT) {
+		d->commit_state = DST_GAVE_UP;
+		FAIL(d, ret, "no commit within %u ms of the ack: the VM is "
+			     "discarded here and never resumed",
+		     ms);
+	}
+	return ret;
+}
+
 static int control_loop(struct mig_dest *d)
 {
 	while (d->fsm.state != MIG_RECV_COMMITTED) {
@@ -609,7 +662,11 @@ static int control_loop(struct mig_dest *d)
 		ProtobufCMessage *m;
 		int ret;
 
-		ret = mig_conn_recv(d->ctl, &h, &m);
+		ret = wait_commit(d);
+		if (!ret)
+			ret = mig_conn_recv(d->ctl, &h, &m);
+		if (ret == -ETIMEDOUT && d->commit_state == DST_GAVE_UP)
+			return ret; /* wait_commit() said why */
 		if (ret) {
 			int perr = atomic_load(&d->pipe_err);
 
@@ -684,6 +741,10 @@ static void *dst_thread(void *arg)
 	ret = accept_channels(d);
 	if (!ret)
 		ret = control_loop(d);
+	/* A started VM is never discarded (on_commit returns 0 once it
+	 * started it; this keeps it so should that ever change). */
+	if (d->commit_state == DST_RESUMED)
+		ret = 0;
 	if (ret && atomic_load(&d->cancel)) {
 		pthread_mutex_lock(&d->prog.lock);
 		d->prog.p.error = -ECANCELED;
@@ -694,6 +755,9 @@ static void *dst_thread(void *arg)
 	if (ret) {
 		struct mig_progress p;
 
+		/* Decided once: whatever comes later, this VM never runs. */
+		if (d->commit_state != DST_RESUMED)
+			d->commit_state = DST_GAVE_UP;
 		mig__prog_get(&d->prog, &p);
 		pthread_mutex_lock(&d->lock);
 		if (d->ctl && !mig_conn_error(d->ctl))

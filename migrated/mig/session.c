@@ -25,6 +25,7 @@ static const char *const phase_names[MIG_PHASE_COUNT] = {
 	[MIG_PHASE_COMPLETED] = "completed",
 	[MIG_PHASE_FAILED] = "failed",
 	[MIG_PHASE_CANCELLED] = "cancelled",
+	[MIG_PHASE_UNRESOLVED] = "unresolved",
 };
 
 const char *mig_phase_name(enum mig_phase phase)
@@ -233,5 +234,39 @@ void mig__prog_fail(struct mig__prog *pr, int err, const char *fmt, ...)
 		vsnprintf(pr->p.message, sizeof(pr->p.message), fmt, ap);
 		va_end(ap);
 	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
+void mig__prog_note(struct mig__prog *pr, const char *fmt, ...)
+{
+	size_t len;
+	va_list ap;
+
+	pthread_mutex_lock(&pr->lock);
+	len = strlen(pr->p.message);
+	if (len + 3 < sizeof(pr->p.message)) {
+		if (len) {
+			memcpy(pr->p.message + len, "; ", 3);
+			len += 2;
+		}
+		va_start(ap, fmt);
+		vsnprintf(pr->p.message + len, sizeof(pr->p.message) - len, fmt,
+			  ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
+void mig__prog_set(struct mig__prog *pr, enum mig_phase ph, int err,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&pr->lock);
+	pr->p.phase = ph;
+	pr->p.error = err;
+	va_start(ap, fmt);
+	vsnprintf(pr->p.message, sizeof(pr->p.message), fmt, ap);
+	va_end(ap);
 	pthread_mutex_unlock(&pr->lock);
 }

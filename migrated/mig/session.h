@@ -21,8 +21,19 @@
  * running on the source with nothing lost (dirty logging stopped, vCPUs
  * resumed, throttle removed), and the destination destroys what it
  * received. The VM never runs on both sides: the destination resumes only
- * after the source confirmed the commit, and the source stops its vCPUs
- * for good only after the destination acknowledged.
+ * after the source's Commit, and the source gives up its copy only on
+ * positive news from the destination:
+ *   - Resumed: the VM runs there; the source stops its copy (COMPLETED);
+ *   - Abort or Cancel: the destination did not start the VM and never
+ *     will (it decides alone, once); the source resumes (FAILED);
+ *   - nothing (connection lost, destination killed, timeout) after the
+ *     Commit went out: the source cannot tell whether the VM runs there.
+ *     It keeps its copy paused and intact and ends UNRESOLVED; whoever
+ *     asks the destination settles it with mig_source_resolve().
+ * The destination gives up waiting for the Commit after half the I/O
+ * timeout (and says so with an Abort), so that a lost Commit is normally
+ * settled by that Abort before the source's own wait for Resumed ends.
+ * docs/architecture.md has the sequence and each loss case.
  *
  * Threads: start/cancel/tune/get_progress/wait/destroy from any one
  * controlling thread; @cb is called from the engine's thread (it must not
@@ -96,7 +107,8 @@ struct mig_opts {
 /*
  * Observation points for tests (page-by-page oracles) and benchmarks.
  * Called from the engine's thread; they may read guest memory through the
- * VM but must not change its state.
+ * VM but must not change its state (the last two may change memory: that
+ * is what they are for).
  */
 struct mig_hooks {
 	/* Source: VM paused, every page sent (final pass done), before the
@@ -105,6 +117,14 @@ struct mig_hooks {
 	/* Destination: memory verified and state loaded, VM not started. */
 	void (*dst_loaded)(void *arg, struct hv_vm *vm);
 	void *arg;
+	/* Source, VM paused, the destination's Ack accepted, before the
+	 * Commit. The one hook that may change guest memory: a test writes a
+	 * page here to make the post-commit verification find a mismatch. */
+	void (*src_acked)(void *arg, struct hv_vm *vm);
+	/* Destination: every page and the state received, before its
+	 * memory is verified. May change memory: a test corrupts a page to
+	 * make the verification fail. */
+	void (*dst_received)(void *arg, struct hv_vm *vm);
 };
 
 /* Changed while a migration runs (mig_source_tune); 0 = leave as is. */
@@ -125,6 +145,9 @@ enum mig_phase {
 	MIG_PHASE_COMPLETED, /* VM runs on the destination */
 	MIG_PHASE_FAILED,    /* VM runs on the source; error says why */
 	MIG_PHASE_CANCELLED, /* VM runs on the source */
+	/* Source: Commit sent, no word from the destination since. The VM
+	 * is paused here, intact; mig_source_resolve() settles it. */
+	MIG_PHASE_UNRESOLVED,
 	MIG_PHASE_COUNT,
 };
 
@@ -174,8 +197,9 @@ struct mig_progress {
 	 * re-hashed page by page against the page table whose SHA-256 the
 	 * destination matched at switchover (digest.h). verify_pages 0: not
 	 * run. A mismatch means the destination got a page that differs
-	 * from the source's final memory (the migration has already
-	 * committed: this is a report, not a rollback).
+	 * from the source's final memory: the migration has committed (the
+	 * VM runs there), so it is not a rollback but an error of the
+	 * result: wait() returns -EBADE, error and message say so.
 	 */
 	uint64_t verify_pages;
 	uint64_t verify_mismatches;
@@ -183,8 +207,9 @@ struct mig_progress {
 	/* Pages never sent because they were holes of the source's memfd
 	 * (never written: zeros on both sides without a read). */
 	uint64_t pages_hole;
-	int error;	     /* negative errno when FAILED */
-	char message[256];   /* human-readable reason when FAILED */
+	int error;	     /* negative errno: FAILED, UNRESOLVED, or a
+			      * COMPLETED one whose verification failed */
+	char message[256];   /* human-readable reason then */
 };
 
 /*
@@ -208,17 +233,46 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 		     const struct mig_opts *opts, mig_progress_cb cb,
 		     void *arg, struct mig_source **out);
 /* Ask the migration to stop; wait() then reports CANCELLED, unless the
- * commit point was already passed (then COMPLETED). 0 or -EALREADY. */
+ * commit point was already passed (then -EALREADY, and the commit's own
+ * outcome: COMPLETED, UNRESOLVED, or FAILED on the destination's Abort).
+ * 0 or -EALREADY. */
 int mig_source_cancel(struct mig_source *src);
 int mig_source_tune(struct mig_source *src, const struct mig_tune *t);
 void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);
 /*
- * Wait for the end; fills @final. 0: COMPLETED, the source VM is stopped
- * (the caller destroys it). Negative errno: FAILED or CANCELLED
- * (-ECANCELED), the VM runs on the source as before.
+ * Wait for the end; fills @final.
+ *   0            COMPLETED: the VM runs on the destination; the source VM
+ *                is stopped (the caller destroys it).
+ *   -EBADE       COMPLETED as above, but the post-commit verification
+ *                found pages that differ (verify_mismatches).
+ *   -EINPROGRESS UNRESOLVED: the VM is paused here, memory intact; the
+ *                caller asks the destination and calls resolve().
+ *   other        FAILED or CANCELLED (-ECANCELED): the VM runs on the
+ *                source as before -- unless the rollback could not
+ *                resume it (then it is PAUSED and the message says so).
  */
 int mig_source_wait(struct mig_source *src, struct mig_progress *final);
-/* After wait(). destroy(NULL) no-op. */
+
+enum mig_resolve {
+	MIG_RESOLVE_INVALID = 0,
+	/* The destination does not run the VM: resume it here (FAILED). */
+	MIG_RESOLVE_RESUME_SOURCE,
+	/* The destination runs it: stop ours and verify (COMPLETED). */
+	MIG_RESOLVE_CONFIRM_DESTINATION,
+};
+
+/*
+ * Settle an UNRESOLVED migration (wait() returned -EINPROGRESS). The
+ * engine cannot know which is right: the caller must have asked the
+ * destination, since resuming a VM the destination runs makes two. No
+ * callback. RESUME_SOURCE: 0, or the resume's error (still UNRESOLVED).
+ * CONFIRM_DESTINATION: 0, or -EBADE when the verification (as in wait)
+ * finds a mismatch. -EALREADY when not UNRESOLVED, -EINVAL for @how.
+ * @final (may be NULL) gets the new state. Controlling thread.
+ */
+int mig_source_resolve(struct mig_source *src, enum mig_resolve how,
+		       struct mig_progress *final);
+/* After wait(). An UNRESOLVED VM stays paused. destroy(NULL) no-op. */
 void mig_source_destroy(struct mig_source *src);
 
 /*

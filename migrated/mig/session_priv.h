@@ -63,5 +63,13 @@ void mig__prog_phase(struct mig__prog *pr, enum mig_phase ph);
  * message, unless an error is already recorded (the first one wins). */
 void mig__prog_fail(struct mig__prog *pr, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Append "; <text>" to the message (error and phase unchanged). */
+void mig__prog_note(struct mig__prog *pr, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Set phase, error and message outright (a later verdict replaces an
+ * earlier one: UNRESOLVED, a verification error, a resolve). */
+void mig__prog_set(struct mig__prog *pr, enum mig_phase ph, int err,
+		   const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * mig_source: the sending side of a precopy migration (session.h).
  *
- * One engine thread runs setup -> iterations -> switchover -> commit.
+ * One engine thread runs setup -> iterations -> switchover -> commit
+ * (the commit, rollback and resolve are in source_commit.c).
  * Until the destination's Ack has been accepted (s->committed, under
  * s->lock) every failure goes through rollback(): vCPUs resumed if we
  * paused them, throttle removed, dirty logging stopped, the peer told
@@ -36,12 +37,6 @@
 #define SRC_BW_MIN_NS 20000000ull
 #define SRC_BW_MIN_PAGES 4096u
 #define VMSTATE_FORMAT 1u
-
-#define FAIL(s, err, ...)                                                   \
-	do {                                                                 \
-		mig__prog_fail(&(s)->prog, (err), __VA_ARGS__);              \
-		return (err);                                                \
-	} while (0)
 
 static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
 		    ProtobufCMessage **m)
@@ -510,116 +505,6 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	return 0;
 }
 
-/* After the Ack: commit, wait for the destination to run the VM. */
-static int commit(struct mig_source *s, struct mig_downtime *dt,
-		  uint64_t hb_src)
-{
-	Mig__Commit c = MIG__COMMIT__INIT;
-	ProtobufCMessage *m = NULL;
-	uint64_t t0 = mig__now_ns(), t1;
-	int ret;
-
-	ret = mig_faultpoint(MIG_FP_SRC_ACKED);
-	if (ret < 0)
-		FAIL(s, ret, "fault point %s", MIG_FP_SRC_ACKED);
-	pthread_mutex_lock(&s->lock);
-	if (atomic_load(&s->cancel)) {
-		pthread_mutex_unlock(&s->lock);
-		FAIL(s, -ECANCELED, "cancelled before commit");
-	}
-	s->committed = true;
-	pthread_mutex_unlock(&s->lock);
-	c.downtime_us = (dt->pause_ns + dt->final_harvest_ns +
-			 dt->final_send_ns + dt->state_ns + dt->digest_ns +
-			 dt->load_ns) / 1000;
-	ret = mig_faultpoint(MIG_FP_SRC_COMMIT_SEND);
-	if (ret == 0)
-		ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_COMMIT, &c.base,
-				    NULL, 0);
-	else if (ret == MIG_FAULT_DROP)
-		ret = 0;
-	if (ret) {
-		/* Not written: the destination cannot resume; we may. */
-		pthread_mutex_lock(&s->lock);
-		s->committed = false;
-		pthread_mutex_unlock(&s->lock);
-		FAIL(s, ret, "send commit: %s", strerror(-ret));
-	}
-	/*
-	 * The VM stays paused here until the destination reports: an Abort
-	 * means it did not start the VM, so ours may run again; silence or a
-	 * broken channel leaves us unable to tell, and then the VM must not
-	 * run twice: it is stopped and the migration counts as done.
-	 */
-	ret = mig_faultpoint(MIG_FP_SRC_COMMITTED);
-	if (ret == 0)
-		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
-				     "waiting for resume report");
-	t1 = mig__now_ns();
-	if (ret == -ECONNABORTED) {
-		pthread_mutex_lock(&s->lock);
-		s->committed = false;
-		pthread_mutex_unlock(&s->lock);
-		return ret;
-	}
-	hv_vm_stop(s->vm);
-	s->paused = false;
-	pthread_mutex_lock(&s->prog.lock);
-	if (ret) {
-		hv_warn("mig", "op=commit err=%d what=no_resume_report "
-			       "vm_stopped=1",
-			ret);
-		s->prog.p.error = 0;
-		s->prog.p.message[0] = 0;
-		dt->resume_ns = t1 - t0;
-	} else {
-		Mig__Resumed *r = (Mig__Resumed *)m;
-
-		dt->resume_ns = t1 - t0 - HV_MIN(r->heartbeat_wait_ns, t1 - t0);
-		dt->dst_verify_ns = r->verify_ns;
-		dt->dst_load_ns = r->load_ns;
-		dt->dst_resume_ns = r->resume_ns;
-		if (r->first_heartbeat_realtime_ns && hb_src &&
-		    r->first_heartbeat_realtime_ns > hb_src)
-			s->prog.p.guest_downtime_ns =
-				r->first_heartbeat_realtime_ns - hb_src;
-	}
-	dt->total_ns = dt->pause_ns + dt->final_harvest_ns +
-		       dt->final_send_ns + dt->state_ns + dt->digest_ns +
-		       dt->load_ns + dt->resume_ns;
-	s->prog.p.downtime = *dt;
-	s->prog.p.throttle_pct = 0;
-	pthread_mutex_unlock(&s->prog.lock);
-	mig_frame_msg_free(m);
-	return 0;
-}
-
-/* Everything back as it was before the migration, VM running. */
-static void rollback(struct mig_source *s, int err)
-{
-	struct mig_progress p;
-	int r;
-
-	if (s->paused) {
-		r = hv_vm_resume(s->vm);
-		if (r)
-			hv_err("mig", "op=rollback what=resume err=%d", r);
-		s->paused = false;
-	}
-	r = mig_throttle_restore(&s->thr);
-	if (r)
-		hv_err("mig", "op=rollback what=unthrottle err=%d", r);
-	if (s->logging) {
-		hv_vm_dirty_log_stop(s->vm);
-		s->logging = false;
-	}
-	mig__prog_get(&s->prog, &p);
-	mig__send_abort(s->ctl, err, p.message);
-	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
-	       "op=migrate_out vm=%p err=%d phase=%s msg=\"%s\"",
-	       (void *)s->vm, err, mig_phase_name(p.phase), p.message);
-}
-
 static void *src_thread(void *arg)
 {
 	struct mig_source *s = arg;
@@ -636,8 +521,9 @@ static void *src_thread(void *arg)
 	if (!ret)
 		ret = switchover(s, iter, &dt, &hb_src);
 	if (!ret)
-		ret = commit(s, &dt, hb_src);
-	if (ret && atomic_load(&s->cancel) && !s->committed) {
+		ret = src_commit(s, &dt, hb_src);
+	if (ret && ret != SRC_UNRESOLVED && atomic_load(&s->cancel) &&
+	    !s->committed) {
 		/* Whatever broke, the operator's cancel is the cause. */
 		pthread_mutex_lock(&s->prog.lock);
 		s->prog.p.error = -ECANCELED;
@@ -647,24 +533,36 @@ static void *src_thread(void *arg)
 	}
 	mig_send_pipe_destroy(s->pipe);
 	s->pipe = NULL;
-	if (ret) {
-		rollback(s, ret);
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
+	pthread_mutex_unlock(&s->prog.lock);
+	if (ret == SRC_UNRESOLVED) {
+		struct mig_progress p;
+
+		/* Paused, unthrottled since the switchover, not logging:
+		 * exactly the memory the destination acknowledged. (Notes
+		 * such as a failed log stop go after the verdict.) */
+		s->unresolved = true;
+		mig__prog_get(&s->prog, &p);
+		mig__prog_set(&s->prog, MIG_PHASE_UNRESOLVED, s->cause,
+			      "commit unresolved: no word from the destination "
+			      "after the Commit (%.120s); the VM is paused "
+			      "here: ask the destination whether it runs it, "
+			      "then resolve",
+			      p.message[0] ? p.message : strerror(-s->cause));
+		src_stop_logging(s);
+		hv_err("mig", "op=migrate_out vm=%p result=unresolved err=%d",
+		       (void *)s->vm, s->cause);
+	} else if (ret) {
+		src_rollback(s, ret);
 	} else {
-		if (s->logging)
-			hv_vm_dirty_log_stop(s->vm);
-		s->logging = false;
-		pthread_mutex_lock(&s->prog.lock);
-		s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
-		pthread_mutex_unlock(&s->prog.lock);
-		/* The VM is stopped and its memory frozen: check every page
-		 * against what the destination acknowledged. */
-		if (src_verify(s))
-			hv_warn("mig", "op=verify err=nomem");
-		mig__prog_phase(&s->prog, MIG_PHASE_COMPLETED);
-		hv_info("mig", "op=migrate_out vm=%p result=completed "
-			       "downtime_ms=%.1f guest_downtime_ms=%.1f",
-			(void *)s->vm, (double)dt.total_ns / 1e6,
-			(double)s->prog.p.guest_downtime_ns / 1e6);
+		ret = src_complete(s);
+		src_stop_logging(s);
+		hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
+		       "op=migrate_out vm=%p result=completed err=%d "
+		       "downtime_ms=%.1f guest_downtime_ms=%.1f",
+		       (void *)s->vm, ret, (double)dt.total_ns / 1e6,
+		       (double)s->prog.p.guest_downtime_ns / 1e6);
 	}
 	pthread_mutex_lock(&s->lock);
 	mig_conn_destroy(s->ctl);
@@ -674,9 +572,11 @@ static void *src_thread(void *arg)
 		s->data[i] = NULL;
 	}
 	pthread_mutex_unlock(&s->lock);
-	mig_memmap_destroy(s->map);
-	s->map = NULL;
-	src_dirty_fini(s);
+	if (!s->unresolved) {
+		mig_memmap_destroy(s->map);
+		s->map = NULL;
+		src_dirty_fini(s);
+	}
 	src_prog_counters(s);
 	s->result = ret;
 	mig__prog_emit(&s->prog, true);
@@ -810,6 +710,9 @@ void mig_source_destroy(struct mig_source *s)
 		mig_source_cancel(s);
 		mig_source_wait(s, NULL);
 	}
+	/* Unresolved and never settled: the VM stays paused, the caller's. */
+	mig_memmap_destroy(s->map);
+	src_dirty_fini(s);
 	mig_tls_destroy(s->tls);
 	mig__prog_fini(&s->prog);
 	pthread_mutex_destroy(&s->lock);

@@ -90,7 +90,39 @@ struct mig_source {
 	uint64_t holes; /* pages skipped as holes in the first pass */
 	bool logging, paused;
 	int result;
+	/* Engine thread until wait() returned, then the controlling thread
+	 * (resolve): the commit had no answer; map, slots and page table
+	 * are kept for the verification of a confirmed destination. */
+	bool unresolved;
+	int cause; /* why it is unresolved */
 };
+
+#define FAIL(s, err, ...)                                                   \
+	do {                                                                 \
+		mig__prog_fail(&(s)->prog, (err), __VA_ARGS__);              \
+		return (err);                                                \
+	} while (0)
+
+/* The commit had no answer: a distinct end, never success or rollback. */
+#define SRC_UNRESOLVED (-EINPROGRESS)
+
+/* source_commit.c */
+/*
+ * After the Ack: Commit, then wait for the destination's word.
+ * 0: Resumed, the VM runs there (ours still paused: src_complete() stops
+ * it). SRC_UNRESOLVED: no word after the Commit went out (s->cause says
+ * why). Other: the destination cannot run the VM (the Commit was not
+ * sent, or it answered Abort/Cancel): roll back.
+ */
+int src_commit(struct mig_source *s, struct mig_downtime *dt,
+	       uint64_t hb_src);
+/* Dirty logging off; a failure goes into the progress message. */
+void src_stop_logging(struct mig_source *s);
+/* Everything back as before the migration, VM running (or said not to
+ * be), the peer told. */
+void src_rollback(struct mig_source *s, int err);
+/* The destination runs the VM: stop ours, verify. 0 or -EBADE. */
+int src_complete(struct mig_source *s);
 
 /* source_iter.c */
 int src_dirty_init(struct mig_source *s);

@@ -3,7 +3,8 @@
  * migrate-send: start migrating a VM of the local migrated to DEST:PORT
  * and follow it to the end: a progress bar on a terminal, plain lines
  * otherwise, JSON lines with --json. Exit 0 only when the VM runs on the
- * destination.
+ * destination and its memory verified; 6 and 7 are the two outcomes an
+ * orchestrator must act on (usage()).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +27,13 @@ static void usage(FILE *f)
 		"                    [--interval MS] VM DEST:PORT\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
-		"3 unknown VM, 4 unavailable, 5 daemon not reachable.\n");
+		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
+		"6 UNRESOLVED: the commit had no answer; the VM is paused on\n"
+		"  the source and may run on the destination: ask the\n"
+		"  destination, then 'migratectl migration resolve ID\n"
+		"  --resume-source | --confirm-destination',\n"
+		"7 the VM runs on the destination but the post-commit\n"
+		"  verification found pages that differ from the source's.\n");
 }
 
 struct send_opts {
@@ -230,10 +237,13 @@ int main(int argc, char **argv)
 	}
 	ret = 1;
 	if (last) {
+		const Migd__MigProgress *p = last->progress;
+
 		show(&so, last, true);
-		if (last->progress && last->progress->phase ==
-					      MIGD__MIG_PHASE__MIG_PHASE_COMPLETED)
-			ret = 0;
+		if (p && p->phase == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED)
+			ret = p->verify_failed ? 7 : 0;
+		else if (p && p->phase == MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED)
+			ret = 6;
 	} else {
 		fprintf(stderr, "migrate-send: no final state received\n");
 	}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * migratectl migration ... (list, status, watch, cancel, tune) and
+ * migratectl migration ... (list, status, watch, cancel, tune, resolve) and
  * migratectl events.
  */
 #include <errno.h>
@@ -159,6 +159,67 @@ static int mig_cancel(struct ctl *ctl, const char *which)
 	return 0;
 }
 
+/*
+ * resolve ID|VM --resume-source | --confirm-destination. 0: settled (and,
+ * confirmed, verified clean); 1: settled but the verification found a
+ * mismatch; else the refusal's code (FAILED_PRECONDITION: not unresolved).
+ */
+static int mig_resolve(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct {
+		const char *flag;
+		Migd__MigResolveAction action;
+	} acts[] = {
+		{ "--resume-source",
+		  MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_RESUME_SOURCE },
+		{ "--confirm-destination",
+		  MIGD__MIG_RESOLVE_ACTION__MIG_RESOLVE_CONFIRM_DESTINATION },
+	};
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigResolveRequest rr = MIGD__MIG_RESOLVE_REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	const char *which = NULL;
+	int ret;
+
+	for (int i = 1; i < argc; i++) {
+		size_t k = 0;
+
+		while (k < sizeof(acts) / sizeof(acts[0]) &&
+		       strcmp(argv[i], acts[k].flag))
+			k++;
+		if (k < sizeof(acts) / sizeof(acts[0]) && !rr.action)
+			rr.action = acts[k].action;
+		else if (argv[i][0] != '-' && !which)
+			which = argv[i];
+		else
+			goto usage;
+	}
+	if (!which || !rr.action)
+		goto usage;
+	set_ref(&ref, which);
+	rr.ref = &ref;
+	req.call_case = MIGD__REQUEST__CALL_MIG_RESOLVE;
+	req.mig_resolve = &rr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->base);
+	else if (resp->mig_resolve)
+		migd_mig_print_report(stdout, resp->mig_resolve);
+	ret = resp->mig_resolve && resp->mig_resolve->progress &&
+	      resp->mig_resolve->progress->verify_failed;
+	migd__response__free_unpacked(resp, NULL);
+	return ret;
+usage:
+	fprintf(stderr, "migratectl: usage: migration resolve ID|VM "
+			"--resume-source | --confirm-destination\n"
+			"  (ask the destination daemon first whether it runs "
+			"the VM)\n");
+	return 2;
+}
+
 static int mig_tune(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -247,8 +308,12 @@ int ctl_mig(struct ctl *ctl, int argc, char **argv)
 		return mig_cancel(ctl, argv[2]);
 	if (!strcmp(sub, "tune"))
 		return mig_tune(ctl, argc - 1, argv + 1);
+	if (!strcmp(sub, "resolve"))
+		return mig_resolve(ctl, argc - 1, argv + 1);
 	fprintf(stderr, "migratectl: usage: migration list | status [ID|VM] "
-			"| watch ID|VM | cancel ID|VM | tune ID|VM ...\n");
+			"| watch ID|VM | cancel ID|VM | tune ID|VM ... "
+			"| resolve ID|VM --resume-source|--confirm-destination"
+			"\n");
 	return 2;
 }
 

@@ -32,7 +32,10 @@ static const struct {
 	  "migration list | migration status [ID|VM]\n"
 	  "  migration watch ID|VM | migration cancel ID|VM\n"
 	  "  migration tune ID|VM [--bandwidth SIZE/s] [--downtime MS]\n"
-	  "                       [--throttle PCT] [--channels N]" },
+	  "                       [--throttle PCT] [--channels N]\n"
+	  "  migration resolve ID|VM --resume-source|--confirm-destination\n"
+	  "                       (after an UNRESOLVED commit: ask the\n"
+	  "                       destination first whether it runs the VM)" },
 	{ "events", ctl_events,
 	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
 	  "[--interval MS] [--count N]" },

@@ -18,6 +18,7 @@ const char *migd_mig_phase_text(Migd__MigPhase p)
 		[MIGD__MIG_PHASE__MIG_PHASE_COMPLETED] = "completed",
 		[MIGD__MIG_PHASE__MIG_PHASE_FAILED] = "failed",
 		[MIGD__MIG_PHASE__MIG_PHASE_CANCELLED] = "cancelled",
+		[MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED] = "unresolved",
 	};
 
 	if ((unsigned)p < sizeof(names) / sizeof(names[0]))
@@ -29,7 +30,8 @@ int migd_mig_phase_terminal(Migd__MigPhase p)
 {
 	return p == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED ||
 	       p == MIGD__MIG_PHASE__MIG_PHASE_FAILED ||
-	       p == MIGD__MIG_PHASE__MIG_PHASE_CANCELLED;
+	       p == MIGD__MIG_PHASE__MIG_PHASE_CANCELLED ||
+	       p == MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED;
 }
 
 static const Migd__MigProgress empty_progress = MIGD__MIG_PROGRESS__INIT;
@@ -138,4 +140,18 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 			(unsigned long long)p->verify_pages,
 			migd_fmt_ns(a, sizeof(a), p->verify_ns),
 			(unsigned long long)p->verify_mismatches);
+	if (p->verify_failed)
+		fprintf(f, "  VERIFICATION FAILED: the destination runs a VM "
+			   "whose memory differs from the source's\n");
+	if (p->phase == MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED)
+		fprintf(f,
+			"  unresolved:   the VM is paused and intact on the "
+			"source; it may run on the\n"
+			"                destination. Ask the destination "
+			"daemon (migratectl migration\n"
+			"                status there), then: migratectl "
+			"migration resolve %llu\n"
+			"                --resume-source | "
+			"--confirm-destination\n",
+			(unsigned long long)m->id);
 }
