@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -28,7 +29,35 @@ struct mig_conn {
 	size_t rbuf_cap;
 	uint8_t sbuf[MIG_FRAME_HDR_SIZE + 4096];
 	uint64_t sent, recvd;
+	/* mig_conn_server_step() only: handshake done, first frame so far */
+	bool hs_done, peeked;
+	uint8_t hraw[MIG_FRAME_HDR_SIZE];
+	size_t have;
 };
+
+/*
+ * A receive buffer above this is freed after its message: one large
+ * message (a layout, the VM state) must not pin megabytes per channel
+ * for the rest of the stream.
+ */
+#define RBUF_KEEP_MAX 65536u
+
+/*
+ * What a plain side answers to a TLS ClientHello, and a TLS side to a
+ * plain Hello: each in the form the other end can read, so that both
+ * ends name the mismatch instead of a protocol error. A TLS listener
+ * writes this fatal protocol_version alert record; a plain listener
+ * writes a frame header, which a TLS client fails on as "wrong version
+ * number".
+ */
+static const uint8_t tls_alert_rec[] = { 0x15, 0x03, 0x03, 0x00,
+					 0x02, 0x02, 0x46 };
+
+/* Do the first bytes of a record look like TLS (handshake or alert)? */
+static bool looks_like_tls(const uint8_t *p, size_t n)
+{
+	return n >= 2 && (p[0] == 0x15 || p[0] == 0x16) && p[1] == 0x03;
+}
 
 /* Parse a numeric IPv4 or IPv6 address. */
 static int parse_addr(const char *host, uint16_t port,
@@ -67,7 +96,7 @@ int mig_listen(const char *host, uint16_t port, int *fd_out,
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 64))
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, SOMAXCONN))
 		goto fail;
 	if (port_out) {
 		len = sizeof(ss);
@@ -178,19 +207,19 @@ static struct mig_conn *conn_new(int fd)
 	return c;
 }
 
-/* Handshake on a connected socket; on failure frees c but not fd. */
-static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
+/* Set up c->ssl for a handshake on c->fd, checking the server's name. */
+static int ssl_prepare(struct mig_conn *c, struct mig_tls *tls)
 {
-	bool server = mig_tls_is_server(tls);
 	const char *name = mig_tls_peer_name(tls);
-	long vr;
 	int r;
 
 	ERR_clear_error();
 	c->ssl = SSL_new(mig_tls_ctx(tls));
 	if (!c->ssl || !SSL_set_fd(c->ssl, c->fd))
 		return -ENOMEM;
-	if (!server && name) {
+	if (mig_tls_is_server(tls)) {
+		SSL_set_accept_state(c->ssl);
+	} else if (name) {
 		X509_VERIFY_PARAM *p = SSL_get0_param(c->ssl);
 		ASN1_OCTET_STRING *ip = a2i_IPADDRESS(name);
 
@@ -203,18 +232,70 @@ static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
 		if (r != 1)
 			return -ENOMEM;
 	}
-	r = server ? SSL_accept(c->ssl) : SSL_connect(c->ssl);
-	if (r == 1)
-		return 0;
-	vr = SSL_get_verify_result(c->ssl);
+	return 0;
+}
+
+/* The errno of a failed handshake step @r (not a "want" one). */
+static int handshake_error(struct mig_conn *c, int r, bool server)
+{
+	const char *op = server ? "accept" : "connect";
+	long vr = SSL_get_verify_result(c->ssl);
+	int reason = ERR_GET_REASON(ERR_peek_error());
+
 	if (vr != X509_V_OK) {
-		hv_err("tls", "op=%s err=peer_refused reason=\"%s\"",
-		       server ? "accept" : "connect",
+		hv_err("tls", "op=%s err=peer_refused reason=\"%s\"", op,
 		       X509_verify_cert_error_string(vr));
 		ERR_clear_error();
 		return -EACCES;
 	}
-	return ssl_err(c, r, server ? "accept" : "connect");
+	/* The server answered with bytes that are not TLS: a plain peer. */
+	if (!server && reason == SSL_R_WRONG_VERSION_NUMBER) {
+		hv_err("tls", "op=%s err=tls_plain_mismatch what=peer_is_plain",
+		       op);
+		ERR_clear_error();
+		return -EPROTOTYPE;
+	}
+	return ssl_err(c, r, op);
+}
+
+/*
+ * A plain Hello on a TLS listener: the peer runs --insecure. Peeked, so
+ * that a TLS ClientHello is left for OpenSSL. 0 when the first byte is
+ * not our magic's, -EAGAIN when nothing arrived yet (non-blocking).
+ */
+static int plain_peer_check(struct mig_conn *c, int flags)
+{
+	uint8_t b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | flags);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -EAGAIN;
+	if (n != 1 || b != (uint8_t)(MIG_FRAME_MAGIC & 0xff))
+		return 0;
+	hv_err("tls", "op=accept err=tls_plain_mismatch what=peer_is_plain");
+	(void)!send(c->fd, tls_alert_rec, sizeof(tls_alert_rec),
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	return -EPROTOTYPE;
+}
+
+/* Blocking handshake on a connected socket; frees nothing on failure. */
+static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
+{
+	bool server = mig_tls_is_server(tls);
+	int r;
+
+	r = ssl_prepare(c, tls);
+	if (r)
+		return r;
+	if (server) {
+		r = plain_peer_check(c, 0);
+		if (r && r != -EAGAIN)
+			return r;
+	}
+	r = server ? SSL_accept(c->ssl) : SSL_connect(c->ssl);
+	if (r == 1)
+		return 0;
+	return handshake_error(c, r, server);
 }
 
 static void conn_free(struct mig_conn *c)
@@ -352,11 +433,14 @@ static int conn_write(struct mig_conn *c, const void *buf, size_t len)
 	return atomic_load(&c->err);
 }
 
-int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
+/* Read exactly @len bytes; *@got says how many arrived, even on error. */
+static int conn_read_n(struct mig_conn *c, void *buf, size_t len,
+		       size_t *got)
 {
 	uint8_t *p = buf;
 	int ret = atomic_load(&c->err);
 
+	*got = 0;
 	if (ret)
 		return ret;
 	while (len) {
@@ -366,9 +450,11 @@ int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
 
 			ERR_clear_error();
 			r = SSL_read_ex(c->ssl, p, len, &n);
-			if (r <= 0)
+			if (r <= 0) {
+				*got = (size_t)(p - (uint8_t *)buf);
 				return mig_conn_set_error(
 					c, ssl_err(c, r, "read"));
+			}
 			p += n;
 			len -= n;
 		} else {
@@ -376,17 +462,27 @@ int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
 
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0)
+			if (n <= 0) {
+				*got = (size_t)(p - (uint8_t *)buf);
 				return mig_conn_set_error(
 					c, !n		      ? -EPIPE
 					   : errno == EAGAIN ? -ETIMEDOUT
 							     : -errno);
+			}
 			p += n;
 			len -= (size_t)n;
 		}
 	}
-	c->recvd += (uint64_t)(p - (uint8_t *)buf);
+	*got = (size_t)(p - (uint8_t *)buf);
+	c->recvd += *got;
 	return atomic_load(&c->err);
+}
+
+int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
+{
+	size_t got;
+
+	return conn_read_n(c, buf, len, &got);
 }
 
 int mig_conn_send_frame(struct mig_conn *c, const void *buf, size_t len)
@@ -431,41 +527,277 @@ int mig_conn_send(struct mig_conn *c, unsigned type,
 	return ret;
 }
 
-int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
-		  ProtobufCMessage **msg)
+/*
+ * A header that failed to decode (@n of its bytes arrived, @err the read's
+ * error or 0): TLS bytes on a plain channel are a mismatch, not garbage.
+ */
+static int bad_header(struct mig_conn *c, const uint8_t *raw, size_t n,
+		      int err)
 {
-	uint8_t raw[MIG_FRAME_HDR_SIZE];
-	struct mig_frame_hdr h;
-	int ret;
+	if (!c->ssl && looks_like_tls(raw, n)) {
+		hv_err("mig", "op=recv err=tls_plain_mismatch "
+			      "what=peer_speaks_tls");
+		/* Answer so that a TLS client names the mismatch too. */
+		if (raw[0] == 0x16)
+			(void)!send(c->fd, "MIGS\x01\0\0\0", 8,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		atomic_store(&c->err, -EPROTOTYPE);
+		return -EPROTOTYPE;
+	}
+	if (err)
+		return err;
+	hv_err("mig", "op=recv err=bad_header");
+	return mig_conn_set_error(c, -EPROTO);
+}
 
-	ret = mig_conn_read(c, raw, sizeof(raw));
-	if (ret)
-		return ret;
-	ret = mig_frame_hdr_decode(raw, &h);
+/* For logs of a header that failed to decode. */
+static unsigned raw_type(const uint8_t *raw)
+{
+	return (unsigned)raw[6] | (unsigned)raw[7] << 8;
+}
+
+static uint32_t raw_len(const uint8_t *raw)
+{
+	return (uint32_t)raw[8] | (uint32_t)raw[9] << 8 |
+	       (uint32_t)raw[10] << 16 | (uint32_t)raw[11] << 24;
+}
+
+/* Check a decoded header against @types; grow rbuf for its message. */
+static int hdr_admit(struct mig_conn *c, const uint8_t *raw, uint64_t types,
+		     struct mig_frame_hdr *h)
+{
+	int ret = mig_frame_hdr_decode(raw, h);
+
+	if (ret == -EPROTO)
+		return bad_header(c, raw, MIG_FRAME_HDR_SIZE, 0);
 	if (ret) {
-		hv_err("mig", "op=recv err=bad_header ret=%d", ret);
+		hv_err("mig", "op=recv err=bad_header type=%s len=%u ret=%d",
+		       mig_frame_type_name(raw_type(raw)), raw_len(raw), ret);
 		return mig_conn_set_error(c, ret);
 	}
-	/* h.len was checked against the type's cap: growing is bounded. */
-	if (h.len > c->rbuf_cap) {
-		uint8_t *nb = realloc(c->rbuf, h.len);
+	/* Refused before a byte of the message is read or allocated. */
+	if (h->type >= 64 || !(types & (1ull << h->type))) {
+		hv_err("mig", "op=recv err=unexpected_type type=%s len=%u",
+		       mig_frame_type_name(h->type), h->len);
+		return mig_conn_set_error(c, -EPROTO);
+	}
+	/* h->len was checked against the type's cap: growing is bounded. */
+	if (h->len > c->rbuf_cap) {
+		uint8_t *nb = realloc(c->rbuf, h->len);
 
 		if (!nb)
 			return mig_conn_set_error(c, -ENOMEM);
 		c->rbuf = nb;
-		c->rbuf_cap = h.len;
+		c->rbuf_cap = h->len;
 	}
+	return 0;
+}
+
+/* Unpack the message in rbuf; give back a large buffer. */
+static int msg_unpack(struct mig_conn *c, const struct mig_frame_hdr *h,
+		      ProtobufCMessage **msg)
+{
+	int ret = mig_frame_unpack(h->type, c->rbuf, h->len, msg);
+
+	if (c->rbuf_cap > RBUF_KEEP_MAX) {
+		free(c->rbuf);
+		c->rbuf = NULL;
+		c->rbuf_cap = 0;
+	}
+	if (ret) {
+		hv_err("mig", "op=recv err=bad_message type=%s len=%u ret=%d",
+		       mig_frame_type_name(h->type), h->len, ret);
+		return mig_conn_set_error(c, ret);
+	}
+	return 0;
+}
+
+int mig_conn_recv_types(struct mig_conn *c, uint64_t types,
+			struct mig_frame_hdr *hdr, ProtobufCMessage **msg)
+{
+	uint8_t raw[MIG_FRAME_HDR_SIZE];
+	struct mig_frame_hdr h;
+	size_t got;
+	int ret;
+
+	ret = conn_read_n(c, raw, sizeof(raw), &got);
+	if (ret)
+		return got ? bad_header(c, raw, got, ret) : ret;
+	ret = hdr_admit(c, raw, types, &h);
+	if (ret)
+		return ret;
 	ret = mig_conn_read(c, c->rbuf, h.len);
 	if (ret)
 		return ret;
-	ret = mig_frame_unpack(h.type, c->rbuf, h.len, msg);
-	if (ret) {
-		hv_err("mig", "op=recv err=bad_message type=%s len=%u",
-		       mig_frame_type_name(h.type), h.len);
-		return mig_conn_set_error(c, ret);
-	}
+	ret = msg_unpack(c, &h, msg);
+	if (ret)
+		return ret;
 	*hdr = h;
 	return 0;
+}
+
+int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
+		  ProtobufCMessage **msg)
+{
+	return mig_conn_recv_types(c, ~0ull, hdr, msg);
+}
+
+/* One non-blocking read of at most @len bytes into @buf. */
+static int read_nb(struct mig_conn *c, void *buf, size_t len, size_t *n,
+		   short *events)
+{
+	ssize_t k;
+
+	if (c->ssl) {
+		int r, e;
+
+		ERR_clear_error();
+		r = SSL_read_ex(c->ssl, buf, len, n);
+		if (r > 0)
+			return 0;
+		e = SSL_get_error(c->ssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			*events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+			ERR_clear_error();
+			return -EAGAIN;
+		}
+		return mig_conn_set_error(c, ssl_err(c, r, "read"));
+	}
+	k = recv(c->fd, buf, len, MSG_DONTWAIT);
+	if (k > 0) {
+		*n = (size_t)k;
+		return 0;
+	}
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+		      errno == EINTR)) {
+		*events = POLLIN;
+		return -EAGAIN;
+	}
+	return mig_conn_set_error(c, !k ? -EPIPE : -errno);
+}
+
+int mig_conn_server_new(int fd, struct mig_tls *tls, struct mig_conn **out)
+{
+	struct mig_conn *c;
+	int fl = fcntl(fd, F_GETFL), ret;
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -errno;
+	c = conn_new(fd);
+	if (!c)
+		return -ENOMEM;
+	if (tls) {
+		ret = ssl_prepare(c, tls);
+		if (ret) {
+			conn_free(c);
+			return ret;
+		}
+	} else {
+		c->hs_done = true;
+	}
+	*out = c;
+	return 0;
+}
+
+static int server_handshake_step(struct mig_conn *c, short *events)
+{
+	int r, e;
+
+	if (!c->peeked) {
+		r = plain_peer_check(c, MSG_DONTWAIT);
+		if (r == -EAGAIN) {
+			*events = POLLIN;
+			return r;
+		}
+		if (r)
+			return mig_conn_set_error(c, r);
+		c->peeked = true;
+	}
+	ERR_clear_error();
+	r = SSL_do_handshake(c->ssl);
+	if (r == 1) {
+		c->hs_done = true;
+		return 0;
+	}
+	e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		*events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+		ERR_clear_error();
+		return -EAGAIN;
+	}
+	return mig_conn_set_error(c, handshake_error(c, r, true));
+}
+
+int mig_conn_server_step(struct mig_conn *c, uint64_t types, short *events,
+			 struct mig_frame_hdr *hdr, ProtobufCMessage **msg)
+{
+	struct mig_frame_hdr h;
+	int ret = atomic_load(&c->err);
+
+	if (ret)
+		return ret;
+	if (!c->hs_done) {
+		ret = server_handshake_step(c, events);
+		if (ret)
+			return ret;
+	}
+	while (c->have < MIG_FRAME_HDR_SIZE) {
+		size_t n;
+
+		ret = read_nb(c, c->hraw + c->have,
+			      MIG_FRAME_HDR_SIZE - c->have, &n, events);
+		if (ret == -EAGAIN)
+			return ret;
+		if (ret)
+			return c->have ? bad_header(c, c->hraw, c->have, ret)
+				       : ret;
+		c->have += n;
+	}
+	ret = hdr_admit(c, c->hraw, types, &h);
+	if (ret)
+		return ret;
+	while (c->have < MIG_FRAME_HDR_SIZE + h.len) {
+		size_t off = c->have - MIG_FRAME_HDR_SIZE, n;
+
+		ret = read_nb(c, c->rbuf + off, h.len - off, &n, events);
+		if (ret)
+			return ret;
+		c->have += n;
+	}
+	c->recvd += c->have;
+	ret = msg_unpack(c, &h, msg);
+	if (ret)
+		return ret;
+	*hdr = h;
+	return 0;
+}
+
+int mig_conn_set_blocking(struct mig_conn *c, unsigned timeout_ms)
+{
+	int fl = fcntl(c->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK))
+		return -errno;
+	return set_timeouts(c->fd, timeout_ms);
+}
+
+int mig_conn_fd(const struct mig_conn *c)
+{
+	return c->fd;
+}
+
+const char *mig_conn_strerror(int err)
+{
+	switch (err) {
+	case -EACCES:
+		return "TLS certificate error (certificate verify failed, or "
+		       "the peer refused ours: check the CA and certificates)";
+	case -EPROTOTYPE:
+		return "TLS/plain mismatch (one side uses TLS, the other "
+		       "--insecure)";
+	default:
+		return strerror(-err);
+	}
 }
 
 uint64_t mig_conn_bytes_sent(const struct mig_conn *c)

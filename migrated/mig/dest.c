@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "migrated/mig/digest.h"
 #include "migrated/mig/handshake.h"
 #include "migrated/mig/layout.h"
+#include "migrated/mig/listener.h"
 #include "migrated/mig/memmap.h"
 #include "migrated/mig/pipeline.h"
 #include "migrated/mig/recv_fsm.h"
@@ -50,7 +50,7 @@ struct mig_dest {
 	struct hv_vm_cfg base;
 	bool has_base;
 	struct mig_tls *tls;
-	int lfd;
+	struct mig_listener *lst; /* engine thread, until the channels are in */
 	uint16_t port;
 	uint32_t io_ms;
 	uint64_t t0;
@@ -123,29 +123,6 @@ static void dst_prog_counters(struct mig_dest *d)
 	pthread_mutex_unlock(&d->prog.lock);
 }
 
-/* Wait for a connection on the listener, checking cancel every 100 ms;
- * @wait_ms 0: no limit. */
-static int accept_one(struct mig_dest *d, unsigned wait_ms,
-		      struct mig_conn **out)
-{
-	uint64_t end = wait_ms ? mig__now_ns() + wait_ms * 1000000ull : 0;
-	struct pollfd pfd = { .fd = d->lfd, .events = POLLIN };
-
-	for (;;) {
-		int r;
-
-		if (atomic_load(&d->cancel))
-			return -ECANCELED;
-		r = poll(&pfd, 1, 100);
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (r > 0)
-			return mig_conn_accept(d->lfd, d->tls, d->io_ms, out);
-		if (end && mig__now_ns() > end)
-			return -ETIMEDOUT;
-	}
-}
-
 static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 		     struct mig_conn *c)
 {
@@ -154,29 +131,40 @@ static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 	pthread_mutex_unlock(&d->lock);
 }
 
+/* The data channel Hellos we wait for: this session, each index once. */
+static bool want_data(void *arg, const struct mig_hello_info *hi)
+{
+	struct mig_dest *d = arg;
+
+	return hi->role == MIG__ROLE__ROLE_DATA &&
+	       !memcmp(hi->session_id, d->sid, sizeof(d->sid)) &&
+	       hi->nr_channels == d->nchan && !d->data[hi->channel_index] &&
+	       hi->version_min == d->version;
+}
+
+static bool want_control(void *arg, const struct mig_hello_info *hi)
+{
+	(void)arg;
+	return hi->role == MIG__ROLE__ROLE_CONTROL;
+}
+
+/*
+ * The listener (listener.h) drops every connection that fails TLS or its
+ * Hello, or is not one of ours: a stray or hostile peer is not the
+ * migration we wait for, and does not end it.
+ */
 static int accept_channels(struct mig_dest *d)
 {
-	bool seen[MIG_CHANNELS_MAX] = { false };
 	struct mig_hello_info hi;
 	struct mig_conn *c;
 	int ret;
 
-	/* A peer that fails TLS (wrong CA, no certificate) is not the
-	 * migration we wait for: keep listening. */
-	for (;;) {
-		ret = accept_one(d, 0, &c);
-		if (!ret)
-			break;
-		if (ret == -ECANCELED)
-			FAIL(d, ret, "cancelled while listening");
-		hv_warn("mig", "op=accept err=%d what=control_refused", ret);
-	}
-	set_conn(d, &d->ctl, c);
-	ret = mig_hello_recv(c, &hi);
-	if (!ret && hi.role != MIG__ROLE__ROLE_CONTROL)
-		ret = mig_conn_set_error(c, -EPROTO);
+	ret = mig_listener_accept(d->lst, 0, want_control, d, &c, &hi);
+	if (ret == -ECANCELED)
+		FAIL(d, ret, "cancelled while listening");
 	if (ret)
-		FAIL(d, ret, "hello on control channel: %s", strerror(-ret));
+		FAIL(d, ret, "listen: %s", strerror(-ret));
+	set_conn(d, &d->ctl, c);
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
 		FAIL(d, -EPROTO, "hello refused by the state machine");
 	if (mig_version_negotiate(hi.version_min, hi.version_max,
@@ -197,23 +185,11 @@ static int accept_channels(struct mig_dest *d)
 	if (ret)
 		FAIL(d, ret, "hello reply: %s", strerror(-ret));
 	for (unsigned i = 0; i < d->nchan; i++) {
-		ret = accept_one(d, d->io_ms, &c);
+		ret = mig_listener_accept(d->lst, d->io_ms, want_data, d, &c,
+					  &hi);
 		if (ret)
 			FAIL(d, ret, "accept data channel %u of %u: %s", i,
 			     d->nchan, strerror(-ret));
-		ret = mig_hello_recv(c, &hi);
-		if (!ret && (hi.role != MIG__ROLE__ROLE_DATA ||
-			     memcmp(hi.session_id, d->sid, sizeof(d->sid)) ||
-			     hi.nr_channels != d->nchan ||
-			     seen[hi.channel_index] ||
-			     hi.version_min != d->version))
-			ret = -EPROTO;
-		if (ret) {
-			mig_conn_destroy(c);
-			FAIL(d, ret, "hello on data channel: %s",
-			     strerror(-ret));
-		}
-		seen[hi.channel_index] = true;
 		set_conn(d, &d->data[hi.channel_index], c);
 		ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_DATA,
 				     d->sid, hi.channel_index, d->nchan);
@@ -221,6 +197,9 @@ static int accept_channels(struct mig_dest *d)
 			FAIL(d, ret, "hello reply on data channel %u: %s",
 			     hi.channel_index, strerror(-ret));
 	}
+	/* Every channel is in: the port has nothing more to offer. */
+	mig_listener_destroy(d->lst);
+	d->lst = NULL;
 	return 0;
 }
 
@@ -647,8 +626,8 @@ static void teardown(struct mig_dest *d)
 	d->map = NULL;
 	free(d->state.data);
 	d->state.data = NULL;
-	close(d->lfd);
-	d->lfd = -1;
+	mig_listener_destroy(d->lst);
+	d->lst = NULL;
 }
 
 static void *dst_thread(void *arg)
@@ -694,6 +673,7 @@ int mig_dest_start(const char *host, uint16_t port,
 		   const struct mig_opts *opts, const struct hv_vm_cfg *base,
 		   mig_progress_cb cb, void *arg, struct mig_dest **out)
 {
+	struct mig_listener_cfg lcfg;
 	unsigned nchan;
 	struct mig_dest *d;
 	int ret;
@@ -703,7 +683,6 @@ int mig_dest_start(const char *host, uint16_t port,
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->lfd = -1;
 	ret = mig__opts_check(opts, &nchan, &d->io_ms);
 	if (ret)
 		goto fail;
@@ -719,22 +698,28 @@ int mig_dest_start(const char *host, uint16_t port,
 	ret = mig__tls_make(opts, true, &d->tls);
 	if (ret)
 		goto fail;
-	ret = mig_listen(host, port, &d->lfd, &d->port);
+	lcfg = (struct mig_listener_cfg){
+		.tls = d->tls,
+		.io_ms = d->io_ms,
+		.cancel = &d->cancel,
+	};
+	ret = mig_listener_create(host, port, &lcfg, &d->lst);
 	if (ret)
 		goto fail_tls;
+	d->port = mig_listener_port(d->lst);
 	pthread_mutex_init(&d->lock, NULL);
 	mig__prog_init(&d->prog, cb, arg);
 	mig_recv_fsm_init(&d->fsm);
 	d->t0 = mig__now_ns();
 	ret = -pthread_create(&d->thread, NULL, dst_thread, d);
 	if (ret)
-		goto fail_lfd;
+		goto fail_lst;
 	*out = d;
 	return 0;
-fail_lfd:
+fail_lst:
 	mig__prog_fini(&d->prog);
 	pthread_mutex_destroy(&d->lock);
-	close(d->lfd);
+	mig_listener_destroy(d->lst);
 fail_tls:
 	mig_tls_destroy(d->tls);
 fail:

@@ -19,7 +19,10 @@
  * (migrated/mig/batch.h), not the frame's.
  *
  * Every type has a hard cap on its message length (mig_frame_max_len()),
- * checked when the header is decoded, before anything is allocated.
+ * checked when the header is decoded, before anything is allocated, and a
+ * cap on what unpacking its message may allocate (mig_frame_max_alloc()):
+ * protobuf turns a 2-byte empty repeated entry into a 64-byte message, so
+ * the length cap alone does not bound the heap.
  * Functions here work on buffers only, so they are tested without sockets;
  * they are pure and thread-safe.
  */
@@ -47,8 +50,8 @@
 
 /* The largest message of any type (MSG_VM_STATE, whose cap it is). */
 #define MIG_FRAME_MSG_MAX (16u << 20)
-/* Cap of every other message: layouts of thousands of slots fit. */
-#define MIG_FRAME_SMALL_MAX (1u << 20)
+/* Cap of a layout (MSG_SETUP): the largest VM's 1536 slots fit. */
+#define MIG_FRAME_SETUP_MAX (128u << 10)
 
 struct mig_frame_hdr {
 	uint32_t magic;
@@ -67,6 +70,9 @@ const char *mig_frame_type_name(unsigned type);
  * message type (MSG_INVALID included).
  */
 uint32_t mig_frame_max_len(unsigned type);
+
+/* Cap on the heap unpacking one @type message may take, 0 when unknown. */
+uint32_t mig_frame_max_alloc(unsigned type);
 
 /* The protobuf-c descriptor of @type's message, NULL when unknown. */
 const ProtobufCMessageDescriptor *mig_frame_descriptor(unsigned type);
@@ -101,8 +107,9 @@ size_t mig_frame_size(const ProtobufCMessage *msg);
 /*
  * Unpack the message of a frame whose header was validated: @data/@len is
  * the message. *@out gets a message to free with mig_frame_msg_free().
- * Returns 0, -EINVAL (unknown type), -EMSGSIZE, -EBADMSG (not a valid
- * message of that type) or -ENOMEM.
+ * Returns 0, -EINVAL (unknown type), -EMSGSIZE (above the length cap, or
+ * unpacking would allocate above mig_frame_max_alloc()), -EBADMSG (not a
+ * valid message of that type, or out of memory: protobuf-c does not tell).
  */
 int mig_frame_unpack(unsigned type, const uint8_t *data, size_t len,
 		     ProtobufCMessage **out);
