@@ -252,6 +252,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 	};
 	unsigned cs = (unsigned)req->call_case;
 	const char *name = "?";
+	char esc[640]; /* the message, escaped; a log line is 1 KiB */
 	int ret;
 
 	resp.id = req->id;
@@ -271,6 +272,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 		resp.result_case = MIGD__RESPONSE__RESULT__NOT_SET;
 		err.status = call.status;
 		err.message = call.message;
+		hv_log_escape(call.message, esc, sizeof(esc));
 		hv_dbg(COMP, "event=call_failed conn=%llu id=%llu call=%s "
 			     "status=%s msg=\"%s\"",
 		       (unsigned long long)conn->id,
@@ -278,7 +280,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 		       protobuf_c_enum_descriptor_get_value(
 			       &migd__status__descriptor, call.status)
 			       ->name,
-		       call.message);
+		       esc);
 	} else {
 		err.status = MIGD__STATUS__STATUS_OK;
 		err.message = (char *)"";
@@ -362,6 +364,7 @@ static void conn_timer_cb(uv_timer_t *t)
 {
 	struct migd_conn *conn = t->data;
 	struct migd_server *srv = conn->srv;
+	char esc[HV_LOG_ESCAPE_LEN(96)];
 
 	if (conn->closing)
 		return;
@@ -376,7 +379,8 @@ static void conn_timer_cb(uv_timer_t *t)
 		hv_info(COMP, "event=conn_idle_timeout conn=%llu peer=\"%s\" "
 			      "ms=%u",
 			(unsigned long long)conn->id,
-			migd_tlsconn_peer(conn->tls),
+			hv_log_escape(migd_tlsconn_peer(conn->tls), esc,
+				      sizeof(esc)),
 			srv->d->cfg.rpc_idle_timeout_ms);
 		conn_close(conn, "idle timeout");
 	}
@@ -458,13 +462,15 @@ static void tls_read(struct migd_conn *conn, const void *data, size_t n)
 	struct migd_server *srv = conn->srv;
 	bool was = migd_tlsconn_established(conn->tls);
 	int ret = migd_tlsconn_feed(conn->tls, data, n, conn_plain, conn);
+	char esc[HV_LOG_ESCAPE_LEN(96)];
 
 	if (!conn->closing)
 		tls_flush(conn); /* handshake records or the alert */
 	if (!was && migd_tlsconn_established(conn->tls)) {
 		hv_dbg(COMP, "event=tls_established conn=%llu peer=\"%s\"",
 		       (unsigned long long)conn->id,
-		       migd_tlsconn_peer(conn->tls));
+		       hv_log_escape(migd_tlsconn_peer(conn->tls), esc,
+				     sizeof(esc)));
 		/* Handshake deadline off, idle deadline on (or off when
 		 * what came along with the Finished subscribed). */
 		migd__conn_idle_arm(conn);

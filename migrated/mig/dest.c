@@ -646,6 +646,7 @@ static void *dst_thread(void *arg)
 		ret = -ECANCELED;
 	}
 	if (ret) {
+		char esc[HV_LOG_ESCAPE_LEN(sizeof(d->prog.p.message))];
 		struct mig_progress p;
 
 		mig__prog_get(&d->prog, &p);
@@ -655,7 +656,7 @@ static void *dst_thread(void *arg)
 		pthread_mutex_unlock(&d->lock);
 		hv_log(ret == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
 		       "op=migrate_in port=%u err=%d msg=\"%s\"", d->port, ret,
-		       p.message);
+		       hv_log_escape(p.message, esc, sizeof(esc)));
 	}
 	/* The pipe's threads write into the VM's memory: stop them first. */
 	teardown(d);
