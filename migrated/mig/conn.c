@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,11 +25,13 @@ struct mig_conn {
 	SSL *ssl; /* NULL: insecure plain TCP */
 	/* any thread */
 	_Atomic int err;
+	int wake_fd; /* eventfd of mig_conn_interrupt(), -1: none */
 	/* owner thread only */
 	uint8_t *rbuf; /* message buffer, grown up to the type's cap */
 	size_t rbuf_cap;
 	uint8_t sbuf[MIG_FRAME_HDR_SIZE + 4096];
 	uint64_t sent, recvd;
+	unsigned io_ms; /* the receive time-out, for the wait on wake_fd */
 	/* mig_conn_server_step() only: handshake done, first frame so far */
 	bool hs_done, peeked;
 	uint8_t hraw[MIG_FRAME_HDR_SIZE];
@@ -202,8 +205,10 @@ static struct mig_conn *conn_new(int fd)
 {
 	struct mig_conn *c = calloc(1, sizeof(*c));
 
-	if (c)
+	if (c) {
 		c->fd = fd;
+		c->wake_fd = -1;
+	}
 	return c;
 }
 
@@ -300,6 +305,8 @@ static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
 
 static void conn_free(struct mig_conn *c)
 {
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	SSL_free(c->ssl);
 	free(c->rbuf);
 	free(c);
@@ -347,6 +354,7 @@ int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 	ret = conn_wrap(fd, tls, out);
 	if (ret)
 		goto fail_fd;
+	(*out)->io_ms = timeout_ms;
 	return 0;
 fail_fd:
 	close(fd);
@@ -378,6 +386,7 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 	ret = conn_wrap(fd, tls, out);
 	if (ret)
 		goto fail_fd;
+	(*out)->io_ms = timeout_ms;
 	return 0;
 fail_fd:
 	close(fd);
@@ -612,6 +621,66 @@ static int msg_unpack(struct mig_conn *c, const struct mig_frame_hdr *h,
 	return 0;
 }
 
+int mig_conn_set_interruptible(struct mig_conn *c)
+{
+	if (c->wake_fd >= 0)
+		return 0;
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return c->wake_fd < 0 ? -errno : 0;
+}
+
+void mig_conn_interrupt(struct mig_conn *c)
+{
+	uint64_t one = 1;
+
+	if (c->wake_fd >= 0)
+		(void)!write(c->wake_fd, &one, sizeof(one));
+}
+
+/*
+ * Before a frame of an interruptible connection: wait for its first byte
+ * or an interrupt. Only here, between frames, so that an interrupt never
+ * leaves half a frame read and the stream stays whole.
+ */
+static int wait_frame(struct mig_conn *c)
+{
+	struct pollfd p[2] = {
+		{ .fd = c->fd, .events = POLLIN },
+		{ .fd = c->wake_fd, .events = POLLIN },
+	};
+	uint64_t n;
+	int r;
+
+	if (c->wake_fd < 0 || (c->ssl && SSL_pending(c->ssl)))
+		return 0;
+	do
+		r = poll(p, 2, c->io_ms ? (int)c->io_ms : -1);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (p[1].revents & POLLIN) {
+		(void)!read(c->wake_fd, &n, sizeof(n));
+		return -EINTR;
+	}
+	/* Time-out: the read below reports it, as without the wait. */
+	return 0;
+}
+
+int mig_conn_wait_readable(struct mig_conn *c, unsigned ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	int r;
+
+	if (atomic_load(&c->err))
+		return atomic_load(&c->err);
+	if (c->ssl && SSL_pending(c->ssl))
+		return 0;
+	do
+		r = poll(&p, 1, (int)ms);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r ? 0 : -ETIMEDOUT;
+}
+
 int mig_conn_recv_types(struct mig_conn *c, uint64_t types,
 			struct mig_frame_hdr *hdr, ProtobufCMessage **msg)
 {
@@ -620,6 +689,11 @@ int mig_conn_recv_types(struct mig_conn *c, uint64_t types,
 	size_t got;
 	int ret;
 
+	ret = atomic_load(&c->err);
+	if (!ret)
+		ret = wait_frame(c);
+	if (ret)
+		return ret;
 	ret = conn_read_n(c, raw, sizeof(raw), &got);
 	if (ret)
 		return got ? bad_header(c, raw, got, ret) : ret;
@@ -778,6 +852,7 @@ int mig_conn_set_blocking(struct mig_conn *c, unsigned timeout_ms)
 
 	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK))
 		return -errno;
+	c->io_ms = timeout_ms;
 	return set_timeouts(c->fd, timeout_ms);
 }
 

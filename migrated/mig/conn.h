@@ -139,6 +139,23 @@ int mig_conn_read(struct mig_conn *c, void *buf, size_t len);
  */
 int mig_conn_set_error(struct mig_conn *c, int err);
 
+/*
+ * An interruptible connection: mig_conn_interrupt(), from any thread,
+ * makes a mig_conn_recv*() that waits for a frame, or the next one, return
+ * -EINTR, without failing the connection: unlike mig_conn_shutdown() it
+ * leaves the channel usable, so that its owner can still send an Abort or
+ * a Cancel and read the peer's. set_interruptible: 0 or -errno; owner
+ * thread, before the calls that it interrupts.
+ */
+int mig_conn_set_interruptible(struct mig_conn *c);
+void mig_conn_interrupt(struct mig_conn *c);
+
+/*
+ * Wait up to @ms for bytes to read. 0, -ETIMEDOUT, or the connection's
+ * error. Owner thread.
+ */
+int mig_conn_wait_readable(struct mig_conn *c, unsigned ms);
+
 /* The first error, 0 while none. Any thread. */
 int mig_conn_error(const struct mig_conn *c);
 

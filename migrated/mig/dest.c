@@ -42,6 +42,8 @@
 
 #define VMSTATE_FORMAT 1u
 #define WATCH_POLL_MS 50u
+/* How long a failed destination waits for the source's reason. */
+#define PEER_REASON_MS 1000u
 
 struct mig_dest {
 	/* immutable after start */
@@ -165,6 +167,11 @@ static int accept_channels(struct mig_dest *d)
 	if (ret)
 		FAIL(d, ret, "listen: %s", strerror(-ret));
 	set_conn(d, &d->ctl, c);
+	/* A cancel or a failed data channel interrupts a wait on it,
+	 * leaving it whole for our Cancel or Abort and the peer's. */
+	ret = mig_conn_set_interruptible(c);
+	if (ret)
+		FAIL(d, ret, "control channel: %s", strerror(-ret));
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
 		FAIL(d, -EPROTO, "hello refused by the state machine");
 	if (mig_version_negotiate(hi.version_min, hi.version_max,
@@ -231,7 +238,7 @@ static void *watch_thread(void *arg)
 		atomic_store(&d->pipe_err, r);
 		pthread_mutex_lock(&d->lock);
 		if (d->ctl)
-			mig_conn_shutdown(d->ctl);
+			mig_conn_interrupt(d->ctl);
 		pthread_mutex_unlock(&d->lock);
 		break;
 	}
@@ -530,6 +537,8 @@ static int on_abort(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__Abort *a = (const Mig__Abort *)m;
 
+	if (a->reason == MIG__ABORT_REASON__ABORT_CANCELLED)
+		FAIL(d, -ECANCELED, MIG_PEER_CANCELLED " (the source)");
 	FAIL(d, -ECONNABORTED, "source aborted (reason %d): %.160s",
 	     (int)a->reason, a->detail ? a->detail : "");
 }
@@ -537,7 +546,39 @@ static int on_abort(struct mig_dest *d, const ProtobufCMessage *m)
 static int on_cancel(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	(void)m;
-	FAIL(d, -ECANCELED, "source cancelled the migration");
+	FAIL(d, -ECANCELED, MIG_PEER_CANCELLED " (the source)");
+}
+
+/*
+ * A data channel closed under us, or the control channel: if the source
+ * cancelled or aborted, its Cancel or Abort is on the way on the control
+ * channel, and that is what the user must read, not "Broken pipe".
+ */
+static int peer_reason(struct mig_dest *d, int ret)
+{
+	char why[160];
+	int pr;
+
+	if (ret == -ECANCELED || ret == -ECONNABORTED ||
+	    atomic_load(&d->cancel) || !d->ctl || mig_conn_error(d->ctl) ||
+	    !(atomic_load(&d->pipe_err) || ret == -EPIPE ||
+	      ret == -ECONNRESET || ret == -EINTR))
+		return ret;
+	pr = mig_peer_reason(d->ctl, PEER_REASON_MS, why, sizeof(why));
+	if (!pr)
+		return ret;
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.error = pr;
+	d->prog.p.phase = pr == -ECANCELED ? MIG_PHASE_CANCELLED
+					   : MIG_PHASE_FAILED;
+	if (pr == -ECANCELED)
+		snprintf(d->prog.p.message, sizeof(d->prog.p.message),
+			 MIG_PEER_CANCELLED " (the source)");
+	else
+		snprintf(d->prog.p.message, sizeof(d->prog.p.message),
+			 "source aborted: %.160s", why);
+	pthread_mutex_unlock(&d->prog.lock);
+	return pr;
 }
 
 typedef int (*msg_handler)(struct mig_dest *d, const ProtobufCMessage *m);
@@ -638,6 +679,8 @@ static void *dst_thread(void *arg)
 	ret = accept_channels(d);
 	if (!ret)
 		ret = control_loop(d);
+	if (ret)
+		ret = peer_reason(d, ret);
 	if (ret && atomic_load(&d->cancel)) {
 		pthread_mutex_lock(&d->prog.lock);
 		d->prog.p.error = -ECANCELED;
@@ -745,8 +788,9 @@ int mig_dest_cancel(struct mig_dest *d)
 	if (atomic_exchange(&d->cancel, true))
 		return -EALREADY;
 	pthread_mutex_lock(&d->lock);
+	/* Not shut down: the engine tells the source with a Cancel. */
 	if (d->ctl)
-		mig_conn_shutdown(d->ctl);
+		mig_conn_interrupt(d->ctl);
 	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++)
 		if (d->data[i])
 			mig_conn_shutdown(d->data[i]);

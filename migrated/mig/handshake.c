@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hvcore/log.h"
@@ -122,6 +123,51 @@ int mig_hello_take(unsigned type, ProtobufCMessage *msg,
 		snprintf(out->host_id, sizeof(out->host_id), "%s", h->host_id);
 	mig_frame_msg_free(msg);
 	return 0;
+}
+
+int mig_peer_reason(struct mig_conn *c, unsigned wait_ms, char *detail,
+		    size_t len)
+{
+	const uint64_t types = MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_ABORT) |
+			       MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_CANCEL);
+	struct timespec t0, t;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	detail[0] = '\0';
+	/* Bounded: a peer that keeps talking does not keep us here. */
+	for (unsigned n = 0; n < 64 && !ret; n++) {
+		struct mig_frame_hdr h;
+		ProtobufCMessage *m;
+		long ms;
+		int r;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 +
+		     (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= (long)wait_ms ||
+		    mig_conn_wait_readable(c, wait_ms - (unsigned)ms))
+			break;
+		r = mig_conn_recv(c, &h, &m);
+		if (r == -EINTR)
+			continue; /* the interrupt that woke the engine */
+		if (r)
+			break;
+		if (types & MIG_CONN_TYPE(h.type)) {
+			const Mig__Abort *a = (const Mig__Abort *)m;
+
+			if (h.type == MIG__MSG_TYPE__MSG_CANCEL ||
+			    a->reason == MIG__ABORT_REASON__ABORT_CANCELLED) {
+				ret = -ECANCELED;
+			} else {
+				ret = -ECONNABORTED;
+				snprintf(detail, len, "%s",
+					 a->detail ? a->detail : "");
+			}
+		}
+		mig_frame_msg_free(m);
+	}
+	return ret;
 }
 
 int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out)

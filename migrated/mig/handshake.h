@@ -90,4 +90,19 @@ int mig_hello_take(unsigned type, ProtobufCMessage *msg,
  */
 int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out);
 
+/*
+ * After a channel of the session failed: read what the peer's control
+ * channel @c still brings within @wait_ms, looking for its Abort or
+ * Cancel, so that the user is told why the peer went (a closed data
+ * channel says nothing). Other frames are skipped. Returns -ECANCELED
+ * (Cancel, or Abort with reason ABORT_CANCELLED: the peer cancelled),
+ * -ECONNABORTED (another Abort; its detail into @detail, escaped of
+ * nothing, NUL-terminated) or 0 when neither came. Owner thread of @c.
+ */
+int mig_peer_reason(struct mig_conn *c, unsigned wait_ms, char *detail,
+		    size_t len);
+
+/* What the user reads when the peer cancelled. */
+#define MIG_PEER_CANCELLED "cancelled by the peer"
+
 #endif
