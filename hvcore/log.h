@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging: one line per event, key=value (DESIGN.md section 5).
+ * Logging: one line per event, key=value.
  *
  *   hv_info("memslot", "op=add slot=%u gfn=0x%llx pages=%llu", ...);
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mig_frame: the framing of the migration stream (DESIGN.md section 4).
+ * mig_frame: the framing of the migration stream (docs/architecture.md).
  *
  * Every message on a control or data channel is one frame:
  *
@@ -40,8 +40,9 @@
 /*
  * Version 1 is the first version of the stream. A reader accepts
  * [MIG_FRAME_VERSION_MIN, MIG_FRAME_VERSION]; when the stream changes, the
- * current version is bumped and MIN becomes the previous one (STYLE.md
- * rule 9), and the change adds a golden vector to test_frame.c.
+ * current version is bumped and MIN becomes the previous one (a reader
+ * accepts the current and the previous version), and the change adds a
+ * golden vector to test_frame.c.
  */
 #define MIG_FRAME_VERSION 1u
 #define MIG_FRAME_VERSION_MIN 1u
