@@ -287,6 +287,8 @@ int mig_listener_accept(struct mig_listener *l, unsigned wait_ms,
 		if (end && now >= end)
 			return -ETIMEDOUT;
 		tmo = expire(l, now);
+		if (end && end - now < (uint64_t)tmo * 1000000ull)
+			tmo = (int)((end - now + 999999) / 1000000);
 		l->pfd[0] = (struct pollfd){ .fd = l->lfd, .events = POLLIN };
 		for (unsigned i = 0; i < l->cfg.max_pending; i++) {
 			if (!l->pend[i].c)
