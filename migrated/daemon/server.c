@@ -513,6 +513,32 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	free(buf->base);
 }
 
+/*
+ * Why: TCP connections that have not finished their TLS handshake are
+ * anyone's; left to fill MIGD_CONNS_MAX until their time-out, a flood of
+ * them would lock out the Unix socket and every real client. Past
+ * MIGD_TLS_PENDING_MAX of them, a newcomer closes the oldest (the list
+ * is newest first); a real client finishes its handshake in milliseconds.
+ */
+static void handshake_room(struct migd_server *srv)
+{
+	struct migd_conn *oldest = NULL;
+	unsigned n = 0;
+
+	for (struct migd_conn *c = srv->conns; c; c = c->next) {
+		if (!c->tls || migd_tlsconn_established(c->tls))
+			continue;
+		n++;
+		oldest = c;
+	}
+	if (n < MIGD_TLS_PENDING_MAX)
+		return;
+	srv->handshake_evictions++;
+	hv_dbg(COMP, "event=tls_handshake_evicted conn=%llu pending=%u",
+	       (unsigned long long)oldest->id, n);
+	conn_close(oldest, "evicted by a newer handshake");
+}
+
 static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 			  bool tcp)
 {
@@ -533,6 +559,8 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 	conn->id = ++srv->next_conn_id;
 	migd_framer_init(&conn->framer, MIGD_FRAME_MAX);
 	ret = uv_accept(listener, &conn->h.stream);
+	if (!ret && tcp)
+		handshake_room(srv);
 	if (ret)
 		why = uv_err_name(ret);
 	else if (srv->nr_conns >= MIGD_CONNS_MAX)

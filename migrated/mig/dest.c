@@ -166,12 +166,15 @@ static int accept_channels(struct mig_dest *d)
 		FAIL(d, ret, "cancelled while listening");
 	if (ret)
 		FAIL(d, ret, "listen: %s", strerror(-ret));
-	set_conn(d, &d->ctl, c);
 	/* A cancel or a failed data channel interrupts a wait on it,
-	 * leaving it whole for our Cancel or Abort and the peer's. */
+	 * leaving it whole for our Cancel or Abort and the peer's. Set
+	 * before the channel is published to mig_dest_cancel(). */
 	ret = mig_conn_set_interruptible(c);
-	if (ret)
+	if (ret) {
+		mig_conn_destroy(c);
 		FAIL(d, ret, "control channel: %s", strerror(-ret));
+	}
+	set_conn(d, &d->ctl, c);
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
 		FAIL(d, -EPROTO, "hello refused by the state machine");
 	if (mig_version_negotiate(hi.version_min, hi.version_max,
