@@ -662,8 +662,8 @@ static int wait_frame(struct mig_conn *c)
 		(void)!read(c->wake_fd, &n, sizeof(n));
 		return -EINTR;
 	}
-	/* Time-out: the read below reports it, as without the wait. */
-	return 0;
+	/* The wait is the receive time-out: not once more in the read. */
+	return r ? 0 : mig_conn_set_error(c, -ETIMEDOUT);
 }
 
 int mig_conn_wait_readable(struct mig_conn *c, unsigned ms)

@@ -115,6 +115,16 @@ void mig_listener_destroy(struct mig_listener *l)
 	for (unsigned i = 0; i < l->cfg.max_pending; i++)
 		if (l->pend[i].c)
 			drop(&l->pend[i], &l->st.refused, "closing", 0);
+	/* One line for what the per-connection debug lines said. */
+	if (l->st.accepted > l->st.handed)
+		hv_info("mig",
+			"op=listener_close port=%u accepted=%llu handed=%llu "
+			"timed_out=%llu evicted=%llu refused=%llu",
+			l->port, (unsigned long long)l->st.accepted,
+			(unsigned long long)l->st.handed,
+			(unsigned long long)l->st.timed_out,
+			(unsigned long long)l->st.evicted,
+			(unsigned long long)l->st.refused);
 	close(l->lfd);
 	free(l->slot);
 	free(l->pfd);

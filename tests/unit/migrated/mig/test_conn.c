@@ -510,6 +510,66 @@ static void test_unexpected_type_is_refused_before_its_message(void)
 	close(sv[1]);
 }
 
+struct reader {
+	struct mig_conn *c;
+	int ret;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m = NULL;
+
+	r->ret = mig_conn_recv(r->c, &h, &m);
+	mig_frame_msg_free(m);
+	return NULL;
+}
+
+/*
+ * An interrupt wakes a reader waiting for a frame with -EINTR and leaves
+ * the channel whole: a frame sent afterwards is read as usual. (A
+ * shutdown would fail the channel, and the Cancel could not go out.)
+ */
+static void test_interrupt_wakes_a_reader_and_leaves_the_channel_whole(void)
+{
+	Mig__Ack ack = MIG__ACK__INIT;
+	struct mig_conn *a = NULL, *b = NULL;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m = NULL;
+	struct reader r = { .ret = 1 };
+	pthread_t t;
+	int sv[2];
+
+	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_server_new(sv[0], NULL, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_server_new(sv[1], NULL, &b), 0);
+	CU_ASSERT_EQUAL(mig_conn_set_blocking(a, 5000), 0);
+	CU_ASSERT_EQUAL(mig_conn_set_blocking(b, 5000), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_set_interruptible(a), 0);
+	r.c = a;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, reader_main, &r), 0);
+	usleep(100 * 1000);
+	mig_conn_interrupt(a);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(r.ret, -EINTR);
+	CU_ASSERT_EQUAL(mig_conn_error(a), 0);
+	ack.pages = 7;
+	CU_ASSERT_EQUAL(mig_conn_send(b, MIG__MSG_TYPE__MSG_ACK, &ack.base,
+				      NULL, 0),
+			0);
+	CU_ASSERT_EQUAL(mig_conn_recv(a, &h, &m), 0);
+	CU_ASSERT_EQUAL(h.type, MIG__MSG_TYPE__MSG_ACK);
+	if (m)
+		CU_ASSERT_EQUAL(((Mig__Ack *)m)->pages, 7);
+	mig_frame_msg_free(m);
+	CU_ASSERT_EQUAL(mig_conn_send(a, MIG__MSG_TYPE__MSG_ACK, &ack.base,
+				      NULL, 0),
+			0);
+	mig_conn_destroy(a);
+	mig_conn_destroy(b);
+}
+
 static CU_TestInfo tests[] = {
 	{ "devca_writes_private_keys_0600_and_keeps_them",
 	  test_devca_writes_private_keys_0600_and_keeps_them },
@@ -534,6 +594,8 @@ static CU_TestInfo tests[] = {
 	  test_tls_client_on_plain_listener_is_a_mismatch },
 	{ "unexpected_type_is_refused_before_its_message",
 	  test_unexpected_type_is_refused_before_its_message },
+	{ "interrupt_wakes_a_reader_and_leaves_the_channel_whole",
+	  test_interrupt_wakes_a_reader_and_leaves_the_channel_whole },
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("migrated/mig/conn", suite_init, suite_clean, tests);
