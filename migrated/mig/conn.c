@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "migrated/mig/conn.h"
+#include "migrated/mig/conn_priv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,25 +18,6 @@
 #include <openssl/x509v3.h>
 
 #include "hvcore/log.h"
-
-struct mig_conn {
-	/* immutable after create */
-	int fd;
-	SSL *ssl; /* NULL: insecure plain TCP */
-	/* any thread */
-	_Atomic int err;
-	int wake_fd; /* eventfd of mig_conn_interrupt(), -1: none */
-	/* owner thread only */
-	uint8_t *rbuf; /* message buffer, grown up to the type's cap */
-	size_t rbuf_cap;
-	uint8_t sbuf[MIG_FRAME_HDR_SIZE + 4096];
-	uint64_t sent, recvd;
-	unsigned io_ms; /* the receive time-out, for the wait on wake_fd */
-	/* mig_conn_server_step() only: handshake done, first frame so far */
-	bool hs_done, peeked;
-	uint8_t hraw[MIG_FRAME_HDR_SIZE];
-	size_t have;
-};
 
 /*
  * A receive buffer above this is freed after its message: one large
@@ -118,7 +99,7 @@ fail:
 	return ret;
 }
 
-static int set_timeouts(int fd, unsigned timeout_ms)
+int mig__conn_set_timeouts(int fd, unsigned timeout_ms)
 {
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	int one = 1;
@@ -150,7 +131,7 @@ static bool cert_refused(int reason)
 }
 
 /* Map a failed SSL call to an errno; logs TLS-level failures once. */
-static int ssl_err(struct mig_conn *c, int r, const char *what)
+int mig__conn_ssl_err(struct mig_conn *c, int r, const char *what)
 {
 	int e = SSL_get_error(c->ssl, r), saved = errno;
 	int ret;
@@ -201,7 +182,7 @@ void mig_conn_shutdown(struct mig_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
-static struct mig_conn *conn_new(int fd)
+struct mig_conn *mig__conn_new(int fd)
 {
 	struct mig_conn *c = calloc(1, sizeof(*c));
 
@@ -213,7 +194,7 @@ static struct mig_conn *conn_new(int fd)
 }
 
 /* Set up c->ssl for a handshake on c->fd, checking the server's name. */
-static int ssl_prepare(struct mig_conn *c, struct mig_tls *tls)
+int mig__conn_ssl_prepare(struct mig_conn *c, struct mig_tls *tls)
 {
 	const char *name = mig_tls_peer_name(tls);
 	int r;
@@ -241,7 +222,7 @@ static int ssl_prepare(struct mig_conn *c, struct mig_tls *tls)
 }
 
 /* The errno of a failed handshake step @r (not a "want" one). */
-static int handshake_error(struct mig_conn *c, int r, bool server)
+int mig__conn_handshake_error(struct mig_conn *c, int r, bool server)
 {
 	const char *op = server ? "accept" : "connect";
 	long vr = SSL_get_verify_result(c->ssl);
@@ -260,7 +241,7 @@ static int handshake_error(struct mig_conn *c, int r, bool server)
 		ERR_clear_error();
 		return -EPROTOTYPE;
 	}
-	return ssl_err(c, r, op);
+	return mig__conn_ssl_err(c, r, op);
 }
 
 /*
@@ -268,7 +249,7 @@ static int handshake_error(struct mig_conn *c, int r, bool server)
  * that a TLS ClientHello is left for OpenSSL. 0 when the first byte is
  * not our magic's, -EAGAIN when nothing arrived yet (non-blocking).
  */
-static int plain_peer_check(struct mig_conn *c, int flags)
+int mig__conn_plain_peer_check(struct mig_conn *c, int flags)
 {
 	uint8_t b;
 	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | flags);
@@ -289,21 +270,21 @@ static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
 	bool server = mig_tls_is_server(tls);
 	int r;
 
-	r = ssl_prepare(c, tls);
+	r = mig__conn_ssl_prepare(c, tls);
 	if (r)
 		return r;
 	if (server) {
-		r = plain_peer_check(c, 0);
+		r = mig__conn_plain_peer_check(c, 0);
 		if (r && r != -EAGAIN)
 			return r;
 	}
 	r = server ? SSL_accept(c->ssl) : SSL_connect(c->ssl);
 	if (r == 1)
 		return 0;
-	return handshake_error(c, r, server);
+	return mig__conn_handshake_error(c, r, server);
 }
 
-static void conn_free(struct mig_conn *c)
+void mig__conn_free(struct mig_conn *c)
 {
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
@@ -318,7 +299,7 @@ static void conn_free(struct mig_conn *c)
  */
 static int conn_wrap(int fd, struct mig_tls *tls, struct mig_conn **out)
 {
-	struct mig_conn *c = conn_new(fd);
+	struct mig_conn *c = mig__conn_new(fd);
 	int ret;
 
 	if (!c)
@@ -326,7 +307,7 @@ static int conn_wrap(int fd, struct mig_tls *tls, struct mig_conn **out)
 	if (tls) {
 		ret = conn_handshake(c, tls);
 		if (ret) {
-			conn_free(c);
+			mig__conn_free(c);
 			return ret;
 		}
 	}
@@ -348,7 +329,7 @@ int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = set_timeouts(fd, timeout_ms);
+	ret = mig__conn_set_timeouts(fd, timeout_ms);
 	if (ret)
 		goto fail_fd;
 	ret = conn_wrap(fd, tls, out);
@@ -375,7 +356,7 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 	if (fd < 0)
 		return -errno;
 	/* Linux bounds a blocking connect() by SO_SNDTIMEO. */
-	ret = set_timeouts(fd, timeout_ms);
+	ret = mig__conn_set_timeouts(fd, timeout_ms);
 	if (ret)
 		goto fail_fd;
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
@@ -403,7 +384,7 @@ void mig_conn_destroy(struct mig_conn *c)
 		ERR_clear_error();
 	}
 	close(c->fd);
-	conn_free(c);
+	mig__conn_free(c);
 }
 
 static int conn_write(struct mig_conn *c, const void *buf, size_t len)
@@ -422,7 +403,7 @@ static int conn_write(struct mig_conn *c, const void *buf, size_t len)
 			r = SSL_write_ex(c->ssl, p, len, &n);
 			if (r <= 0)
 				return mig_conn_set_error(
-					c, ssl_err(c, r, "write"));
+					c, mig__conn_ssl_err(c, r, "write"));
 			p += n;
 			len -= n;
 		} else {
@@ -462,7 +443,7 @@ static int conn_read_n(struct mig_conn *c, void *buf, size_t len,
 			if (r <= 0) {
 				*got = (size_t)(p - (uint8_t *)buf);
 				return mig_conn_set_error(
-					c, ssl_err(c, r, "read"));
+					c, mig__conn_ssl_err(c, r, "read"));
 			}
 			p += n;
 			len -= n;
@@ -540,7 +521,7 @@ int mig_conn_send(struct mig_conn *c, unsigned type,
  * A header that failed to decode (@n of its bytes arrived, @err the read's
  * error or 0): TLS bytes on a plain channel are a mismatch, not garbage.
  */
-static int bad_header(struct mig_conn *c, const uint8_t *raw, size_t n,
+int mig__conn_bad_header(struct mig_conn *c, const uint8_t *raw, size_t n,
 		      int err)
 {
 	if (!c->ssl && looks_like_tls(raw, n)) {
@@ -572,13 +553,13 @@ static uint32_t raw_len(const uint8_t *raw)
 }
 
 /* Check a decoded header against @types; grow rbuf for its message. */
-static int hdr_admit(struct mig_conn *c, const uint8_t *raw, uint64_t types,
+int mig__conn_hdr_admit(struct mig_conn *c, const uint8_t *raw, uint64_t types,
 		     struct mig_frame_hdr *h)
 {
 	int ret = mig_frame_hdr_decode(raw, h);
 
 	if (ret == -EPROTO)
-		return bad_header(c, raw, MIG_FRAME_HDR_SIZE, 0);
+		return mig__conn_bad_header(c, raw, MIG_FRAME_HDR_SIZE, 0);
 	if (ret) {
 		hv_err("mig", "op=recv err=bad_header type=%s len=%u ret=%d",
 		       mig_frame_type_name(raw_type(raw)), raw_len(raw), ret);
@@ -603,7 +584,7 @@ static int hdr_admit(struct mig_conn *c, const uint8_t *raw, uint64_t types,
 }
 
 /* Unpack the message in rbuf; give back a large buffer. */
-static int msg_unpack(struct mig_conn *c, const struct mig_frame_hdr *h,
+int mig__conn_msg_unpack(struct mig_conn *c, const struct mig_frame_hdr *h,
 		      ProtobufCMessage **msg)
 {
 	int ret = mig_frame_unpack(h->type, c->rbuf, h->len, msg);
@@ -696,14 +677,14 @@ int mig_conn_recv_types(struct mig_conn *c, uint64_t types,
 		return ret;
 	ret = conn_read_n(c, raw, sizeof(raw), &got);
 	if (ret)
-		return got ? bad_header(c, raw, got, ret) : ret;
-	ret = hdr_admit(c, raw, types, &h);
+		return got ? mig__conn_bad_header(c, raw, got, ret) : ret;
+	ret = mig__conn_hdr_admit(c, raw, types, &h);
 	if (ret)
 		return ret;
 	ret = mig_conn_read(c, c->rbuf, h.len);
 	if (ret)
 		return ret;
-	ret = msg_unpack(c, &h, msg);
+	ret = mig__conn_msg_unpack(c, &h, msg);
 	if (ret)
 		return ret;
 	*hdr = h;
@@ -714,151 +695,6 @@ int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
 		  ProtobufCMessage **msg)
 {
 	return mig_conn_recv_types(c, ~0ull, hdr, msg);
-}
-
-/* One non-blocking read of at most @len bytes into @buf. */
-static int read_nb(struct mig_conn *c, void *buf, size_t len, size_t *n,
-		   short *events)
-{
-	ssize_t k;
-
-	if (c->ssl) {
-		int r, e;
-
-		ERR_clear_error();
-		r = SSL_read_ex(c->ssl, buf, len, n);
-		if (r > 0)
-			return 0;
-		e = SSL_get_error(c->ssl, r);
-		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-			*events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-			ERR_clear_error();
-			return -EAGAIN;
-		}
-		return mig_conn_set_error(c, ssl_err(c, r, "read"));
-	}
-	k = recv(c->fd, buf, len, MSG_DONTWAIT);
-	if (k > 0) {
-		*n = (size_t)k;
-		return 0;
-	}
-	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-		      errno == EINTR)) {
-		*events = POLLIN;
-		return -EAGAIN;
-	}
-	return mig_conn_set_error(c, !k ? -EPIPE : -errno);
-}
-
-int mig_conn_server_new(int fd, struct mig_tls *tls, struct mig_conn **out)
-{
-	struct mig_conn *c;
-	int fl = fcntl(fd, F_GETFL), ret;
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
-		return -errno;
-	c = conn_new(fd);
-	if (!c)
-		return -ENOMEM;
-	if (tls) {
-		ret = ssl_prepare(c, tls);
-		if (ret) {
-			conn_free(c);
-			return ret;
-		}
-	} else {
-		c->hs_done = true;
-	}
-	*out = c;
-	return 0;
-}
-
-static int server_handshake_step(struct mig_conn *c, short *events)
-{
-	int r, e;
-
-	if (!c->peeked) {
-		r = plain_peer_check(c, MSG_DONTWAIT);
-		if (r == -EAGAIN) {
-			*events = POLLIN;
-			return r;
-		}
-		if (r)
-			return mig_conn_set_error(c, r);
-		c->peeked = true;
-	}
-	ERR_clear_error();
-	r = SSL_do_handshake(c->ssl);
-	if (r == 1) {
-		c->hs_done = true;
-		return 0;
-	}
-	e = SSL_get_error(c->ssl, r);
-	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-		*events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-		ERR_clear_error();
-		return -EAGAIN;
-	}
-	return mig_conn_set_error(c, handshake_error(c, r, true));
-}
-
-int mig_conn_server_step(struct mig_conn *c, uint64_t types, short *events,
-			 struct mig_frame_hdr *hdr, ProtobufCMessage **msg)
-{
-	struct mig_frame_hdr h;
-	int ret = atomic_load(&c->err);
-
-	if (ret)
-		return ret;
-	if (!c->hs_done) {
-		ret = server_handshake_step(c, events);
-		if (ret)
-			return ret;
-	}
-	while (c->have < MIG_FRAME_HDR_SIZE) {
-		size_t n;
-
-		ret = read_nb(c, c->hraw + c->have,
-			      MIG_FRAME_HDR_SIZE - c->have, &n, events);
-		if (ret == -EAGAIN)
-			return ret;
-		if (ret)
-			return c->have ? bad_header(c, c->hraw, c->have, ret)
-				       : ret;
-		c->have += n;
-	}
-	ret = hdr_admit(c, c->hraw, types, &h);
-	if (ret)
-		return ret;
-	while (c->have < MIG_FRAME_HDR_SIZE + h.len) {
-		size_t off = c->have - MIG_FRAME_HDR_SIZE, n;
-
-		ret = read_nb(c, c->rbuf + off, h.len - off, &n, events);
-		if (ret)
-			return ret;
-		c->have += n;
-	}
-	c->recvd += c->have;
-	ret = msg_unpack(c, &h, msg);
-	if (ret)
-		return ret;
-	*hdr = h;
-	return 0;
-}
-
-int mig_conn_set_blocking(struct mig_conn *c, unsigned timeout_ms)
-{
-	int fl = fcntl(c->fd, F_GETFL);
-
-	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK))
-		return -errno;
-	c->io_ms = timeout_ms;
-	return set_timeouts(c->fd, timeout_ms);
-}
-
-int mig_conn_fd(const struct mig_conn *c)
-{
-	return c->fd;
 }
 
 const char *mig_conn_strerror(int err)

@@ -133,21 +133,11 @@ static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* The data channel Hellos we wait for: this session, each index once. */
-static bool want_data(void *arg, const struct mig_hello_info *hi)
+static void take_conn(void *arg, int index, struct mig_conn *c)
 {
 	struct mig_dest *d = arg;
 
-	return hi->role == MIG__ROLE__ROLE_DATA &&
-	       !memcmp(hi->session_id, d->sid, sizeof(d->sid)) &&
-	       hi->nr_channels == d->nchan && !d->data[hi->channel_index] &&
-	       hi->version_min == d->version;
-}
-
-static bool want_control(void *arg, const struct mig_hello_info *hi)
-{
-	(void)arg;
-	return hi->role == MIG__ROLE__ROLE_CONTROL;
+	set_conn(d, index < 0 ? &d->ctl : &d->data[index], c);
 }
 
 /*
@@ -157,56 +147,19 @@ static bool want_control(void *arg, const struct mig_hello_info *hi)
  */
 static int accept_channels(struct mig_dest *d)
 {
-	struct mig_hello_info hi;
-	struct mig_conn *c;
+	struct mig_session_accept sa;
+	char why[160];
 	int ret;
 
-	ret = mig_listener_accept(d->lst, 0, want_control, d, &c, &hi);
-	if (ret == -ECANCELED)
-		FAIL(d, ret, "cancelled while listening");
+	ret = mig_listener_accept_session(d->lst, d->io_ms, take_conn, d, &sa,
+					  why, sizeof(why));
 	if (ret)
-		FAIL(d, ret, "listen: %s", strerror(-ret));
-	/* A cancel or a failed data channel interrupts a wait on it,
-	 * leaving it whole for our Cancel or Abort and the peer's. Set
-	 * before the channel is published to mig_dest_cancel(). */
-	ret = mig_conn_set_interruptible(c);
-	if (ret) {
-		mig_conn_destroy(c);
-		FAIL(d, ret, "control channel: %s", strerror(-ret));
-	}
-	set_conn(d, &d->ctl, c);
+		FAIL(d, ret, "%s", why);
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
 		FAIL(d, -EPROTO, "hello refused by the state machine");
-	if (mig_version_negotiate(hi.version_min, hi.version_max,
-				  &d->version)) {
-		Mig__SetupRefuse r = MIG__SETUP_REFUSE__INIT;
-
-		r.reason = MIG__REFUSE_REASON__REFUSE_VERSION;
-		r.detail = "no stream version in common";
-		mig_conn_send(c, MIG__MSG_TYPE__MSG_SETUP_REFUSE, &r.base, NULL,
-			      0);
-		FAIL(d, -EPROTONOSUPPORT, "source speaks versions %u..%u",
-		     hi.version_min, hi.version_max);
-	}
-	memcpy(d->sid, hi.session_id, sizeof(d->sid));
-	d->nchan = hi.nr_channels;
-	ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_CONTROL, d->sid, 0,
-			     d->nchan);
-	if (ret)
-		FAIL(d, ret, "hello reply: %s", strerror(-ret));
-	for (unsigned i = 0; i < d->nchan; i++) {
-		ret = mig_listener_accept(d->lst, d->io_ms, want_data, d, &c,
-					  &hi);
-		if (ret)
-			FAIL(d, ret, "accept data channel %u of %u: %s", i,
-			     d->nchan, strerror(-ret));
-		set_conn(d, &d->data[hi.channel_index], c);
-		ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_DATA,
-				     d->sid, hi.channel_index, d->nchan);
-		if (ret)
-			FAIL(d, ret, "hello reply on data channel %u: %s",
-			     hi.channel_index, strerror(-ret));
-	}
+	memcpy(d->sid, sa.sid, sizeof(d->sid));
+	d->version = sa.version;
+	d->nchan = sa.nchan;
 	/* Every channel is in: the port has nothing more to offer. */
 	mig_listener_destroy(d->lst);
 	d->lst = NULL;

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
+#include "migrated/mig/session.h"
 
 #define LISTENER_TICK_MS 100
 /* accept(2) calls per wake-up, so that pending ones are served too. */
@@ -172,7 +174,8 @@ static struct pending *slot_for(struct mig_listener *l, const char *peer)
 		if (!p->c || (per_peer && strcmp(p->peer, peer)))
 			continue;
 		if (!victim || (victim->spoke && !p->spoke) ||
-		    (victim->spoke == p->spoke && p->since_ns < victim->since_ns))
+		    (victim->spoke == p->spoke &&
+		     p->since_ns < victim->since_ns))
 			victim = p;
 	}
 	drop(victim, &l->st.evicted, "evicted", 0);
@@ -182,11 +185,10 @@ static struct pending *slot_for(struct mig_listener *l, const char *peer)
 static void peer_name(const struct sockaddr_storage *ss, char *out,
 		      size_t len)
 {
-	const void *a = ss->ss_family == AF_INET6
-				? (const void *)&((const struct sockaddr_in6 *)ss)
-					  ->sin6_addr
-				: (const void *)&((const struct sockaddr_in *)ss)
-					  ->sin_addr;
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+	const void *a = ss->ss_family == AF_INET6 ? (const void *)&s6->sin6_addr
+						  : (const void *)&s4->sin_addr;
 
 	if (!inet_ntop(ss->ss_family, a, out, (socklen_t)len))
 		snprintf(out, len, "unknown");
@@ -239,7 +241,8 @@ static bool advance(struct mig_listener *l, struct pending *p,
 	int ret;
 
 	p->spoke = true;
-	ret = mig_conn_server_step(p->c, MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_HELLO),
+	ret = mig_conn_server_step(p->c,
+				   MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_HELLO),
 				   &p->events, &h, &m);
 	if (ret == -EAGAIN)
 		return false;
@@ -326,4 +329,86 @@ int mig_listener_accept(struct mig_listener *l, unsigned wait_ms,
 		if (l->pfd[0].revents & POLLIN)
 			accept_new(l);
 	}
+}
+
+/* What the data channel Hellos must match: this session, each index once. */
+struct session_want {
+	const struct mig_session_accept *sa;
+	bool seen[MIG_CHANNELS_MAX];
+};
+
+static bool want_data(void *arg, const struct mig_hello_info *hi)
+{
+	struct session_want *w = arg;
+
+	return hi->role == MIG__ROLE__ROLE_DATA &&
+	       !memcmp(hi->session_id, w->sa->sid, sizeof(w->sa->sid)) &&
+	       hi->nr_channels == w->sa->nchan && !w->seen[hi->channel_index] &&
+	       hi->version_min == w->sa->version;
+}
+
+static bool want_control(void *arg, const struct mig_hello_info *hi)
+{
+	(void)arg;
+	return hi->role == MIG__ROLE__ROLE_CONTROL;
+}
+
+#define WHY(err, ...)                                                       \
+	do {                                                                 \
+		snprintf(why, why_len, __VA_ARGS__);                         \
+		return (err);                                                \
+	} while (0)
+
+int mig_listener_accept_session(struct mig_listener *l, unsigned data_ms,
+				mig_listener_take_fn take, void *arg,
+				struct mig_session_accept *out, char *why,
+				size_t why_len)
+{
+	struct session_want w = { .sa = out };
+	struct mig_hello_info hi;
+	struct mig_conn *c;
+	int ret;
+
+	ret = mig_listener_accept(l, 0, want_control, NULL, &c, &hi);
+	if (ret == -ECANCELED)
+		WHY(ret, "cancelled while listening");
+	if (ret)
+		WHY(ret, "listen: %s", strerror(-ret));
+	ret = mig_conn_set_interruptible(c);
+	if (ret) {
+		mig_conn_destroy(c);
+		WHY(ret, "control channel: %s", strerror(-ret));
+	}
+	take(arg, -1, c);
+	if (mig_version_negotiate(hi.version_min, hi.version_max,
+				  &out->version)) {
+		Mig__SetupRefuse r = MIG__SETUP_REFUSE__INIT;
+
+		r.reason = MIG__REFUSE_REASON__REFUSE_VERSION;
+		r.detail = "no stream version in common";
+		mig_conn_send(c, MIG__MSG_TYPE__MSG_SETUP_REFUSE, &r.base, NULL,
+			      0);
+		WHY(-EPROTONOSUPPORT, "source speaks versions %u..%u",
+		    hi.version_min, hi.version_max);
+	}
+	memcpy(out->sid, hi.session_id, sizeof(out->sid));
+	out->nchan = hi.nr_channels;
+	ret = mig_hello_send(c, out->version, MIG__ROLE__ROLE_CONTROL,
+			     out->sid, 0, out->nchan);
+	if (ret)
+		WHY(ret, "hello reply: %s", strerror(-ret));
+	for (unsigned i = 0; i < out->nchan; i++) {
+		ret = mig_listener_accept(l, data_ms, want_data, &w, &c, &hi);
+		if (ret)
+			WHY(ret, "accept data channel %u of %u: %s", i,
+			    out->nchan, strerror(-ret));
+		w.seen[hi.channel_index] = true;
+		take(arg, (int)hi.channel_index, c);
+		ret = mig_hello_send(c, out->version, MIG__ROLE__ROLE_DATA,
+				     out->sid, hi.channel_index, out->nchan);
+		if (ret)
+			WHY(ret, "hello reply on data channel %u: %s",
+			    hi.channel_index, strerror(-ret));
+	}
+	return 0;
 }

@@ -88,4 +88,34 @@ int mig_listener_accept(struct mig_listener *l, unsigned wait_ms,
 void mig_listener_get_stats(const struct mig_listener *l,
 			    struct mig_listener_stats *out);
 
+/* One session's channels, as mig_listener_accept_session() found them. */
+struct mig_session_accept {
+	uint8_t sid[MIG_SESSION_ID_LEN];
+	uint32_t version; /* negotiated */
+	unsigned nchan;	  /* data channels */
+};
+
+/*
+ * Takes each connection as soon as it is the session's: @index -1 for the
+ * control channel (already interruptible, mig_conn_set_interruptible()),
+ * else the data channel's index. From then on @c is the caller's, to
+ * close on failure too; it may be shut down from any thread.
+ */
+typedef void (*mig_listener_take_fn)(void *arg, int index,
+				     struct mig_conn *c);
+
+/*
+ * The destination's half of a session's Hellos (handshake.h): wait with no
+ * limit for a control channel, negotiate the version (a source with none
+ * in common gets SetupRefuse REFUSE_VERSION), answer its Hello; then
+ * accept its data channels, each within @data_ms, and answer theirs. A
+ * data Hello of another session, or a repeated index, is dropped. Returns
+ * 0 with *@out set, or the error, with what failed in @why: -ECANCELED
+ * (cfg->cancel), -ETIMEDOUT, -EPROTONOSUPPORT or an I/O error.
+ */
+int mig_listener_accept_session(struct mig_listener *l, unsigned data_ms,
+				mig_listener_take_fn take, void *arg,
+				struct mig_session_accept *out, char *why,
+				size_t why_len);
+
 #endif

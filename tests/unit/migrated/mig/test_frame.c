@@ -225,7 +225,8 @@ static void test_setup_of_empty_entries_is_refused_by_the_alloc_cap(void)
 	l.n_slots = 1536;
 	l.slots = pp;
 	l.accel = "kvm";
-	l.name = "a-vm-name-of-the-longest-kind-allowed-here-63-bytes-long-xxxxxx";
+	l.name = "a-vm-name-of-the-longest-kind-allowed-here-63-bytes-"
+		 "long-xxxxxx";
 	n = protobuf_c_message_pack(&l.base, buf);
 	CU_ASSERT(n <= len);
 	CU_ASSERT_EQUAL(mig_frame_unpack(MIG__MSG_TYPE__MSG_SETUP, buf, n, &m),

@@ -148,7 +148,8 @@ static void test_wrong_ca_reads_as_a_certificate_error(void)
 			      0);
 	CU_ASSERT_EQUAL(mig_source_wait(src, &fin), -EACCES);
 	printf("\n    wrong CA: \"%s\"\n", fin.message);
-	CU_ASSERT_PTR_NOT_NULL(strstr(fin.message, "certificate verify failed"));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(fin.message, "certificate verify failed"));
 	CU_ASSERT_PTR_NULL(strstr(fin.message, "Permission denied"));
 	mig_source_destroy(src);
 	mig_dest_destroy(dst);
