@@ -58,10 +58,11 @@ static const struct frame_type {
 	[MIG__MSG_TYPE__MSG_HELLO] = { "hello", &mig__hello__descriptor,
 				       4096 },
 	/*
-	 * A layout: 1536 slots at most (3 GiB in 2 MiB slots), each 36
-	 * bytes on the wire at most and 64 bytes unpacked (message and
-	 * pointer). An empty repeated entry is 2 bytes on the wire and 64
-	 * unpacked: the allocation cap, not the length cap, stops those.
+	 * A layout: 1536 slots at most (3 GiB in 2 MiB slots); the widest
+	 * real one is 55 KB on the wire and 160 KB unpacked. An empty slot
+	 * entry is 2 bytes on the wire and 128 unpacked, so 128 KiB of them
+	 * would take 8 MiB: the allocation cap, not the length cap, stops
+	 * those (measured with protobuf-c 1.4).
 	 */
 	[MIG__MSG_TYPE__MSG_SETUP] = { "setup", &mig__vm_layout__descriptor,
 				       MIG_FRAME_SETUP_MAX, 256u << 10 },

@@ -21,8 +21,8 @@
  * Every type has a hard cap on its message length (mig_frame_max_len()),
  * checked when the header is decoded, before anything is allocated, and a
  * cap on what unpacking its message may allocate (mig_frame_max_alloc()):
- * protobuf turns a 2-byte empty repeated entry into a 64-byte message, so
- * the length cap alone does not bound the heap.
+ * protobuf-c turns a 2-byte empty repeated entry into 128 bytes of heap,
+ * so the length cap alone does not bound the heap.
  * Functions here work on buffers only, so they are tested without sockets;
  * they are pure and thread-safe.
  */

@@ -102,8 +102,8 @@ static void drop(struct pending *p, uint64_t *counter, const char *why,
 	/* Peers of a flood are many: their lines are debug, a failed
 	 * handshake (a misconfigured real peer, usually) is a warning. */
 	hv_log(err ? HV_LOG_WARN : HV_LOG_DBG, "mig",
-	       "op=accept_drop peer=%s why=%s err=%d age_ms=%llu", p->peer,
-	       why, err,
+	       "op=accept_drop peer=%s why=%s err=%d cause=\"%s\" age_ms=%llu",
+	       p->peer, why, err, err ? mig_conn_strerror(err) : "",
 	       (unsigned long long)((now_ns() - p->since_ns) / 1000000));
 	mig_conn_destroy(p->c);
 	p->c = NULL;

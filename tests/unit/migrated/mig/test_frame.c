@@ -190,7 +190,7 @@ static void test_garbage_message_is_refused(void)
 
 /*
  * A layout of empty repeated slot entries, 2 bytes each on the wire, the
- * most a SETUP frame may carry: unpacked it would be 32 times its size.
+ * most a SETUP frame may carry: unpacked it would be 64 times its size.
  * The allocation cap refuses it; the largest real layout (1536 slots,
  * every field at its widest) still unpacks.
  */
