@@ -366,7 +366,7 @@ int mig_listener_accept_session(struct mig_listener *l, unsigned data_ms,
 {
 	struct session_want w = { .sa = out };
 	struct mig_hello_info hi;
-	struct mig_conn *c;
+	struct mig_conn *c = NULL;
 	int ret;
 
 	ret = mig_listener_accept(l, 0, want_control, NULL, &c, &hi);
