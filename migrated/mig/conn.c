@@ -632,7 +632,7 @@ static int wait_frame(struct mig_conn *c)
 	uint64_t n;
 	int r;
 
-	if (c->wake_fd < 0 || (c->ssl && SSL_pending(c->ssl)))
+	if (c->wake_fd < 0 || (c->ssl && SSL_has_pending(c->ssl)))
 		return 0;
 	do
 		r = poll(p, 2, c->io_ms ? (int)c->io_ms : -1);
@@ -654,7 +654,7 @@ int mig_conn_wait_readable(struct mig_conn *c, unsigned ms)
 
 	if (atomic_load(&c->err))
 		return atomic_load(&c->err);
-	if (c->ssl && SSL_pending(c->ssl))
+	if (c->ssl && SSL_has_pending(c->ssl))
 		return 0;
 	do
 		r = poll(&p, 1, (int)ms);
