@@ -179,6 +179,83 @@ static void test_idle_flood_does_not_lock_out_the_real_peer(void)
 		close(fds[i]);
 }
 
+/* A TCP connection from loopback address @src that sends nothing. */
+static int idle_from(const char *src, uint16_t port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	struct sockaddr_in me = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(inet_pton(AF_INET, src, &me.sin_addr) == 1);
+	CU_ASSERT_EQUAL_FATAL(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&sin,
+				      sizeof(sin)),
+			      0);
+	return fd;
+}
+
+/* Still open from our side's view: no end of file within 100 ms. */
+static bool still_open(int fd)
+{
+	struct timeval tv = { 0, 100000 };
+	char b;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return read(fd, &b, 1) < 0;
+}
+
+/*
+ * One address's flood evicts its own connections only: past max_per_peer
+ * from 127.0.0.2, the oldest of 127.0.0.2 go, and the connections of
+ * 127.0.0.1 stay.
+ */
+static void test_per_peer_bound_evicts_that_peer_only(void)
+{
+	struct mig_listener_cfg cfg = {
+		.tls = srv_tls,
+		.handshake_ms = 5000,
+		.max_pending = 16,
+		.max_per_peer = 4,
+		.io_ms = 1000,
+	};
+	struct mig_listener_stats st;
+	struct mig_hello_info hi;
+	struct mig_listener *l;
+	struct mig_conn *c = NULL;
+	int mine[3], theirs[10];
+
+	CU_ASSERT_EQUAL_FATAL(mig_listener_create("127.0.0.1", 0, &cfg, &l),
+			      0);
+	for (unsigned i = 0; i < 3; i++)
+		mine[i] = idle_from("127.0.0.1", mig_listener_port(l));
+	/* Let the listener take these three first. */
+	CU_ASSERT_EQUAL(mig_listener_accept(l, 200, NULL, NULL, &c, &hi),
+			-ETIMEDOUT);
+	for (unsigned i = 0; i < 10; i++)
+		theirs[i] = idle_from("127.0.0.2", mig_listener_port(l));
+	CU_ASSERT_EQUAL(mig_listener_accept(l, 300, NULL, NULL, &c, &hi),
+			-ETIMEDOUT);
+	mig_listener_get_stats(l, &st);
+	CU_ASSERT_EQUAL(st.accepted, 13);
+	CU_ASSERT_EQUAL(st.evicted, 6);
+	for (unsigned i = 0; i < 3; i++)
+		CU_ASSERT(still_open(mine[i]));
+	for (unsigned i = 0; i < 6; i++)
+		CU_ASSERT(!still_open(theirs[i]));
+	for (unsigned i = 6; i < 10; i++)
+		CU_ASSERT(still_open(theirs[i]));
+	mig_listener_destroy(l);
+	for (unsigned i = 0; i < 3; i++)
+		close(mine[i]);
+	for (unsigned i = 0; i < 10; i++)
+		close(theirs[i]);
+}
+
 /* A connection that never speaks is closed after handshake_ms. */
 static void test_silent_connection_is_closed_after_the_handshake_time(void)
 {
@@ -263,6 +340,8 @@ static void test_cancel_ends_the_wait(void)
 static CU_TestInfo tests[] = {
 	{ "idle_flood_does_not_lock_out_the_real_peer",
 	  test_idle_flood_does_not_lock_out_the_real_peer },
+	{ "per_peer_bound_evicts_that_peer_only",
+	  test_per_peer_bound_evicts_that_peer_only },
 	{ "silent_connection_is_closed_after_the_handshake_time",
 	  test_silent_connection_is_closed_after_the_handshake_time },
 	{ "unwanted_hello_is_dropped_not_fatal",
