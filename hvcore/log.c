@@ -90,6 +90,51 @@ void hv_log(enum hv_log_level level, const char *comp, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* @c as it appears escaped, into @e; returns its length (1, 2 or 4). */
+static size_t escape_char(unsigned char c, char e[4])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (c == '"' || c == '\\') {
+		e[0] = '\\';
+		e[1] = (char)c;
+		return 2;
+	}
+	if (c >= 0x20 && c < 0x7f) {
+		e[0] = (char)c;
+		return 1;
+	}
+	e[0] = '\\';
+	e[1] = 'x';
+	e[2] = hex[c >> 4];
+	e[3] = hex[c & 15];
+	return 4;
+}
+
+char *hv_log_escape(const char *in, char *out, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)(in ? in : "");
+	size_t o = 0, need = 0, mark;
+	char e[4];
+
+	HV_BUG_ON(len < 4);
+	for (const unsigned char *p = s; *p; p++)
+		need += escape_char(*p, e);
+	/* Cut short: keep room for the "..." that says so. */
+	mark = need > len - 1 ? 3 : 0;
+	for (const unsigned char *p = s; *p; p++) {
+		size_t n = escape_char(*p, e);
+
+		if (o + n + mark > len - 1)
+			break;
+		memcpy(out + o, e, n);
+		o += n;
+	}
+	memcpy(out + o, "...", mark);
+	out[o + mark] = '\0';
+	return out;
+}
+
 void hv_bug(const char *cond, const char *file, int line)
 {
 	hv_err("bug", "cond=\"%s\" at=%s:%d", cond, file, line);

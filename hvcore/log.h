@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging: one line per event, key=value (DESIGN.md section 5).
+ * Logging: one line per event, key=value.
  *
  *   hv_info("memslot", "op=add slot=%u gfn=0x%llx pages=%llu", ...);
  *
@@ -17,6 +17,7 @@
 #define HVCORE_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum hv_log_level {
 	HV_LOG_INVALID = 0,
@@ -37,6 +38,19 @@ void hv_log(enum hv_log_level level, const char *comp, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void hv_vlog(enum hv_log_level level, const char *comp, const char *fmt,
 	     va_list ap);
+
+/*
+ * A copy of @in fit to log inside double quotes: printable ASCII as is,
+ * '"' and '\\' with a backslash, anything else (control bytes, bytes of
+ * 0x80 and up) as \xNN, so that a peer's string can neither forge a field
+ * or a line nor carry terminal escapes. Written into @out (@len >= 4
+ * bytes), NUL-terminated, cut with "..." if it does not fit. NULL is "".
+ * Returns @out, for use as a printf argument. Thread-safe.
+ */
+char *hv_log_escape(const char *in, char *out, size_t len);
+
+/* Size of a buffer that holds any escaped string of up to @n bytes. */
+#define HV_LOG_ESCAPE_LEN(n) (4 * (n) + 1)
 
 #define hv_err(comp, ...) hv_log(HV_LOG_ERR, comp, __VA_ARGS__)
 #define hv_warn(comp, ...) hv_log(HV_LOG_WARN, comp, __VA_ARGS__)

@@ -336,6 +336,8 @@ static void settle_incoming(struct migd_mig *m)
 /* The waiter is done: reap it, settle the VM, announce the end. */
 static void settle(struct migd_mig *m)
 {
+	char esc[HV_LOG_ESCAPE_LEN(sizeof(m->final.message))];
+
 	adopt_name(m);
 	pthread_mutex_lock(&m->lock);
 	m->final = m->latest;
@@ -367,6 +369,7 @@ static void settle(struct migd_mig *m)
 		mig_dest_destroy(m->dst);
 	m->dst = NULL;
 	m->finished = true;
+	hv_log_escape(m->final.message, esc, sizeof(esc));
 	hv_info(COMP,
 		"event=migration_finished mig=%llu dir=%s vm=%s phase=%s "
 		"err=%d iterations=%u pages_sent=%llu bytes_wire=%llu "
@@ -376,8 +379,7 @@ static void settle(struct migd_mig *m)
 		m->final.iteration, (unsigned long long)m->final.pages_sent,
 		(unsigned long long)m->final.bytes_wire,
 		(unsigned long long)(m->final.downtime.total_ns / 1000),
-		(unsigned long long)(m->final.guest_downtime_ns / 1000),
-		m->final.message);
+		(unsigned long long)(m->final.guest_downtime_ns / 1000), esc);
 	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	trim_history(m->d);
 }

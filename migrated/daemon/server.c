@@ -254,6 +254,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 	};
 	unsigned cs = (unsigned)req->call_case;
 	const char *name = "?";
+	char esc[640]; /* the message, escaped; a log line is 1 KiB */
 	int ret;
 
 	resp.id = req->id;
@@ -273,6 +274,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 		resp.result_case = MIGD__RESPONSE__RESULT__NOT_SET;
 		err.status = call.status;
 		err.message = call.message;
+		hv_log_escape(call.message, esc, sizeof(esc));
 		hv_dbg(COMP, "event=call_failed conn=%llu id=%llu call=%s "
 			     "status=%s msg=\"%s\"",
 		       (unsigned long long)conn->id,
@@ -280,7 +282,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 		       protobuf_c_enum_descriptor_get_value(
 			       &migd__status__descriptor, call.status)
 			       ->name,
-		       call.message);
+		       esc);
 	} else {
 		err.status = MIGD__STATUS__STATUS_OK;
 		err.message = (char *)"";
@@ -364,6 +366,7 @@ static void conn_timer_cb(uv_timer_t *t)
 {
 	struct migd_conn *conn = t->data;
 	struct migd_server *srv = conn->srv;
+	char esc[HV_LOG_ESCAPE_LEN(96)];
 
 	if (conn->closing)
 		return;
@@ -378,7 +381,8 @@ static void conn_timer_cb(uv_timer_t *t)
 		hv_info(COMP, "event=conn_idle_timeout conn=%llu peer=\"%s\" "
 			      "ms=%u",
 			(unsigned long long)conn->id,
-			migd_tlsconn_peer(conn->tls),
+			hv_log_escape(migd_tlsconn_peer(conn->tls), esc,
+				      sizeof(esc)),
 			srv->d->cfg.rpc_idle_timeout_ms);
 		conn_close(conn, "idle timeout");
 	}
@@ -460,13 +464,15 @@ static void tls_read(struct migd_conn *conn, const void *data, size_t n)
 	struct migd_server *srv = conn->srv;
 	bool was = migd_tlsconn_established(conn->tls);
 	int ret = migd_tlsconn_feed(conn->tls, data, n, conn_plain, conn);
+	char esc[HV_LOG_ESCAPE_LEN(96)];
 
 	if (!conn->closing)
 		tls_flush(conn); /* handshake records or the alert */
 	if (!was && migd_tlsconn_established(conn->tls)) {
 		hv_dbg(COMP, "event=tls_established conn=%llu peer=\"%s\"",
 		       (unsigned long long)conn->id,
-		       migd_tlsconn_peer(conn->tls));
+		       hv_log_escape(migd_tlsconn_peer(conn->tls), esc,
+				     sizeof(esc)));
 		/* Handshake deadline off, idle deadline on (or off when
 		 * what came along with the Finished subscribed). */
 		migd__conn_idle_arm(conn);
@@ -509,6 +515,32 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	free(buf->base);
 }
 
+/*
+ * Why: TCP connections that have not finished their TLS handshake are
+ * anyone's; left to fill MIGD_CONNS_MAX until their time-out, a flood of
+ * them would lock out the Unix socket and every real client. Past
+ * MIGD_TLS_PENDING_MAX of them, a newcomer closes the oldest (the list
+ * is newest first); a real client finishes its handshake in milliseconds.
+ */
+static void handshake_room(struct migd_server *srv)
+{
+	struct migd_conn *oldest = NULL;
+	unsigned n = 0;
+
+	for (struct migd_conn *c = srv->conns; c; c = c->next) {
+		if (!c->tls || migd_tlsconn_established(c->tls))
+			continue;
+		n++;
+		oldest = c;
+	}
+	if (n < MIGD_TLS_PENDING_MAX)
+		return;
+	srv->handshake_evictions++;
+	hv_dbg(COMP, "event=tls_handshake_evicted conn=%llu pending=%u",
+	       (unsigned long long)oldest->id, n);
+	conn_close(oldest, "evicted by a newer handshake");
+}
+
 static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 			  bool tcp)
 {
@@ -529,6 +561,8 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 	conn->id = ++srv->next_conn_id;
 	migd_framer_init(&conn->framer, MIGD_FRAME_MAX);
 	ret = uv_accept(listener, &conn->h.stream);
+	if (!ret && tcp)
+		handshake_room(srv);
 	if (ret)
 		why = uv_err_name(ret);
 	else if (srv->nr_conns >= MIGD_CONNS_MAX)

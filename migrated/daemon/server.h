@@ -18,7 +18,10 @@
  * socket) only while they do something: one that has not completed its
  * TLS handshake after cfg.rpc_handshake_timeout_ms, or that then sends
  * nothing for cfg.rpc_idle_timeout_ms while it has no subscription, is
- * closed (0 turns either off). A subscriber may stay silent: it listens.
+ * closed (0 turns either off), and at most MIGD_TLS_PENDING_MAX are in
+ * their handshake at once (a newer one closes the oldest), so a flood of
+ * idle connections never fills the slots of the Unix socket and the real
+ * clients. A subscriber may stay silent: it listens.
  * The Unix socket has no timeouts (only its owner can connect).
  *
  * Subscriptions (SubscribeRequest, MigWatchRequest) hang off their
@@ -42,6 +45,8 @@
 #include "proto/control.pb-c.h"
 
 #define MIGD_CONNS_MAX 512
+/* TCP connections still in their TLS handshake (server.c handshake_room) */
+#define MIGD_TLS_PENDING_MAX 64u
 #define MIGD_SUBS_PER_CONN 64
 #define MIGD_CONN_WQ_MAX (16u << 20)
 #define MIGD_PROGRESS_INTERVAL_MS 500u
@@ -101,6 +106,7 @@ struct migd_server {
 	uint16_t tcp_port;
 	uint64_t tls_refused; /* handshakes refused (metrics, tests) */
 	uint64_t handshake_timeouts; /* closed before the TLS handshake */
+	uint64_t handshake_evictions; /* closed for a newer handshake */
 	uint64_t idle_timeouts;	     /* closed after silence */
 };
 

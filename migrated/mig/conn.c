@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-#include "migrated/mig/conn.h"
+#include "migrated/mig/conn_priv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,18 +19,29 @@
 
 #include "hvcore/log.h"
 
-struct mig_conn {
-	/* immutable after create */
-	int fd;
-	SSL *ssl; /* NULL: insecure plain TCP */
-	/* any thread */
-	_Atomic int err;
-	/* owner thread only */
-	uint8_t *rbuf; /* message buffer, grown up to the type's cap */
-	size_t rbuf_cap;
-	uint8_t sbuf[MIG_FRAME_HDR_SIZE + 4096];
-	uint64_t sent, recvd;
-};
+/*
+ * A receive buffer above this is freed after its message: one large
+ * message (a layout, the VM state) must not pin megabytes per channel
+ * for the rest of the stream.
+ */
+#define RBUF_KEEP_MAX 65536u
+
+/*
+ * What a plain side answers to a TLS ClientHello, and a TLS side to a
+ * plain Hello: each in the form the other end can read, so that both
+ * ends name the mismatch instead of a protocol error. A TLS listener
+ * writes this fatal protocol_version alert record; a plain listener
+ * writes a frame header, which a TLS client fails on as "wrong version
+ * number".
+ */
+static const uint8_t tls_alert_rec[] = { 0x15, 0x03, 0x03, 0x00,
+					 0x02, 0x02, 0x46 };
+
+/* Do the first bytes of a record look like TLS (handshake or alert)? */
+static bool looks_like_tls(const uint8_t *p, size_t n)
+{
+	return n >= 2 && (p[0] == 0x15 || p[0] == 0x16) && p[1] == 0x03;
+}
 
 /* Parse a numeric IPv4 or IPv6 address. */
 static int parse_addr(const char *host, uint16_t port,
@@ -67,7 +80,7 @@ int mig_listen(const char *host, uint16_t port, int *fd_out,
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 64))
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, SOMAXCONN))
 		goto fail;
 	if (port_out) {
 		len = sizeof(ss);
@@ -86,7 +99,7 @@ fail:
 	return ret;
 }
 
-static int set_timeouts(int fd, unsigned timeout_ms)
+int mig__conn_set_timeouts(int fd, unsigned timeout_ms)
 {
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 	int one = 1;
@@ -118,7 +131,7 @@ static bool cert_refused(int reason)
 }
 
 /* Map a failed SSL call to an errno; logs TLS-level failures once. */
-static int ssl_err(struct mig_conn *c, int r, const char *what)
+int mig__conn_ssl_err(struct mig_conn *c, int r, const char *what)
 {
 	int e = SSL_get_error(c->ssl, r), saved = errno;
 	int ret;
@@ -197,28 +210,30 @@ void mig_conn_shutdown(struct mig_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
-static struct mig_conn *conn_new(int fd)
+struct mig_conn *mig__conn_new(int fd)
 {
 	struct mig_conn *c = calloc(1, sizeof(*c));
 
-	if (c)
+	if (c) {
 		c->fd = fd;
+		c->wake_fd = -1;
+	}
 	return c;
 }
 
-/* Handshake on a connected socket; on failure frees c but not fd. */
-static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
+/* Set up c->ssl for a handshake on c->fd, checking the server's name. */
+int mig__conn_ssl_prepare(struct mig_conn *c, struct mig_tls *tls)
 {
-	bool server = mig_tls_is_server(tls);
 	const char *name = mig_tls_peer_name(tls);
-	long vr;
 	int r;
 
 	ERR_clear_error();
 	c->ssl = SSL_new(mig_tls_ctx(tls));
 	if (!c->ssl || !SSL_set_fd(c->ssl, c->fd))
 		return -ENOMEM;
-	if (!server && name) {
+	if (mig_tls_is_server(tls)) {
+		SSL_set_accept_state(c->ssl);
+	} else if (name) {
 		X509_VERIFY_PARAM *p = SSL_get0_param(c->ssl);
 		ASN1_OCTET_STRING *ip = a2i_IPADDRESS(name);
 
@@ -231,22 +246,76 @@ static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
 		if (r != 1)
 			return -ENOMEM;
 	}
-	r = server ? SSL_accept(c->ssl) : SSL_connect(c->ssl);
-	if (r == 1)
-		return 0;
-	vr = SSL_get_verify_result(c->ssl);
+	return 0;
+}
+
+/* The errno of a failed handshake step @r (not a "want" one). */
+int mig__conn_handshake_error(struct mig_conn *c, int r, bool server)
+{
+	const char *op = server ? "accept" : "connect";
+	long vr = SSL_get_verify_result(c->ssl);
+	int reason = ERR_GET_REASON(ERR_peek_error());
+
 	if (vr != X509_V_OK) {
-		hv_err("tls", "op=%s err=peer_refused reason=\"%s\"",
-		       server ? "accept" : "connect",
+		hv_err("tls", "op=%s err=peer_refused reason=\"%s\"", op,
 		       X509_verify_cert_error_string(vr));
 		ERR_clear_error();
 		return -EACCES;
 	}
-	return ssl_err(c, r, server ? "accept" : "connect");
+	/* The server answered with bytes that are not TLS: a plain peer. */
+	if (!server && reason == SSL_R_WRONG_VERSION_NUMBER) {
+		hv_err("tls", "op=%s err=tls_plain_mismatch what=peer_is_plain",
+		       op);
+		ERR_clear_error();
+		return -EPROTOTYPE;
+	}
+	return mig__conn_ssl_err(c, r, op);
 }
 
-static void conn_free(struct mig_conn *c)
+/*
+ * A plain Hello on a TLS listener: the peer runs --insecure. Peeked, so
+ * that a TLS ClientHello is left for OpenSSL. 0 when the first byte is
+ * not our magic's, -EAGAIN when nothing arrived yet (non-blocking).
+ */
+int mig__conn_plain_peer_check(struct mig_conn *c, int flags)
 {
+	uint8_t b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | flags);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -EAGAIN;
+	if (n != 1 || b != (uint8_t)(MIG_FRAME_MAGIC & 0xff))
+		return 0;
+	hv_err("tls", "op=accept err=tls_plain_mismatch what=peer_is_plain");
+	(void)!send(c->fd, tls_alert_rec, sizeof(tls_alert_rec),
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	return -EPROTOTYPE;
+}
+
+/* Blocking handshake on a connected socket; frees nothing on failure. */
+static int conn_handshake(struct mig_conn *c, struct mig_tls *tls)
+{
+	bool server = mig_tls_is_server(tls);
+	int r;
+
+	r = mig__conn_ssl_prepare(c, tls);
+	if (r)
+		return r;
+	if (server) {
+		r = mig__conn_plain_peer_check(c, 0);
+		if (r && r != -EAGAIN)
+			return r;
+	}
+	r = server ? SSL_accept(c->ssl) : SSL_connect(c->ssl);
+	if (r == 1)
+		return 0;
+	return mig__conn_handshake_error(c, r, server);
+}
+
+void mig__conn_free(struct mig_conn *c)
+{
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	SSL_free(c->ssl);
 	free(c->rbuf);
 	free(c);
@@ -258,7 +327,7 @@ static void conn_free(struct mig_conn *c)
  */
 static int conn_wrap(int fd, struct mig_tls *tls, struct mig_conn **out)
 {
-	struct mig_conn *c = conn_new(fd);
+	struct mig_conn *c = mig__conn_new(fd);
 	int ret;
 
 	if (!c)
@@ -266,7 +335,7 @@ static int conn_wrap(int fd, struct mig_tls *tls, struct mig_conn **out)
 	if (tls) {
 		ret = conn_handshake(c, tls);
 		if (ret) {
-			conn_free(c);
+			mig__conn_free(c);
 			return ret;
 		}
 	}
@@ -288,12 +357,13 @@ int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = set_timeouts(fd, timeout_ms);
+	ret = mig__conn_set_timeouts(fd, timeout_ms);
 	if (ret)
 		goto fail_fd;
 	ret = conn_wrap(fd, tls, out);
 	if (ret)
 		goto fail_fd;
+	(*out)->io_ms = timeout_ms;
 	return 0;
 fail_fd:
 	close(fd);
@@ -314,7 +384,7 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 	if (fd < 0)
 		return -errno;
 	/* Linux bounds a blocking connect() by SO_SNDTIMEO. */
-	ret = set_timeouts(fd, timeout_ms);
+	ret = mig__conn_set_timeouts(fd, timeout_ms);
 	if (ret)
 		goto fail_fd;
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
@@ -325,6 +395,7 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 	ret = conn_wrap(fd, tls, out);
 	if (ret)
 		goto fail_fd;
+	(*out)->io_ms = timeout_ms;
 	return 0;
 fail_fd:
 	close(fd);
@@ -341,7 +412,7 @@ void mig_conn_destroy(struct mig_conn *c)
 		ERR_clear_error();
 	}
 	close(c->fd);
-	conn_free(c);
+	mig__conn_free(c);
 }
 
 static int conn_write(struct mig_conn *c, const void *buf, size_t len)
@@ -360,7 +431,7 @@ static int conn_write(struct mig_conn *c, const void *buf, size_t len)
 			r = SSL_write_ex(c->ssl, p, len, &n);
 			if (r <= 0)
 				return mig_conn_set_error(
-					c, ssl_err(c, r, "write"));
+					c, mig__conn_ssl_err(c, r, "write"));
 			p += n;
 			len -= n;
 		} else {
@@ -380,11 +451,14 @@ static int conn_write(struct mig_conn *c, const void *buf, size_t len)
 	return atomic_load(&c->err);
 }
 
-int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
+/* Read exactly @len bytes; *@got says how many arrived, even on error. */
+static int conn_read_n(struct mig_conn *c, void *buf, size_t len,
+		       size_t *got)
 {
 	uint8_t *p = buf;
 	int ret = atomic_load(&c->err);
 
+	*got = 0;
 	if (ret)
 		return ret;
 	while (len) {
@@ -394,9 +468,11 @@ int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
 
 			ERR_clear_error();
 			r = SSL_read_ex(c->ssl, p, len, &n);
-			if (r <= 0)
+			if (r <= 0) {
+				*got = (size_t)(p - (uint8_t *)buf);
 				return mig_conn_set_error(
-					c, ssl_err(c, r, "read"));
+					c, mig__conn_ssl_err(c, r, "read"));
+			}
 			p += n;
 			len -= n;
 		} else {
@@ -404,17 +480,27 @@ int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
 
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0)
+			if (n <= 0) {
+				*got = (size_t)(p - (uint8_t *)buf);
 				return mig_conn_set_error(
 					c, !n		      ? -EPIPE
 					   : errno == EAGAIN ? -ETIMEDOUT
 							     : -errno);
+			}
 			p += n;
 			len -= (size_t)n;
 		}
 	}
-	c->recvd += (uint64_t)(p - (uint8_t *)buf);
+	*got = (size_t)(p - (uint8_t *)buf);
+	c->recvd += *got;
 	return atomic_load(&c->err);
+}
+
+int mig_conn_read(struct mig_conn *c, void *buf, size_t len)
+{
+	size_t got;
+
+	return conn_read_n(c, buf, len, &got);
 }
 
 int mig_conn_send_frame(struct mig_conn *c, const void *buf, size_t len)
@@ -459,41 +545,198 @@ int mig_conn_send(struct mig_conn *c, unsigned type,
 	return ret;
 }
 
-int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
-		  ProtobufCMessage **msg)
+/*
+ * A header that failed to decode (@n of its bytes arrived, @err the read's
+ * error or 0): TLS bytes on a plain channel are a mismatch, not garbage.
+ */
+int mig__conn_bad_header(struct mig_conn *c, const uint8_t *raw, size_t n,
+		      int err)
 {
-	uint8_t raw[MIG_FRAME_HDR_SIZE];
-	struct mig_frame_hdr h;
-	int ret;
+	if (!c->ssl && looks_like_tls(raw, n)) {
+		hv_err("mig", "op=recv err=tls_plain_mismatch "
+			      "what=peer_speaks_tls");
+		/* Answer so that a TLS client names the mismatch too. */
+		if (raw[0] == 0x16)
+			(void)!send(c->fd, "MIGS\x01\0\0\0", 8,
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		atomic_store(&c->err, -EPROTOTYPE);
+		return -EPROTOTYPE;
+	}
+	if (err)
+		return err;
+	hv_err("mig", "op=recv err=bad_header");
+	return mig_conn_set_error(c, -EPROTO);
+}
 
-	ret = mig_conn_read(c, raw, sizeof(raw));
-	if (ret)
-		return ret;
-	ret = mig_frame_hdr_decode(raw, &h);
+/* For logs of a header that failed to decode. */
+static unsigned raw_type(const uint8_t *raw)
+{
+	return (unsigned)raw[6] | (unsigned)raw[7] << 8;
+}
+
+static uint32_t raw_len(const uint8_t *raw)
+{
+	return (uint32_t)raw[8] | (uint32_t)raw[9] << 8 |
+	       (uint32_t)raw[10] << 16 | (uint32_t)raw[11] << 24;
+}
+
+/* Check a decoded header against @types; grow rbuf for its message. */
+int mig__conn_hdr_admit(struct mig_conn *c, const uint8_t *raw, uint64_t types,
+		     struct mig_frame_hdr *h)
+{
+	int ret = mig_frame_hdr_decode(raw, h);
+
+	if (ret == -EPROTO)
+		return mig__conn_bad_header(c, raw, MIG_FRAME_HDR_SIZE, 0);
 	if (ret) {
-		hv_err("mig", "op=recv err=bad_header ret=%d", ret);
+		hv_err("mig", "op=recv err=bad_header type=%s len=%u ret=%d",
+		       mig_frame_type_name(raw_type(raw)), raw_len(raw), ret);
 		return mig_conn_set_error(c, ret);
 	}
-	/* h.len was checked against the type's cap: growing is bounded. */
-	if (h.len > c->rbuf_cap) {
-		uint8_t *nb = realloc(c->rbuf, h.len);
+	/* Refused before a byte of the message is read or allocated. */
+	if (h->type >= 64 || !(types & (1ull << h->type))) {
+		hv_err("mig", "op=recv err=unexpected_type type=%s len=%u",
+		       mig_frame_type_name(h->type), h->len);
+		return mig_conn_set_error(c, -EPROTO);
+	}
+	/* h->len was checked against the type's cap: growing is bounded. */
+	if (h->len > c->rbuf_cap) {
+		uint8_t *nb = realloc(c->rbuf, h->len);
 
 		if (!nb)
 			return mig_conn_set_error(c, -ENOMEM);
 		c->rbuf = nb;
-		c->rbuf_cap = h.len;
+		c->rbuf_cap = h->len;
 	}
+	return 0;
+}
+
+/* Unpack the message in rbuf; give back a large buffer. */
+int mig__conn_msg_unpack(struct mig_conn *c, const struct mig_frame_hdr *h,
+		      ProtobufCMessage **msg)
+{
+	int ret = mig_frame_unpack(h->type, c->rbuf, h->len, msg);
+
+	if (c->rbuf_cap > RBUF_KEEP_MAX) {
+		free(c->rbuf);
+		c->rbuf = NULL;
+		c->rbuf_cap = 0;
+	}
+	if (ret) {
+		hv_err("mig", "op=recv err=bad_message type=%s len=%u ret=%d",
+		       mig_frame_type_name(h->type), h->len, ret);
+		return mig_conn_set_error(c, ret);
+	}
+	return 0;
+}
+
+int mig_conn_set_interruptible(struct mig_conn *c)
+{
+	if (c->wake_fd >= 0)
+		return 0;
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return c->wake_fd < 0 ? -errno : 0;
+}
+
+void mig_conn_interrupt(struct mig_conn *c)
+{
+	uint64_t one = 1;
+
+	if (c->wake_fd >= 0)
+		(void)!write(c->wake_fd, &one, sizeof(one));
+}
+
+/*
+ * Before a frame of an interruptible connection: wait for its first byte
+ * or an interrupt. Only here, between frames, so that an interrupt never
+ * leaves half a frame read and the stream stays whole.
+ */
+static int wait_frame(struct mig_conn *c)
+{
+	struct pollfd p[2] = {
+		{ .fd = c->fd, .events = POLLIN },
+		{ .fd = c->wake_fd, .events = POLLIN },
+	};
+	uint64_t n;
+	int r;
+
+	if (c->wake_fd < 0 || (c->ssl && SSL_has_pending(c->ssl)))
+		return 0;
+	do
+		r = poll(p, 2, c->io_ms ? (int)c->io_ms : -1);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (p[1].revents & POLLIN) {
+		(void)!read(c->wake_fd, &n, sizeof(n));
+		return -EINTR;
+	}
+	/* The wait is the receive time-out: not once more in the read. */
+	return r ? 0 : mig_conn_set_error(c, -ETIMEDOUT);
+}
+
+int mig_conn_wait_readable(struct mig_conn *c, unsigned ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	int r;
+
+	if (atomic_load(&c->err))
+		return atomic_load(&c->err);
+	if (c->ssl && SSL_has_pending(c->ssl))
+		return 0;
+	do
+		r = poll(&p, 1, (int)ms);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r ? 0 : -ETIMEDOUT;
+}
+
+int mig_conn_recv_types(struct mig_conn *c, uint64_t types,
+			struct mig_frame_hdr *hdr, ProtobufCMessage **msg)
+{
+	uint8_t raw[MIG_FRAME_HDR_SIZE];
+	struct mig_frame_hdr h;
+	size_t got;
+	int ret;
+
+	ret = atomic_load(&c->err);
+	if (!ret)
+		ret = wait_frame(c);
+	if (ret)
+		return ret;
+	ret = conn_read_n(c, raw, sizeof(raw), &got);
+	if (ret)
+		return got ? mig__conn_bad_header(c, raw, got, ret) : ret;
+	ret = mig__conn_hdr_admit(c, raw, types, &h);
+	if (ret)
+		return ret;
 	ret = mig_conn_read(c, c->rbuf, h.len);
 	if (ret)
 		return ret;
-	ret = mig_frame_unpack(h.type, c->rbuf, h.len, msg);
-	if (ret) {
-		hv_err("mig", "op=recv err=bad_message type=%s len=%u",
-		       mig_frame_type_name(h.type), h.len);
-		return mig_conn_set_error(c, ret);
-	}
+	ret = mig__conn_msg_unpack(c, &h, msg);
+	if (ret)
+		return ret;
 	*hdr = h;
 	return 0;
+}
+
+int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
+		  ProtobufCMessage **msg)
+{
+	return mig_conn_recv_types(c, ~0ull, hdr, msg);
+}
+
+const char *mig_conn_strerror(int err)
+{
+	switch (err) {
+	case -EACCES:
+		return "TLS certificate error (certificate verify failed, or "
+		       "the peer refused ours: check the CA and certificates)";
+	case -EPROTOTYPE:
+		return "TLS/plain mismatch (one side uses TLS, the other "
+		       "--insecure)";
+	default:
+		return strerror(-err);
+	}
 }
 
 uint64_t mig_conn_bytes_sent(const struct mig_conn *c)

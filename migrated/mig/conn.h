@@ -47,8 +47,9 @@ int mig_listen(const char *host, uint16_t port, int *fd_out,
  * Accept one connection on @lfd within @timeout_ms (0: wait forever) and,
  * if @tls (a server mig_tls) is non-NULL, complete the TLS handshake,
  * verifying the client's certificate. Returns 0, -ETIMEDOUT, -EACCES (the
- * peer's certificate was missing or refused), -EPROTO (other handshake
- * failure), -ENOMEM or -errno. Nothing is read from a refused peer.
+ * peer's certificate was missing or refused), -EPROTOTYPE (a plain peer
+ * on a TLS channel, or the reverse), -EPROTO (other handshake failure),
+ * -ENOMEM or -errno. Nothing is read from a refused peer.
  */
 int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 		    struct mig_conn **out);
@@ -62,6 +63,32 @@ int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
  */
 int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 		     unsigned timeout_ms, struct mig_conn **out);
+
+/*
+ * The non-blocking accept of migrated/mig/listener.h, one connection
+ * among many on one thread. mig_conn_server_new() makes the accepted
+ * socket @fd non-blocking and wraps it (TLS server side when @tls); on
+ * success @fd belongs to *@out. mig_conn_server_step() then advances it
+ * whenever its socket is ready: the TLS handshake, then the first frame,
+ * which must be one of @types. It returns 0 once that frame is in (*@hdr
+ * and *@msg as mig_conn_recv()), -EAGAIN until then with *@events the
+ * poll(2) events to wait for, or a failure as mig_conn_accept() and
+ * mig_conn_recv(), the connection then failed. mig_conn_set_blocking()
+ * makes a connection that is done blocking, with @timeout_ms timeouts.
+ */
+int mig_conn_server_new(int fd, struct mig_tls *tls, struct mig_conn **out);
+int mig_conn_server_step(struct mig_conn *c, uint64_t types, short *events,
+			 struct mig_frame_hdr *hdr, ProtobufCMessage **msg);
+int mig_conn_set_blocking(struct mig_conn *c, unsigned timeout_ms);
+/* The socket, for poll(2) only. */
+int mig_conn_fd(const struct mig_conn *c);
+
+/*
+ * Words for an error of a connection, for the user: the TLS-specific
+ * causes spelled out (-EACCES: a certificate error; -EPROTOTYPE: one side
+ * speaks TLS, the other plain TCP), otherwise strerror(). Static string.
+ */
+const char *mig_conn_strerror(int err);
 
 /* Close the connection (TLS close_notify first, best effort). NULL ok. */
 void mig_conn_destroy(struct mig_conn *c);
@@ -84,7 +111,9 @@ int mig_conn_send_frame(struct mig_conn *c, const void *buf, size_t len);
  * -EMSGSIZE before allocating), reads and unpacks the message. *@msg is
  * freed by the caller with mig_frame_msg_free(). A batch's payload is read
  * next with mig_conn_read(). Returns 0 or the connection's first error;
- * -EPIPE when the peer closed the connection.
+ * -EPIPE when the peer closed the connection, -EPROTOTYPE when TLS bytes
+ * arrive on a plain channel (or a TLS alert, the answer a TLS side gives a
+ * plain one). A message buffer above 64 KiB is freed after its message.
  */
 int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
 		  ProtobufCMessage **msg);
@@ -100,6 +129,17 @@ int mig_conn_recv(struct mig_conn *c, struct mig_frame_hdr *hdr,
  */
 int mig_conn_wait_recv(struct mig_conn *c, unsigned timeout_ms);
 
+/*
+ * As mig_conn_recv(), accepting only the types whose bit (1 << type) is
+ * set in @types: any other fails the connection with -EPROTO after the
+ * header, before its message is read or allocated. A data channel takes
+ * page batches only, a new channel its Hello only.
+ */
+int mig_conn_recv_types(struct mig_conn *c, uint64_t types,
+			struct mig_frame_hdr *hdr, ProtobufCMessage **msg);
+
+#define MIG_CONN_TYPE(t) (1ull << (t))
+
 /* Read exactly @len bytes (a batch payload). 0 or the first error. */
 int mig_conn_read(struct mig_conn *c, void *buf, size_t len);
 
@@ -109,6 +149,23 @@ int mig_conn_read(struct mig_conn *c, void *buf, size_t len);
  * connection's first error.
  */
 int mig_conn_set_error(struct mig_conn *c, int err);
+
+/*
+ * An interruptible connection: mig_conn_interrupt(), from any thread,
+ * makes a mig_conn_recv*() that waits for a frame, or the next one, return
+ * -EINTR, without failing the connection: unlike mig_conn_shutdown() it
+ * leaves the channel usable, so that its owner can still send an Abort or
+ * a Cancel and read the peer's. set_interruptible: 0 or -errno; owner
+ * thread, before the calls that it interrupts.
+ */
+int mig_conn_set_interruptible(struct mig_conn *c);
+void mig_conn_interrupt(struct mig_conn *c);
+
+/*
+ * Wait up to @ms for bytes to read. 0, -ETIMEDOUT, or the connection's
+ * error. Owner thread.
+ */
+int mig_conn_wait_readable(struct mig_conn *c, unsigned ms);
 
 /* The first error, 0 while none. Any thread. */
 int mig_conn_error(const struct mig_conn *c);

@@ -25,7 +25,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +40,7 @@
 #include "migrated/mig/faultpoint.h"
 #include "migrated/mig/handshake.h"
 #include "migrated/mig/layout.h"
+#include "migrated/mig/listener.h"
 #include "migrated/mig/memmap.h"
 #include "migrated/mig/pipeline.h"
 #include "migrated/mig/recv_fsm.h"
@@ -48,6 +48,8 @@
 
 #define VMSTATE_FORMAT 1u
 #define WATCH_POLL_MS 50u
+/* How long a failed destination waits for the source's reason. */
+#define PEER_REASON_MS 1000u
 
 /* The one decision of this side (engine thread only). */
 enum dst_commit_state {
@@ -64,7 +66,7 @@ struct mig_dest {
 	struct hv_vm_cfg base;
 	bool has_base;
 	struct mig_tls *tls;
-	int lfd;
+	struct mig_listener *lst; /* engine thread, until the channels are in */
 	uint16_t port;
 	uint32_t io_ms;
 	uint64_t t0;
@@ -138,29 +140,6 @@ static void dst_prog_counters(struct mig_dest *d)
 	pthread_mutex_unlock(&d->prog.lock);
 }
 
-/* Wait for a connection on the listener, checking cancel every 100 ms;
- * @wait_ms 0: no limit. */
-static int accept_one(struct mig_dest *d, unsigned wait_ms,
-		      struct mig_conn **out)
-{
-	uint64_t end = wait_ms ? mig__now_ns() + wait_ms * 1000000ull : 0;
-	struct pollfd pfd = { .fd = d->lfd, .events = POLLIN };
-
-	for (;;) {
-		int r;
-
-		if (atomic_load(&d->cancel))
-			return -ECANCELED;
-		r = poll(&pfd, 1, 100);
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (r > 0)
-			return mig_conn_accept(d->lfd, d->tls, d->io_ms, out);
-		if (end && mig__now_ns() > end)
-			return -ETIMEDOUT;
-	}
-}
-
 static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 		     struct mig_conn *c)
 {
@@ -169,73 +148,36 @@ static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 	pthread_mutex_unlock(&d->lock);
 }
 
+static void take_conn(void *arg, int index, struct mig_conn *c)
+{
+	struct mig_dest *d = arg;
+
+	set_conn(d, index < 0 ? &d->ctl : &d->data[index], c);
+}
+
+/*
+ * The listener (listener.h) drops every connection that fails TLS or its
+ * Hello, or is not one of ours: a stray or hostile peer is not the
+ * migration we wait for, and does not end it.
+ */
 static int accept_channels(struct mig_dest *d)
 {
-	bool seen[MIG_CHANNELS_MAX] = { false };
-	struct mig_hello_info hi;
-	struct mig_conn *c;
+	struct mig_session_accept sa;
+	char why[160];
 	int ret;
 
-	/* A peer that fails TLS (wrong CA, no certificate) is not the
-	 * migration we wait for: keep listening. */
-	for (;;) {
-		ret = accept_one(d, 0, &c);
-		if (!ret)
-			break;
-		if (ret == -ECANCELED)
-			FAIL(d, ret, "cancelled while listening");
-		hv_warn("mig", "op=accept err=%d what=control_refused", ret);
-	}
-	set_conn(d, &d->ctl, c);
-	ret = mig_hello_recv(c, &hi);
-	if (!ret && hi.role != MIG__ROLE__ROLE_CONTROL)
-		ret = mig_conn_set_error(c, -EPROTO);
+	ret = mig_listener_accept_session(d->lst, d->io_ms, take_conn, d, &sa,
+					  why, sizeof(why));
 	if (ret)
-		FAIL(d, ret, "hello on control channel: %s", strerror(-ret));
+		FAIL(d, ret, "%s", why);
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
 		FAIL(d, -EPROTO, "hello refused by the state machine");
-	if (mig_version_negotiate(hi.version_min, hi.version_max,
-				  &d->version)) {
-		Mig__SetupRefuse r = MIG__SETUP_REFUSE__INIT;
-
-		r.reason = MIG__REFUSE_REASON__REFUSE_VERSION;
-		r.detail = "no stream version in common";
-		mig_conn_send(c, MIG__MSG_TYPE__MSG_SETUP_REFUSE, &r.base, NULL,
-			      0);
-		FAIL(d, -EPROTONOSUPPORT, "source speaks versions %u..%u",
-		     hi.version_min, hi.version_max);
-	}
-	memcpy(d->sid, hi.session_id, sizeof(d->sid));
-	d->nchan = hi.nr_channels;
-	ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_CONTROL, d->sid, 0,
-			     d->nchan);
-	if (ret)
-		FAIL(d, ret, "hello reply: %s", strerror(-ret));
-	for (unsigned i = 0; i < d->nchan; i++) {
-		ret = accept_one(d, d->io_ms, &c);
-		if (ret)
-			FAIL(d, ret, "accept data channel %u of %u: %s", i,
-			     d->nchan, strerror(-ret));
-		ret = mig_hello_recv(c, &hi);
-		if (!ret && (hi.role != MIG__ROLE__ROLE_DATA ||
-			     memcmp(hi.session_id, d->sid, sizeof(d->sid)) ||
-			     hi.nr_channels != d->nchan ||
-			     seen[hi.channel_index] ||
-			     hi.version_min != d->version))
-			ret = -EPROTO;
-		if (ret) {
-			mig_conn_destroy(c);
-			FAIL(d, ret, "hello on data channel: %s",
-			     strerror(-ret));
-		}
-		seen[hi.channel_index] = true;
-		set_conn(d, &d->data[hi.channel_index], c);
-		ret = mig_hello_send(c, d->version, MIG__ROLE__ROLE_DATA,
-				     d->sid, hi.channel_index, d->nchan);
-		if (ret)
-			FAIL(d, ret, "hello reply on data channel %u: %s",
-			     hi.channel_index, strerror(-ret));
-	}
+	memcpy(d->sid, sa.sid, sizeof(d->sid));
+	d->version = sa.version;
+	d->nchan = sa.nchan;
+	/* Every channel is in: the port has nothing more to offer. */
+	mig_listener_destroy(d->lst);
+	d->lst = NULL;
 	return 0;
 }
 
@@ -267,7 +209,7 @@ static void *watch_thread(void *arg)
 		atomic_store(&d->pipe_err, r);
 		pthread_mutex_lock(&d->lock);
 		if (d->ctl)
-			mig_conn_shutdown(d->ctl);
+			mig_conn_interrupt(d->ctl);
 		pthread_mutex_unlock(&d->lock);
 		break;
 	}
@@ -605,6 +547,8 @@ static int on_abort(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__Abort *a = (const Mig__Abort *)m;
 
+	if (a->reason == MIG__ABORT_REASON__ABORT_CANCELLED)
+		FAIL(d, -ECANCELED, MIG_PEER_CANCELLED " (the source)");
 	FAIL(d, -ECONNABORTED, "source aborted (reason %d): %.160s",
 	     (int)a->reason, a->detail ? a->detail : "");
 }
@@ -612,7 +556,39 @@ static int on_abort(struct mig_dest *d, const ProtobufCMessage *m)
 static int on_cancel(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	(void)m;
-	FAIL(d, -ECANCELED, "source cancelled the migration");
+	FAIL(d, -ECANCELED, MIG_PEER_CANCELLED " (the source)");
+}
+
+/*
+ * A data channel closed under us, or the control channel: if the source
+ * cancelled or aborted, its Cancel or Abort is on the way on the control
+ * channel, and that is what the user must read, not "Broken pipe".
+ */
+static int peer_reason(struct mig_dest *d, int ret)
+{
+	char why[160];
+	int pr;
+
+	if (ret == -ECANCELED || ret == -ECONNABORTED ||
+	    atomic_load(&d->cancel) || !d->ctl || mig_conn_error(d->ctl) ||
+	    !(atomic_load(&d->pipe_err) || ret == -EPIPE ||
+	      ret == -ECONNRESET || ret == -EINTR))
+		return ret;
+	pr = mig_peer_reason(d->ctl, PEER_REASON_MS, why, sizeof(why));
+	if (!pr)
+		return ret;
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.error = pr;
+	d->prog.p.phase = pr == -ECANCELED ? MIG_PHASE_CANCELLED
+					   : MIG_PHASE_FAILED;
+	if (pr == -ECANCELED)
+		snprintf(d->prog.p.message, sizeof(d->prog.p.message),
+			 MIG_PEER_CANCELLED " (the source)");
+	else
+		snprintf(d->prog.p.message, sizeof(d->prog.p.message),
+			 "source aborted: %.160s", why);
+	pthread_mutex_unlock(&d->prog.lock);
+	return pr;
 }
 
 typedef int (*msg_handler)(struct mig_dest *d, const ProtobufCMessage *m);
@@ -729,8 +705,8 @@ static void teardown(struct mig_dest *d)
 	d->map = NULL;
 	free(d->state.data);
 	d->state.data = NULL;
-	close(d->lfd);
-	d->lfd = -1;
+	mig_listener_destroy(d->lst);
+	d->lst = NULL;
 }
 
 static void *dst_thread(void *arg)
@@ -745,6 +721,8 @@ static void *dst_thread(void *arg)
 	 * started it; this keeps it so should that ever change). */
 	if (d->commit_state == DST_RESUMED)
 		ret = 0;
+	if (ret)
+		ret = peer_reason(d, ret);
 	if (ret && atomic_load(&d->cancel)) {
 		pthread_mutex_lock(&d->prog.lock);
 		d->prog.p.error = -ECANCELED;
@@ -753,6 +731,7 @@ static void *dst_thread(void *arg)
 		ret = -ECANCELED;
 	}
 	if (ret) {
+		char esc[HV_LOG_ESCAPE_LEN(sizeof(d->prog.p.message))];
 		struct mig_progress p;
 
 		/* Decided once: whatever comes later, this VM never runs. */
@@ -765,7 +744,7 @@ static void *dst_thread(void *arg)
 		pthread_mutex_unlock(&d->lock);
 		hv_log(ret == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
 		       "op=migrate_in port=%u err=%d msg=\"%s\"", d->port, ret,
-		       p.message);
+		       hv_log_escape(p.message, esc, sizeof(esc)));
 	}
 	/* The pipe's threads write into the VM's memory: stop them first. */
 	teardown(d);
@@ -783,6 +762,7 @@ int mig_dest_start(const char *host, uint16_t port,
 		   const struct mig_opts *opts, const struct hv_vm_cfg *base,
 		   mig_progress_cb cb, void *arg, struct mig_dest **out)
 {
+	struct mig_listener_cfg lcfg;
 	unsigned nchan;
 	struct mig_dest *d;
 	int ret;
@@ -792,7 +772,6 @@ int mig_dest_start(const char *host, uint16_t port,
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->lfd = -1;
 	ret = mig__opts_check(opts, &nchan, &d->io_ms);
 	if (ret)
 		goto fail;
@@ -808,22 +787,28 @@ int mig_dest_start(const char *host, uint16_t port,
 	ret = mig__tls_make(opts, true, &d->tls);
 	if (ret)
 		goto fail;
-	ret = mig_listen(host, port, &d->lfd, &d->port);
+	lcfg = (struct mig_listener_cfg){
+		.tls = d->tls,
+		.io_ms = d->io_ms,
+		.cancel = &d->cancel,
+	};
+	ret = mig_listener_create(host, port, &lcfg, &d->lst);
 	if (ret)
 		goto fail_tls;
+	d->port = mig_listener_port(d->lst);
 	pthread_mutex_init(&d->lock, NULL);
 	mig__prog_init(&d->prog, cb, arg);
 	mig_recv_fsm_init(&d->fsm);
 	d->t0 = mig__now_ns();
 	ret = -pthread_create(&d->thread, NULL, dst_thread, d);
 	if (ret)
-		goto fail_lfd;
+		goto fail_lst;
 	*out = d;
 	return 0;
-fail_lfd:
+fail_lst:
 	mig__prog_fini(&d->prog);
 	pthread_mutex_destroy(&d->lock);
-	close(d->lfd);
+	mig_listener_destroy(d->lst);
 fail_tls:
 	mig_tls_destroy(d->tls);
 fail:
@@ -848,8 +833,9 @@ int mig_dest_cancel(struct mig_dest *d)
 	if (atomic_exchange(&d->cancel, true))
 		return -EALREADY;
 	pthread_mutex_lock(&d->lock);
+	/* Not shut down: the engine tells the source with a Cancel. */
 	if (d->ctl)
-		mig_conn_shutdown(d->ctl);
+		mig_conn_interrupt(d->ctl);
 	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++)
 		if (d->data[i])
 			mig_conn_shutdown(d->data[i]);

@@ -2,23 +2,70 @@
 #include "migrated/mig/frame.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hvcore/types.h"
 
 /*
- * Per-type contract: message descriptor and the length cap checked before
- * any allocation. A type missing here is refused by every reader.
+ * Unpacked, a small message takes a few times its wire size: 8 bytes per
+ * packed varint of one byte, a 24-byte message header per submessage.
+ */
+#define FRAME_ALLOC_FACTOR 16u
+
+/*
+ * protobuf-c allocates through this while unpacking one message: each
+ * allocation is taken from @left, and one that does not fit fails the
+ * unpack. The blocks are malloc()'s, so the message is freed with the
+ * default allocator.
+ */
+struct unpack_budget {
+	size_t left;
+	bool exceeded;
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct unpack_budget *b = data;
+
+	if (size > b->left) {
+		b->exceeded = true;
+		return NULL;
+	}
+	b->left -= size;
+	return malloc(size);
+}
+
+static void budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+/*
+ * Per-type contract: message descriptor, the length cap checked before
+ * any allocation, and what unpacking one message may allocate (0: the
+ * default, FRAME_ALLOC_FACTOR times the length cap). A type missing here
+ * is refused by every reader.
  */
 static const struct frame_type {
 	const char *name;
 	const ProtobufCMessageDescriptor *desc;
 	uint32_t max_len;
+	uint32_t max_alloc;
 } frame_types[] = {
 	[MIG__MSG_TYPE__MSG_HELLO] = { "hello", &mig__hello__descriptor,
 				       4096 },
+	/*
+	 * A layout: 1536 slots at most (3 GiB in 2 MiB slots); the widest
+	 * real one is 55 KB on the wire and 160 KB unpacked. An empty slot
+	 * entry is 2 bytes on the wire and 128 unpacked, so 128 KiB of them
+	 * would take 8 MiB: the allocation cap, not the length cap, stops
+	 * those (measured with protobuf-c 1.4).
+	 */
 	[MIG__MSG_TYPE__MSG_SETUP] = { "setup", &mig__vm_layout__descriptor,
-				       MIG_FRAME_SMALL_MAX },
+				       MIG_FRAME_SETUP_MAX, 256u << 10 },
 	[MIG__MSG_TYPE__MSG_SETUP_ACCEPT] = { "setup_accept",
 					      &mig__setup_accept__descriptor,
 					      256 },
@@ -28,8 +75,9 @@ static const struct frame_type {
 	[MIG__MSG_TYPE__MSG_ITER_START] = { "iter_start",
 					    &mig__iter_start__descriptor,
 					    256 },
+	/* One count per data channel, 10 bytes each at most. */
 	[MIG__MSG_TYPE__MSG_ITER_END] = { "iter_end",
-					  &mig__iter_end__descriptor, 65536 },
+					  &mig__iter_end__descriptor, 1024 },
 	[MIG__MSG_TYPE__MSG_PAGE_BATCH] = { "page_batch",
 					    &mig__page_batch__descriptor,
 					    256 },
@@ -38,9 +86,11 @@ static const struct frame_type {
 	[MIG__MSG_TYPE__MSG_SWITCHOVER] = { "switchover",
 					    &mig__switchover__descriptor,
 					    256 },
+	/* The state is one bytes field: copied once, plus the envelope. */
 	[MIG__MSG_TYPE__MSG_VM_STATE] = { "vm_state",
 					  &mig__vm_state_envelope__descriptor,
-					  MIG_FRAME_MSG_MAX },
+					  MIG_FRAME_MSG_MAX,
+					  MIG_FRAME_MSG_MAX + 4096 },
 	[MIG__MSG_TYPE__MSG_DIGEST] = { "digest", &mig__digest__descriptor,
 					1024 },
 	[MIG__MSG_TYPE__MSG_ACK] = { "ack", &mig__ack__descriptor, 256 },
@@ -75,6 +125,16 @@ uint32_t mig_frame_max_len(unsigned type)
 	const struct frame_type *t = type_get(type);
 
 	return t ? t->max_len : 0;
+}
+
+uint32_t mig_frame_max_alloc(unsigned type)
+{
+	const struct frame_type *t = type_get(type);
+
+	if (!t)
+		return 0;
+	return t->max_alloc ? t->max_alloc
+			    : t->max_len * FRAME_ALLOC_FACTOR + 4096;
 }
 
 const ProtobufCMessageDescriptor *mig_frame_descriptor(unsigned type)
@@ -179,15 +239,21 @@ int mig_frame_unpack(unsigned type, const uint8_t *data, size_t len,
 		     ProtobufCMessage **out)
 {
 	const struct frame_type *t = type_get(type);
+	struct unpack_budget b = { .left = mig_frame_max_alloc(type) };
+	ProtobufCAllocator a = {
+		.alloc = budget_alloc,
+		.free = budget_free,
+		.allocator_data = &b,
+	};
 	ProtobufCMessage *m;
 
 	if (!t)
 		return -EINVAL;
 	if (len > t->max_len)
 		return -EMSGSIZE;
-	m = protobuf_c_message_unpack(t->desc, NULL, len, data);
+	m = protobuf_c_message_unpack(t->desc, &a, len, data);
 	if (!m)
-		return -EBADMSG;
+		return b.exceeded ? -EMSGSIZE : -EBADMSG;
 	*out = m;
 	return 0;
 }

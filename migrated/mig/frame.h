@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mig_frame: the framing of the migration stream (DESIGN.md section 4).
+ * mig_frame: the framing of the migration stream (docs/architecture.md).
  *
  * Every message on a control or data channel is one frame:
  *
@@ -19,7 +19,10 @@
  * (migrated/mig/batch.h), not the frame's.
  *
  * Every type has a hard cap on its message length (mig_frame_max_len()),
- * checked when the header is decoded, before anything is allocated.
+ * checked when the header is decoded, before anything is allocated, and a
+ * cap on what unpacking its message may allocate (mig_frame_max_alloc()):
+ * protobuf-c turns a 2-byte empty repeated entry into 128 bytes of heap,
+ * so the length cap alone does not bound the heap.
  * Functions here work on buffers only, so they are tested without sockets;
  * they are pure and thread-safe.
  */
@@ -37,8 +40,9 @@
 /*
  * Version 1 is the first version of the stream. A reader accepts
  * [MIG_FRAME_VERSION_MIN, MIG_FRAME_VERSION]; when the stream changes, the
- * current version is bumped and MIN becomes the previous one (STYLE.md
- * rule 9), and the change adds a golden vector to test_frame.c.
+ * current version is bumped and MIN becomes the previous one (a reader
+ * accepts the current and the previous version), and the change adds a
+ * golden vector to test_frame.c.
  */
 #define MIG_FRAME_VERSION 1u
 #define MIG_FRAME_VERSION_MIN 1u
@@ -47,8 +51,8 @@
 
 /* The largest message of any type (MSG_VM_STATE, whose cap it is). */
 #define MIG_FRAME_MSG_MAX (16u << 20)
-/* Cap of every other message: layouts of thousands of slots fit. */
-#define MIG_FRAME_SMALL_MAX (1u << 20)
+/* Cap of a layout (MSG_SETUP): the largest VM's 1536 slots fit. */
+#define MIG_FRAME_SETUP_MAX (128u << 10)
 
 struct mig_frame_hdr {
 	uint32_t magic;
@@ -67,6 +71,9 @@ const char *mig_frame_type_name(unsigned type);
  * message type (MSG_INVALID included).
  */
 uint32_t mig_frame_max_len(unsigned type);
+
+/* Cap on the heap unpacking one @type message may take, 0 when unknown. */
+uint32_t mig_frame_max_alloc(unsigned type);
 
 /* The protobuf-c descriptor of @type's message, NULL when unknown. */
 const ProtobufCMessageDescriptor *mig_frame_descriptor(unsigned type);
@@ -101,8 +108,9 @@ size_t mig_frame_size(const ProtobufCMessage *msg);
 /*
  * Unpack the message of a frame whose header was validated: @data/@len is
  * the message. *@out gets a message to free with mig_frame_msg_free().
- * Returns 0, -EINVAL (unknown type), -EMSGSIZE, -EBADMSG (not a valid
- * message of that type) or -ENOMEM.
+ * Returns 0, -EINVAL (unknown type), -EMSGSIZE (above the length cap, or
+ * unpacking would allocate above mig_frame_max_alloc()), -EBADMSG (not a
+ * valid message of that type, or out of memory: protobuf-c does not tell).
  */
 int mig_frame_unpack(unsigned type, const uint8_t *data, size_t len,
 		     ProtobufCMessage **out);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hvcore/log.h"
@@ -74,32 +75,32 @@ static int hello_check(const Mig__Hello *h)
 	return 0;
 }
 
-int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out)
+int mig_hello_take(unsigned type, ProtobufCMessage *msg,
+		   struct mig_hello_info *out)
 {
-	struct mig_frame_hdr hdr;
-	ProtobufCMessage *msg;
 	const Mig__Hello *h;
 	int ret;
 
-	ret = mig_conn_recv(c, &hdr, &msg);
-	if (ret)
-		return ret;
-	if (hdr.type != MIG__MSG_TYPE__MSG_HELLO) {
+	if (type != MIG__MSG_TYPE__MSG_HELLO) {
 		/* A peer that refuses says why instead of answering. */
-		if (hdr.type == MIG__MSG_TYPE__MSG_SETUP_REFUSE)
+		if (type == MIG__MSG_TYPE__MSG_SETUP_REFUSE)
 			ret = ((Mig__SetupRefuse *)msg)->reason ==
 					      MIG__REFUSE_REASON__REFUSE_VERSION
 				      ? -EPROTONOSUPPORT
 				      : -ECONNREFUSED;
-		else if (hdr.type == MIG__MSG_TYPE__MSG_ABORT ||
-			 hdr.type == MIG__MSG_TYPE__MSG_CANCEL)
+		else if (type == MIG__MSG_TYPE__MSG_CANCEL ||
+			 (type == MIG__MSG_TYPE__MSG_ABORT &&
+			  ((Mig__Abort *)msg)->reason ==
+				  MIG__ABORT_REASON__ABORT_CANCELLED))
+			ret = -ECANCELED;
+		else if (type == MIG__MSG_TYPE__MSG_ABORT)
 			ret = -ECONNABORTED;
 		else
 			ret = -EPROTO;
 		hv_err("mig", "op=hello err=%d msg=%s", ret,
-		       mig_frame_type_name(hdr.type));
+		       mig_frame_type_name(type));
 		mig_frame_msg_free(msg);
-		return mig_conn_set_error(c, ret);
+		return ret;
 	}
 	h = (const Mig__Hello *)msg;
 	ret = hello_check(h);
@@ -109,7 +110,7 @@ int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out)
 		       (int)h->role, h->channel_index, h->nr_channels,
 		       h->session_id.len);
 		mig_frame_msg_free(msg);
-		return mig_conn_set_error(c, ret);
+		return ret;
 	}
 	memset(out, 0, sizeof(*out));
 	out->version_min = h->version_min;
@@ -122,4 +123,62 @@ int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out)
 		snprintf(out->host_id, sizeof(out->host_id), "%s", h->host_id);
 	mig_frame_msg_free(msg);
 	return 0;
+}
+
+int mig_peer_reason(struct mig_conn *c, unsigned wait_ms, char *detail,
+		    size_t len)
+{
+	const uint64_t types = MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_ABORT) |
+			       MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_CANCEL);
+	struct timespec t0, t;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	detail[0] = '\0';
+	/* Bounded: a peer that keeps talking does not keep us here. */
+	for (unsigned n = 0; n < 64 && !ret; n++) {
+		struct mig_frame_hdr h;
+		ProtobufCMessage *m;
+		long ms;
+		int r;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 +
+		     (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= (long)wait_ms ||
+		    mig_conn_wait_readable(c, wait_ms - (unsigned)ms))
+			break;
+		r = mig_conn_recv(c, &h, &m);
+		if (r == -EINTR)
+			continue; /* the interrupt that woke the engine */
+		if (r)
+			break;
+		if (types & MIG_CONN_TYPE(h.type)) {
+			const Mig__Abort *a = (const Mig__Abort *)m;
+
+			if (h.type == MIG__MSG_TYPE__MSG_CANCEL ||
+			    a->reason == MIG__ABORT_REASON__ABORT_CANCELLED) {
+				ret = -ECANCELED;
+			} else {
+				ret = -ECONNABORTED;
+				snprintf(detail, len, "%s",
+					 a->detail ? a->detail : "");
+			}
+		}
+		mig_frame_msg_free(m);
+	}
+	return ret;
+}
+
+int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out)
+{
+	struct mig_frame_hdr hdr;
+	ProtobufCMessage *msg;
+	int ret;
+
+	ret = mig_conn_recv_types(c, MIG_HELLO_REPLY_TYPES, &hdr, &msg);
+	if (ret)
+		return ret;
+	ret = mig_hello_take(hdr.type, msg, out);
+	return ret ? mig_conn_set_error(c, ret) : 0;
 }

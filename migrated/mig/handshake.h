@@ -57,9 +57,31 @@ int mig_hello_send(struct mig_conn *c, uint32_t version, unsigned role,
 		   uint32_t nr_channels);
 
 /*
+ * What may come instead of a Hello: the Hello itself, or the peer's
+ * refusal, abort or cancel, each small. Anything else is refused by its
+ * header, before its message is read.
+ */
+#define MIG_HELLO_REPLY_TYPES                                                \
+	(MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_HELLO) |                           \
+	 MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_SETUP_REFUSE) |                    \
+	 MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_ABORT) |                           \
+	 MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_CANCEL))
+
+/*
+ * Check a received frame of @type whose message is @msg (freed here) as a
+ * Hello and fill *@out; for a connection read without blocking
+ * (mig_conn_server_step()). Errors as mig_hello_recv(); the connection is
+ * not touched.
+ */
+int mig_hello_take(unsigned type, ProtobufCMessage *msg,
+		   struct mig_hello_info *out);
+
+/*
  * Receive and check a Hello: the frame must be MSG_HELLO (otherwise
  * -EPROTONOSUPPORT for a SetupRefuse REFUSE_VERSION, -ECONNREFUSED for
- * another refusal, -ECONNABORTED for an abort/cancel, else -EPROTO), the role
+ * another refusal, -ECANCELED for a Cancel or an Abort with reason
+ * ABORT_CANCELLED (the peer cancelled), -ECONNABORTED for another abort,
+ * else -EPROTO), the role
  * valid, the session id 16 bytes, 1 <= nr_channels <= MIG_CHANNELS_MAX,
  * index < nr_channels (index 0 for the control channel). *@out filled on
  * success; version negotiation is the caller's (it knows which side it
@@ -67,5 +89,20 @@ int mig_hello_send(struct mig_conn *c, uint32_t version, unsigned role,
  * fails the connection with -EPROTO.
  */
 int mig_hello_recv(struct mig_conn *c, struct mig_hello_info *out);
+
+/*
+ * After a channel of the session failed: read what the peer's control
+ * channel @c still brings within @wait_ms, looking for its Abort or
+ * Cancel, so that the user is told why the peer went (a closed data
+ * channel says nothing). Other frames are skipped. Returns -ECANCELED
+ * (Cancel, or Abort with reason ABORT_CANCELLED: the peer cancelled),
+ * -ECONNABORTED (another Abort; its detail into @detail, escaped of
+ * nothing, NUL-terminated) or 0 when neither came. Owner thread of @c.
+ */
+int mig_peer_reason(struct mig_conn *c, unsigned wait_ms, char *detail,
+		    size_t len);
+
+/* What the user reads when the peer cancelled. */
+#define MIG_PEER_CANCELLED "cancelled by the peer"
 
 #endif

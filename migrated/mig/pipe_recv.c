@@ -11,6 +11,11 @@
 
 #include "hvcore/log.h"
 
+/* All a data channel carries; anything else fails it by its header. */
+#define DATA_TYPES                                                           \
+	(MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_PAGE_BATCH) |                      \
+	 MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_DATA_END))
+
 struct recv_chan {
 	/* immutable after create */
 	struct mig_recv_pipe *pipe;
@@ -86,7 +91,7 @@ static void *chan_thread(void *arg)
 		ProtobufCMessage *msg;
 		int ret;
 
-		ret = mig_conn_recv(c->conn, &h, &msg);
+		ret = mig_conn_recv_types(c->conn, DATA_TYPES, &h, &msg);
 		if (ret) {
 			chan_fail(c, ret, "recv", applied);
 			return NULL;

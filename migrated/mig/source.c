@@ -37,6 +37,8 @@
 #define SRC_BW_MIN_NS 20000000ull
 #define SRC_BW_MIN_PAGES 4096u
 #define VMSTATE_FORMAT 1u
+/* How long a failed source waits for the destination's reason. */
+#define SRC_PEER_REASON_MS 1000u
 
 static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
 		    ProtobufCMessage **m)
@@ -52,6 +54,9 @@ static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
 	pthread_mutex_lock(&s->lock);
 	s->ctl_blocked = false;
 	pthread_mutex_unlock(&s->lock);
+	/* mig_source_cancel() interrupted the wait. */
+	if (ret == -EINTR && atomic_load(&s->cancel))
+		ret = -ECANCELED;
 	if (!ret)
 		s->ctl_bytes += MIG_FRAME_HDR_SIZE + h->len;
 	return ret;
@@ -69,7 +74,13 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 		FAIL(s, ret, "%s: control channel: %s", what, strerror(-ret));
 	if (h.type == want)
 		return 0;
-	if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
+	if (h.type == MIG__MSG_TYPE__MSG_ABORT &&
+	    ((Mig__Abort *)*m)->reason == MIG__ABORT_REASON__ABORT_CANCELLED) {
+		mig__prog_fail(&s->prog, -ECANCELED,
+			       "%s: " MIG_PEER_CANCELLED " (the destination)",
+			       what);
+		ret = -ECANCELED;
+	} else if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
 		Mig__Abort *a = (Mig__Abort *)*m;
 
 		mig__prog_fail(&s->prog, -ECONNABORTED,
@@ -78,7 +89,8 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 		ret = -ECONNABORTED;
 	} else if (h.type == MIG__MSG_TYPE__MSG_CANCEL) {
 		mig__prog_fail(&s->prog, -ECANCELED,
-			       "%s: destination cancelled", what);
+			       "%s: " MIG_PEER_CANCELLED " (the destination)",
+			       what);
 		ret = -ECANCELED;
 	} else {
 		mig__prog_fail(&s->prog, -EPROTO,
@@ -101,10 +113,15 @@ static int connect_channels(struct mig_source *s)
 	ret = mig_conn_connect(s->host, s->port, s->tls, s->io_ms, &c);
 	if (ret)
 		FAIL(s, ret, "connect %s:%u: %s", s->host, s->port,
-		     strerror(-ret));
+		     mig_conn_strerror(ret));
 	pthread_mutex_lock(&s->lock);
 	s->ctl = c;
 	pthread_mutex_unlock(&s->lock);
+	/* A cancel interrupts a wait on it, leaving it whole for our
+	 * Cancel (mig_source_cancel()). */
+	ret = mig_conn_set_interruptible(c);
+	if (ret)
+		FAIL(s, ret, "control channel: %s", strerror(-ret));
 	ret = mig_hello_send(c, 0, MIG__ROLE__ROLE_CONTROL, s->sid, 0,
 			     s->nchan);
 	if (!ret)
@@ -116,12 +133,13 @@ static int connect_channels(struct mig_source *s)
 		     hi.version_max > MIG_FRAME_VERSION))
 		ret = -EPROTO;
 	if (ret)
-		FAIL(s, ret, "hello on control channel: %s", strerror(-ret));
+		FAIL(s, ret, "hello on control channel: %s",
+		     mig_conn_strerror(ret));
 	for (unsigned i = 0; i < s->nchan; i++) {
 		ret = mig_conn_connect(s->host, s->port, s->tls, s->io_ms, &c);
 		if (ret)
 			FAIL(s, ret, "connect data channel %u: %s", i,
-			     strerror(-ret));
+			     mig_conn_strerror(ret));
 		pthread_mutex_lock(&s->lock);
 		s->data[i] = c;
 		pthread_mutex_unlock(&s->lock);
@@ -505,6 +523,36 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	return 0;
 }
 
+/*
+ * A channel closed under us: if the destination cancelled or aborted, its
+ * Cancel or Abort is on the control channel, and that is the cause the
+ * user must read, not "Broken pipe".
+ */
+static int src_peer_reason(struct mig_source *s, int ret)
+{
+	char why[160];
+	int pr;
+
+	if (atomic_load(&s->cancel) || !s->ctl || mig_conn_error(s->ctl) ||
+	    !(ret == -EPIPE || ret == -ECONNRESET || ret == -EPROTO))
+		return ret;
+	pr = mig_peer_reason(s->ctl, SRC_PEER_REASON_MS, why, sizeof(why));
+	if (!pr)
+		return ret;
+	pthread_mutex_lock(&s->prog.lock);
+	s->prog.p.error = pr;
+	s->prog.p.phase = pr == -ECANCELED ? MIG_PHASE_CANCELLED
+					   : MIG_PHASE_FAILED;
+	if (pr == -ECANCELED)
+		snprintf(s->prog.p.message, sizeof(s->prog.p.message),
+			 MIG_PEER_CANCELLED " (the destination)");
+	else
+		snprintf(s->prog.p.message, sizeof(s->prog.p.message),
+			 "destination aborted: %.160s", why);
+	pthread_mutex_unlock(&s->prog.lock);
+	return pr;
+}
+
 static void *src_thread(void *arg)
 {
 	struct mig_source *s = arg;
@@ -531,6 +579,8 @@ static void *src_thread(void *arg)
 		pthread_mutex_unlock(&s->prog.lock);
 		ret = -ECANCELED;
 	}
+	if (ret && !s->committed)
+		ret = src_peer_reason(s, ret);
 	mig_send_pipe_destroy(s->pipe);
 	s->pipe = NULL;
 	pthread_mutex_lock(&s->prog.lock);
@@ -665,7 +715,7 @@ int mig_source_cancel(struct mig_source *s)
 			if (s->data[i])
 				mig_conn_shutdown(s->data[i]);
 		if (s->ctl && s->ctl_blocked)
-			mig_conn_shutdown(s->ctl);
+			mig_conn_interrupt(s->ctl);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;

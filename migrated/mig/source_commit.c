@@ -121,6 +121,7 @@ void src_stop_logging(struct mig_source *s)
 /* Everything back as it was before the migration, VM running. */
 void src_rollback(struct mig_source *s, int err)
 {
+	char esc[HV_LOG_ESCAPE_LEN(sizeof(s->prog.p.message))];
 	struct mig_progress p;
 	int r;
 
@@ -151,7 +152,8 @@ void src_rollback(struct mig_source *s, int err)
 	mig__send_abort(s->ctl, err, p.message);
 	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
 	       "op=migrate_out vm=%p err=%d phase=%s msg=\"%s\"",
-	       (void *)s->vm, err, mig_phase_name(p.phase), p.message);
+	       (void *)s->vm, err, mig_phase_name(p.phase),
+	       hv_log_escape(p.message, esc, sizeof(esc)));
 }
 
 /*

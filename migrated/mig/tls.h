@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mig_tls: the TLS configuration of migration channels (DESIGN.md
- * section 4): OpenSSL 3, TLS 1.3 only, mutual certificate authentication.
+ * mig_tls: the TLS configuration of migration channels: OpenSSL 3,
+ * TLS 1.3 only, mutual certificate authentication.
  * Both sides present a certificate and verify the peer's against the
  * configured CA (SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT on the
  * server): a peer without a certificate, with one from another CA, or with

@@ -408,6 +408,170 @@ static void test_connect_to_closed_port_is_refused(void)
 			-EINVAL);
 }
 
+/* The client trusts another CA than the server's: the user must read
+ * "certificate", not "Permission denied". */
+static void test_wrong_ca_is_reported_as_a_certificate_error(void)
+{
+	struct mig_tls *srv = tls_new(&ca_a, ca_a.host_cert, ca_a.host_key,
+				      true);
+	struct mig_tls *cli = tls_new(&ca_b, ca_b.host_cert, ca_b.host_key,
+				      false);
+	struct mig_conn *c = NULL;
+	struct server s;
+	int ret;
+
+	server_start(&s, "127.0.0.1", srv);
+	ret = mig_conn_connect("127.0.0.1", s.port, cli, 5000, &c);
+	server_join(&s);
+	CU_ASSERT_EQUAL(ret, -EACCES);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mig_conn_strerror(ret),
+				      "certificate verify failed"));
+	CU_ASSERT_EQUAL(s.accept_ret, -EACCES);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mig_conn_strerror(s.accept_ret),
+				      "certificate"));
+	mig_conn_destroy(c);
+	mig_tls_destroy(cli);
+	mig_tls_destroy(srv);
+}
+
+/* A plain (--insecure) source against a TLS destination: both ends name
+ * the mismatch. */
+static void test_plain_client_on_tls_listener_is_a_mismatch(void)
+{
+	struct mig_tls *srv = tls_new(&ca_a, ca_a.host_cert, ca_a.host_key,
+				      true);
+	struct mig_conn *c = NULL;
+	struct server s;
+	int ret;
+
+	server_start(&s, "127.0.0.1", srv);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_connect("127.0.0.1", s.port, NULL, 5000,
+					       &c),
+			      0);
+	ret = client_exchange(c);
+	server_join(&s);
+	CU_ASSERT_EQUAL(s.accept_ret, -EPROTOTYPE);
+	CU_ASSERT_EQUAL(ret, -EPROTOTYPE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mig_conn_strerror(ret),
+				      "TLS/plain mismatch"));
+	mig_conn_destroy(c);
+	mig_tls_destroy(srv);
+}
+
+/* And the reverse: a TLS source against a plain destination. */
+static void test_tls_client_on_plain_listener_is_a_mismatch(void)
+{
+	struct mig_tls *cli = tls_new(&ca_a, ca_a.host_cert, ca_a.host_key,
+				      false);
+	struct mig_conn *c = NULL;
+	struct server s;
+	int ret;
+
+	server_start(&s, "127.0.0.1", NULL);
+	ret = mig_conn_connect("127.0.0.1", s.port, cli, 5000, &c);
+	server_join(&s);
+	CU_ASSERT_EQUAL(s.accept_ret, 0);
+	CU_ASSERT_EQUAL(s.recv_ret, -EPROTOTYPE);
+	CU_ASSERT_EQUAL(ret, -EPROTOTYPE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mig_conn_strerror(ret),
+				      "TLS/plain mismatch"));
+	mig_conn_destroy(c);
+	mig_tls_destroy(cli);
+}
+
+/*
+ * A data channel takes batches only: a 16 MiB VM state frame on it fails
+ * by its header, before 16 MiB are read or allocated.
+ */
+static void test_unexpected_type_is_refused_before_its_message(void)
+{
+	int sv[2];
+	uint8_t raw[MIG_FRAME_HDR_SIZE];
+	struct mig_frame_hdr h = {
+		.magic = MIG_FRAME_MAGIC,
+		.version = MIG_FRAME_VERSION,
+		.type = MIG__MSG_TYPE__MSG_VM_STATE,
+		.len = MIG_FRAME_MSG_MAX,
+	};
+	ProtobufCMessage *m = NULL;
+	struct mig_conn *c = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	mig_frame_hdr_encode(&h, raw);
+	CU_ASSERT_EQUAL(write(sv[1], raw, sizeof(raw)), (ssize_t)sizeof(raw));
+	CU_ASSERT_EQUAL_FATAL(mig_conn_server_new(sv[0], NULL, &c), 0);
+	CU_ASSERT_EQUAL(mig_conn_set_blocking(c, 2000), 0);
+	/* Only the header was sent: reading the message would time out. */
+	CU_ASSERT_EQUAL(mig_conn_recv_types(
+				c, MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_PAGE_BATCH),
+				&h, &m),
+			-EPROTO);
+	CU_ASSERT_EQUAL(mig_conn_bytes_recv(c), MIG_FRAME_HDR_SIZE);
+	CU_ASSERT_PTR_NULL(m);
+	mig_conn_destroy(c);
+	close(sv[1]);
+}
+
+struct reader {
+	struct mig_conn *c;
+	int ret;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m = NULL;
+
+	r->ret = mig_conn_recv(r->c, &h, &m);
+	mig_frame_msg_free(m);
+	return NULL;
+}
+
+/*
+ * An interrupt wakes a reader waiting for a frame with -EINTR and leaves
+ * the channel whole: a frame sent afterwards is read as usual. (A
+ * shutdown would fail the channel, and the Cancel could not go out.)
+ */
+static void test_interrupt_wakes_a_reader_and_leaves_the_channel_whole(void)
+{
+	Mig__Ack ack = MIG__ACK__INIT;
+	struct mig_conn *a = NULL, *b = NULL;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m = NULL;
+	struct reader r = { .ret = 1 };
+	pthread_t t;
+	int sv[2];
+
+	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_server_new(sv[0], NULL, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_server_new(sv[1], NULL, &b), 0);
+	CU_ASSERT_EQUAL(mig_conn_set_blocking(a, 5000), 0);
+	CU_ASSERT_EQUAL(mig_conn_set_blocking(b, 5000), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_conn_set_interruptible(a), 0);
+	r.c = a;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, reader_main, &r), 0);
+	usleep(100 * 1000);
+	mig_conn_interrupt(a);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(r.ret, -EINTR);
+	CU_ASSERT_EQUAL(mig_conn_error(a), 0);
+	ack.pages = 7;
+	CU_ASSERT_EQUAL(mig_conn_send(b, MIG__MSG_TYPE__MSG_ACK, &ack.base,
+				      NULL, 0),
+			0);
+	CU_ASSERT_EQUAL(mig_conn_recv(a, &h, &m), 0);
+	CU_ASSERT_EQUAL(h.type, MIG__MSG_TYPE__MSG_ACK);
+	if (m)
+		CU_ASSERT_EQUAL(((Mig__Ack *)m)->pages, 7);
+	mig_frame_msg_free(m);
+	CU_ASSERT_EQUAL(mig_conn_send(a, MIG__MSG_TYPE__MSG_ACK, &ack.base,
+				      NULL, 0),
+			0);
+	mig_conn_destroy(a);
+	mig_conn_destroy(b);
+}
+
 static CU_TestInfo tests[] = {
 	{ "devca_writes_private_keys_0600_and_keeps_them",
 	  test_devca_writes_private_keys_0600_and_keeps_them },
@@ -424,6 +588,16 @@ static CU_TestInfo tests[] = {
 	  test_silent_peer_times_out_then_stays_failed },
 	{ "connect_to_closed_port_is_refused",
 	  test_connect_to_closed_port_is_refused },
+	{ "wrong_ca_is_reported_as_a_certificate_error",
+	  test_wrong_ca_is_reported_as_a_certificate_error },
+	{ "plain_client_on_tls_listener_is_a_mismatch",
+	  test_plain_client_on_tls_listener_is_a_mismatch },
+	{ "tls_client_on_plain_listener_is_a_mismatch",
+	  test_tls_client_on_plain_listener_is_a_mismatch },
+	{ "unexpected_type_is_refused_before_its_message",
+	  test_unexpected_type_is_refused_before_its_message },
+	{ "interrupt_wakes_a_reader_and_leaves_the_channel_whole",
+	  test_interrupt_wakes_a_reader_and_leaves_the_channel_whole },
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("migrated/mig/conn", suite_init, suite_clean, tests);

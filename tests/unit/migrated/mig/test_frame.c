@@ -190,6 +190,56 @@ static void test_garbage_message_is_refused(void)
 			-EINVAL);
 }
 
+/*
+ * A layout of empty repeated slot entries, 2 bytes each on the wire, the
+ * most a SETUP frame may carry: unpacked it would be 64 times its size.
+ * The allocation cap refuses it; the largest real layout (1536 slots,
+ * every field at its widest) still unpacks.
+ */
+static void test_setup_of_empty_entries_is_refused_by_the_alloc_cap(void)
+{
+	size_t len = MIG_FRAME_SETUP_MAX;
+	uint8_t *buf = malloc(len);
+	Mig__Memslot *slots = calloc(1536, sizeof(*slots));
+	Mig__Memslot **pp = calloc(1536, sizeof(*pp));
+	Mig__VmLayout l = MIG__VM_LAYOUT__INIT;
+	ProtobufCMessage *m = NULL;
+	size_t n;
+
+	CU_ASSERT_FATAL(buf && slots && pp);
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		buf[i] = 0x0a; /* field 1 (slots), length-delimited */
+		buf[i + 1] = 0x00;
+	}
+	CU_ASSERT_EQUAL(mig_frame_unpack(MIG__MSG_TYPE__MSG_SETUP, buf, len,
+					 &m),
+			-EMSGSIZE);
+	CU_ASSERT_PTR_NULL(m);
+
+	for (unsigned i = 0; i < 1536; i++) {
+		mig__memslot__init(&slots[i]);
+		slots[i].id = UINT32_MAX;
+		slots[i].base_gfn = UINT64_MAX;
+		slots[i].npages = UINT64_MAX;
+		slots[i].flags = UINT32_MAX;
+		pp[i] = &slots[i];
+	}
+	l.n_slots = 1536;
+	l.slots = pp;
+	l.accel = "kvm";
+	l.name = "a-vm-name-of-the-longest-kind-allowed-here-63-bytes-"
+		 "long-xxxxxx";
+	n = protobuf_c_message_pack(&l.base, buf);
+	CU_ASSERT(n <= len);
+	CU_ASSERT_EQUAL(mig_frame_unpack(MIG__MSG_TYPE__MSG_SETUP, buf, n, &m),
+			0);
+	CU_ASSERT_EQUAL(((Mig__VmLayout *)m)->n_slots, 1536);
+	mig_frame_msg_free(m);
+	free(pp);
+	free(slots);
+	free(buf);
+}
+
 static CU_TestInfo tests[] = {
 	{ "golden_vector_v1_is_stable", test_golden_vector_v1_is_stable },
 	{ "round_trip_keeps_message_and_type",
@@ -202,6 +252,8 @@ static CU_TestInfo tests[] = {
 	{ "oversized_length_is_refused_before_allocation",
 	  test_oversized_length_is_refused_before_allocation },
 	{ "garbage_message_is_refused", test_garbage_message_is_refused },
+	{ "setup_of_empty_entries_is_refused_by_the_alloc_cap",
+	  test_setup_of_empty_entries_is_refused_by_the_alloc_cap },
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("migrated/mig/frame", NULL, NULL, tests);

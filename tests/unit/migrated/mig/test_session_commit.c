@@ -279,29 +279,31 @@ static void test_destination_failing_at_commit_never_resumes(void)
 	hv_vm_destroy(vm);
 }
 
-static void test_destination_gone_after_commit_is_unresolved(void)
+static void test_destination_cancelled_after_commit_source_resumes(void)
 {
-	/* Stalled between Commit and resume, then cancelled (as good as
-	 * dead): it never starts the VM, the source finds the channel
-	 * closed and cannot know that. */
+	/*
+	 * Stalled between Commit and resume, then cancelled there: it never
+	 * starts the VM and tells the source so (its Cancel on the control
+	 * channel), which is the positive "not running" the source needs to
+	 * resume. A destination that dies there says nothing: that case is
+	 * source_losing_channel_after_commit_is_unresolved here and the
+	 * kill at dst.commit in test_migration_commit.sh.
+	 */
 	struct cm_run r = { .faults = MIG_FP_DST_COMMIT "=sleep:1500",
 			    .cancel_dst_after_ms = 300 };
 	struct hv_vm *vm = cm_vm();
-	struct mig_progress fin;
 	struct mig_source *src;
 
 	cm_migrate(vm, &r, &src);
-	check_unresolved(vm, &r);
-	CU_ASSERT_EQUAL(r.dst_ret, -ECANCELED);
-	CU_ASSERT_PTR_NULL(r.dst_vm);
-	/* Runs nowhere now; the operator asked the destination. */
-	CU_ASSERT_EQUAL(mig_source_resolve(src, MIG_RESOLVE_RESUME_SOURCE,
-					   &fin),
-			0);
-	CU_ASSERT_EQUAL(fin.phase, MIG_PHASE_FAILED);
-	CU_ASSERT_PTR_NOT_NULL(strstr(fin.message, "resumed on the source"));
+	CU_ASSERT_EQUAL(r.src_ret, -ECANCELED);
+	CU_ASSERT_EQUAL(r.src_final.phase, MIG_PHASE_CANCELLED);
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(r.src_final.message, "cancelled by the peer"));
 	CU_ASSERT_EQUAL(hv_vm_get_state(vm), HV_VM_RUNNING);
 	CU_ASSERT(su_vm_progresses(vm, 2000));
+	CU_ASSERT(su_logging_off(vm));
+	CU_ASSERT_EQUAL(r.dst_ret, -ECANCELED);
+	CU_ASSERT_PTR_NULL(r.dst_vm);
 	CU_ASSERT_EQUAL(mig_source_resolve(src, MIG_RESOLVE_RESUME_SOURCE,
 					   NULL),
 			-EALREADY);
@@ -426,8 +428,8 @@ static CU_TestInfo tests[] = {
 	  test_commit_lost_destination_gives_up_source_resumes },
 	{ "destination_failing_at_commit_never_resumes",
 	  test_destination_failing_at_commit_never_resumes },
-	{ "destination_gone_after_commit_is_unresolved",
-	  test_destination_gone_after_commit_is_unresolved },
+	{ "destination_cancelled_after_commit_source_resumes",
+	  test_destination_cancelled_after_commit_source_resumes },
 	{ "resumed_lost_is_unresolved_until_confirmed",
 	  test_resumed_lost_is_unresolved_until_confirmed },
 	{ "source_losing_channel_after_commit_is_unresolved",

@@ -7,6 +7,7 @@
  * VM).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,9 +428,42 @@ static void dest_vs_fake(enum fake_src_mode mode, int want, const char *what)
 		dest_vs_fake_on(mode, want, what, HV_ACCEL_KVM);
 }
 
-static void test_dest_refuses_bad_hello(void)
+/*
+ * A control connection with a bad Hello is a stray peer, not the
+ * migration: the destination drops it and keeps listening; the next,
+ * real, source is served (here: its layout refused, as for any source).
+ */
+static void drops_bad_hello_on(enum hv_accel_kind accel)
 {
-	dest_vs_fake(FS_BAD_HELLO, -EPROTO, "bad hello");
+	struct mig_opts o, co;
+	struct mig_progress p;
+	struct mig_dest *dst;
+	struct mig_tls *tls;
+
+	su_opts(&o, true);
+	o.io_timeout_ms = 3000;
+	su_opts(&co, false);
+	CU_ASSERT_EQUAL_FATAL(mig_tls_create(co.tls, &tls), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_dest_start("127.0.0.1", 0, &o, NULL, NULL,
+					     NULL, &dst),
+			      0);
+	fake_source(mig_dest_port(dst), tls, FS_BAD_HELLO, accel);
+	fake_source(mig_dest_port(dst), tls, FS_BAD_HELLO, accel);
+	mig_dest_get_progress(dst, &p);
+	CU_ASSERT_EQUAL(p.error, 0);
+	fake_source(mig_dest_port(dst), tls, FS_BAD_LAYOUT, accel);
+	CU_ASSERT_EQUAL(mig_dest_wait(dst, NULL, &p), -EINVAL);
+	printf("\n    after two stray peers: \"%s\"\n", p.message);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.message, "page size"));
+	mig_dest_destroy(dst);
+	mig_tls_destroy(tls);
+}
+
+static void test_dest_drops_bad_hello_and_keeps_listening(void)
+{
+	drops_bad_hello_on(HV_ACCEL_SOFT);
+	if (hv_test_have_kvm())
+		drops_bad_hello_on(HV_ACCEL_KVM);
 }
 
 static void test_dest_refuses_bad_layout(void)
@@ -470,7 +504,8 @@ static CU_TestInfo tests[] = {
 	  test_source_resumes_when_destination_goes_silent },
 	{ "source_resumes_when_destination_cannot_start",
 	  test_source_resumes_when_destination_cannot_start },
-	{ "dest_refuses_bad_hello", test_dest_refuses_bad_hello },
+	{ "dest_drops_bad_hello_and_keeps_listening",
+	  test_dest_drops_bad_hello_and_keeps_listening },
 	{ "dest_refuses_bad_layout", test_dest_refuses_bad_layout },
 	{ "dest_fails_on_corrupt_batch_frame",
 	  test_dest_fails_on_corrupt_batch_frame },
