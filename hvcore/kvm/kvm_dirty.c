@@ -81,9 +81,12 @@ static void *ring_drain_thread(void *arg)
 	struct hv_vm *vm = arg;
 	struct hv_kvm_vm *k = kvm_of(vm);
 	const struct timespec period = {0, RING_DRAIN_PERIOD_NS};
-	uint32_t n = HV_MAX(k->ring_entries / RING_DRAIN_FRACTION, 1u);
+	uint32_t def = HV_MAX(k->ring_entries / RING_DRAIN_FRACTION, 1u);
 
 	while (!__atomic_load_n(&k->drain_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t min = __atomic_load_n(&k->drain_min, __ATOMIC_RELAXED);
+		uint32_t n = min ? HV_MIN(min, k->ring_entries) : def;
+		hv_kvm_drain_hook_fn hook;
 		uint32_t got = 0;
 
 		nanosleep(&period, NULL);
@@ -95,10 +98,25 @@ static void *ring_drain_thread(void *arg)
 				got += hv_kvm_ring_harvest_vcpu(vm, vcpu,
 								false);
 		}
+		hook = __atomic_load_n(&k->drain_hook, __ATOMIC_ACQUIRE);
+		if (got && hook)
+			hook(__atomic_load_n(&k->drain_hook_arg,
+					     __ATOMIC_RELAXED),
+			     got);
 		if (got)
 			hv_kvm_ring_reset(vm);
 	}
 	return NULL;
+}
+
+void hv_kvm_test_set_drain_hook(struct hv_vm *vm, hv_kvm_drain_hook_fn fn,
+				void *arg, uint32_t min_pending)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+
+	__atomic_store_n(&k->drain_hook_arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->drain_min, min_pending, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->drain_hook, fn, __ATOMIC_RELEASE);
 }
 
 static int ring_drain_start(struct hv_vm *vm, struct hv_kvm_vm *k)

@@ -13,6 +13,7 @@
 #include "arch/x86/x86_vcpu.h"
 #include "hvcore/kvm/kvm.h"
 #include "hvcore/kvm/kvm_caps.h"
+#include "hvcore/kvm/kvm_test.h"
 #include "hvcore/vm.h"
 
 /* Signal that interrupts KVM_RUN (a no-op handler, no SA_RESTART). */
@@ -59,6 +60,10 @@ struct hv_kvm_vm {
 	pthread_t drain_thread;
 	bool drain_running;
 	bool drain_stop; /* atomic */
+	/* kvm_test.h: set before or while the drainer runs (atomics) */
+	hv_kvm_drain_hook_fn drain_hook;
+	void *drain_hook_arg;
+	uint32_t drain_min;
 
 	/* atomics */
 	bool ring_per_entry;
