@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hvcore/kvm/kvm.h"
@@ -472,6 +473,111 @@ static void test_ring_drainer_delay_before_reset_loses_no_page(void)
 	oracle_fini(&o);
 }
 
+/*
+ * Randomized interleavings of the three ring reapers (harvester, drainer,
+ * vCPU at ring-full) and of the bitmap harvest + chunked clear: each run
+ * draws a mode, vCPU count, ring size, pattern, region, harvest period,
+ * clear chunk, drainer trigger and a random drainer delay between take
+ * and reset, then runs the oracle. $HV_STRESS_SECONDS (default: 3 runs)
+ * runs it for that long; $HV_STRESS_SEED repeats a sequence. Every run
+ * prints its parameters; any miss not next to a detected kernel defect
+ * fails.
+ */
+struct stress_hook {
+	unsigned seed;	  /* drainer thread only */
+	unsigned max_us;  /* delay drawn in [0, max_us) */
+};
+
+static void stress_hook(void *arg, uint32_t entries)
+{
+	struct stress_hook *h = arg;
+
+	(void)entries;
+	if (h->max_us)
+		usleep((useconds_t)(rand_r(&h->seed) % h->max_us));
+}
+
+static void stress_run(unsigned *seed, uint64_t *misses)
+{
+	static const enum hv_wl_pattern pats[] = {
+		HV_WL_PATTERN_RANDOM, HV_WL_PATTERN_SWEEP, HV_WL_PATTERN_HOTSET};
+	static const uint32_t rings[] = {4096, 8192, 16384};
+	static const uint64_t chunks[] = {0, 64, 512, 4096};
+	enum hv_dirty_mode mode = rand_r(seed) % 2 ? HV_DIRTY_RING
+						   : HV_DIRTY_BITMAP;
+	uint32_t nr_vcpus = 1 + rand_r(seed) % 2;
+	uint32_t ring = rings[rand_r(seed) % 3];
+	enum hv_wl_pattern pat = pats[rand_r(seed) % 3];
+	uint32_t region = 16u << (rand_r(seed) % 8); /* 16..2048 pages */
+	unsigned round_us = (unsigned)(rand_r(seed) % 20000);
+	unsigned rounds = 8 + rand_r(seed) % 24;
+	uint64_t chunk = chunks[rand_r(seed) % 4];
+	uint32_t drain_min = rand_r(seed) % 2 ? 1 + rand_r(seed) % 64 : 0;
+	struct stress_hook h = {rand_r(seed), rand_r(seed) % 3 ? 0 : 3000};
+	struct hv_vm_cfg cfg;
+	struct hv_vm *vm = NULL;
+	struct oracle o;
+	unsigned i;
+
+	hv_vm_cfg_init(&cfg, HV_ACCEL_KVM, MEM, nr_vcpus);
+	cfg.slot_bytes = SLOT;
+	cfg.dirty_ring_entries = mode == HV_DIRTY_RING ? ring : 0;
+	cfg.clear_chunk_pages = chunk;
+	for (uint32_t v = 0; v < nr_vcpus; v++) {
+		cfg.wl[v].pattern = pat;
+		cfg.wl[v].region_gpa = HV_VM_WL_BASE + v * REGION_PAGES * 4096;
+		cfg.wl[v].region_pages = region;
+		cfg.wl[v].hot_pct = 10;
+		cfg.wl[v].hot_share_pct = 90;
+	}
+	printf("\n    run mode=%s vcpus=%u ring=%u pattern=%u region=%u "
+	       "round_us=%u rounds=%u chunk=%llu drain_min=%u delay_us<%u",
+	       hv_dirty_mode_name(mode), nr_vcpus, cfg.dirty_ring_entries, pat,
+	       region, round_us, rounds, (unsigned long long)chunk, drain_min,
+	       h.max_us);
+	CU_ASSERT_FATAL(hv_vm_create(&cfg, &vm) == 0);
+	oracle_init(&o, vm, rounds, nr_vcpus);
+	if (mode == HV_DIRTY_RING)
+		hv_kvm_test_set_drain_hook(vm, stress_hook, &h, drain_min);
+	CU_ASSERT_FATAL(hv_vm_dirty_log_start(vm, mode) == 0);
+	CU_ASSERT_FATAL(hv_vm_start(vm) == 0);
+	round_harvest(&o, 0);
+	for (i = 1; i <= rounds; i++) {
+		usleep(round_us);
+		round_harvest(&o, i);
+		check_round(&o, i);
+	}
+	oracle_final(&o, i, false);
+	printf(" changed=%llu misses=%llu ", (unsigned long long)o.checked,
+	       (unsigned long long)o.misses);
+	*misses += o.misses;
+	oracle_verdict(&o, __func__, mode);
+	CU_ASSERT_EQUAL(hv_vm_dirty_log_stop(vm), 0);
+	hv_vm_destroy(vm);
+	oracle_fini(&o);
+}
+
+static void test_stress_random_reaper_interleavings(void)
+{
+	const char *sec = getenv("HV_STRESS_SECONDS");
+	const char *sd = getenv("HV_STRESS_SEED");
+	unsigned seed = sd ? (unsigned)strtoul(sd, NULL, 0)
+			   : (unsigned)time(NULL);
+	time_t end = time(NULL) + (sec ? atol(sec) : 0);
+	unsigned runs = 0;
+	uint64_t misses = 0;
+
+	HV_TEST_REQUIRE_KVM();
+	printf("\n    stress seed=%u", seed);
+	do {
+		stress_run(&seed, &misses);
+		runs++;
+	} while (sec ? time(NULL) < end : runs < 3);
+	printf("\n    stress runs=%u misses=%llu (ring oracle runs=%u "
+	       "skipped=%u) ",
+	       runs, (unsigned long long)misses, ring_runs, ring_skips);
+}
+
 static void check_vmm_write_marked(enum hv_dirty_mode mode)
 {
 	struct hv_vm_cfg cfg;
@@ -518,6 +624,8 @@ static CU_TestInfo tests[] = {
 	 test_ring_misses_no_page_with_slow_harvests},
 	{"ring_drainer_delay_before_reset_loses_no_page",
 	 test_ring_drainer_delay_before_reset_loses_no_page},
+	{"stress_random_reaper_interleavings",
+	 test_stress_random_reaper_interleavings},
 	{"bitmap_misses_no_page_one_vcpu", test_bitmap_misses_no_page_one_vcpu},
 	{"dirty_not_lost_during_chunked_clear_two_vcpus",
 	 test_dirty_not_lost_during_chunked_clear_two_vcpus},
