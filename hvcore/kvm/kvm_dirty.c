@@ -196,7 +196,10 @@ int64_t hv_kvm_ring_reap_full(struct hv_vm *vm, struct hv_vcpu *vcpu)
 
 	pthread_mutex_lock(&k->reap_lock);
 	n = take_vcpu(vm, k, vcpu, true);
-	ret = reset_and_apply(vm, k, n);
+	/* KVM found the ring full: reset even when another reaper took the
+	 * entries first, as the old code did (a reset can only make room). */
+	ret = ring_reset(vm, k);
+	apply_taken(vm, k);
 	pthread_mutex_unlock(&k->reap_lock);
 	return ret ? ret : (int64_t)n;
 }
