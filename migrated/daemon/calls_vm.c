@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hvcore/kvm/kvm.h"
 #include "hvcore/log.h"
 #include "hvcore/vcpu.h"
 #include "migrated/daemon/calls.h"
@@ -29,6 +30,13 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 	info->created_unix_ms = v->created_unix_ms;
 	info->origin = (char *)(v->migrated_in ? "migrated" : "created");
 	info->dirty_ring = cfg->dirty_ring_entries;
+	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
+		struct hv_kvm_ring_stats rs;
+
+		hv_kvm_get_ring_stats(v->vm, &rs);
+		info->ring_desyncs = rs.desyncs;
+		info->ring_resyncs = rs.resyncs;
+	}
 }
 
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v)
