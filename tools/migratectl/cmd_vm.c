@@ -231,7 +231,8 @@ static void print_inspect(const Migd__VmInspectResult *r)
 	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
 	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);
 	if (v->dirty_ring)
-		printf("dirty log: ring, %u entries per vCPU%s\n", v->dirty_ring,
+		printf("dirty log: ring, %u entries per vCPU%s\n",
+		       v->dirty_ring,
 		       v->ring_desyncs || v->ring_resyncs
 			       ? " (host ring defect seen, log resynced)"
 			       : "");

@@ -499,8 +499,9 @@ static void stress_hook(void *arg, uint32_t entries)
 
 static void stress_run(unsigned *seed, uint64_t *misses)
 {
-	static const enum hv_wl_pattern pats[] = {
-		HV_WL_PATTERN_RANDOM, HV_WL_PATTERN_SWEEP, HV_WL_PATTERN_HOTSET};
+	static const enum hv_wl_pattern pats[] = {HV_WL_PATTERN_RANDOM,
+						   HV_WL_PATTERN_SWEEP,
+						   HV_WL_PATTERN_HOTSET};
 	static const uint32_t rings[] = {4096, 8192, 16384};
 	static const uint64_t chunks[] = {0, 64, 512, 4096};
 	enum hv_dirty_mode mode = rand_r(seed) % 2 ? HV_DIRTY_RING
