@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * KVM dirty logging: the dirty ring and the manual-protect dirty bitmap,
- * both harvested into the memslot bitmaps (DESIGN.md section 2).
+ * both harvested into the memslot bitmaps (docs/architecture.md).
  *
  * Bitmap mode, one round (vCPUs running):
  *   harvest: KVM_GET_DIRTY_LOG per slot (with manual protect it does not
