@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * KVM capability numbers newer than the installed linux-libc-dev headers
- * (6.1 on the build machines, DESIGN.md section 8). They are ABI: the
+ * (6.1 on the build machines, Debian 12). They are ABI: the
  * numbers never change once released; each use is still checked at run
  * time with KVM_CHECK_EXTENSION, so an older kernel reports "missing".
  */

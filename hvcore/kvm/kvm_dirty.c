@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * KVM dirty logging: the dirty ring and the manual-protect dirty bitmap,
- * both harvested into the memslot bitmaps (DESIGN.md section 2).
+ * both harvested into the memslot bitmaps (docs/architecture.md).
  *
  * Bitmap mode, one round (vCPUs running):
  *   harvest: KVM_GET_DIRTY_LOG per slot (with manual protect it does not
@@ -13,9 +13,27 @@
  * harvested and written again before CLEAR was re-armed after the write,
  * and its content is read after the CLEAR. Nothing is lost either way.
  *
- * Ring mode: each vCPU pushes (slot, offset) entries; harvest collects
- * every ring into the bitmaps and then KVM_RESET_DIRTY_RINGS re-protects
- * the collected pages, so dirty_clear has nothing to do.
+ * Ring mode: each vCPU pushes (slot, offset) entries; a reaper takes them,
+ * KVM_RESET_DIRTY_RINGS re-protects their pages, and only then are their
+ * bits set in the memslot bitmaps, so dirty_clear has nothing to do. Three
+ * reapers share the rings: the harvester, the drainer below, and a vCPU at
+ * a ring-full exit. Each holds the VM's reap_lock throughout:
+ *
+ *   reaper (reap_lock held)          guest / KVM
+ *   take: copy (slot, off) of P,
+ *         flag the entry RESET       P still writable: writes log nothing
+ *   KVM_RESET_DIRTY_RINGS            P write-protected again; the next
+ *                                    write logs a new entry
+ *   apply: set P's bit               from here fetch_clear may hand P to
+ *   unlock                           the sender, which reads it after a
+ *                                    re-protect: no write can slip by
+ *
+ * Had the bit been set at take (as before), fetch_clear could hand P out
+ * while it was still writable; a write before the reset would then leave
+ * neither an entry nor a bit (test_kvm_dirty.c holds a drainer in that
+ * window). The harvest that precedes every fetch_clear takes reap_lock
+ * too: it waits for a reaper in flight, so its result includes every
+ * entry taken before it, and it resets whatever it took itself.
  *
  * The ring drainer. KVM only stops a vCPU at its ring's soft limit (64
  * entries below the end) when it next checks requests. The nested PVM
@@ -59,21 +77,131 @@ static uint64_t now_ns(void)
 #define RING_DRAIN_PERIOD_NS 1000000L
 #define RING_DRAIN_FRACTION 8
 
-/* At least @n entries pending from our fetch index (they are in order). A
- * collector holding the lock is draining anyway: report nothing. */
+/* At least @n entries pending from our fetch index (they are in order).
+ * Under reap_lock. */
 static bool ring_pending(struct hv_kvm_vm *k, struct hv_kvm_vcpu *c,
 			 uint32_t n)
 {
-	struct kvm_dirty_gfn *e;
-	bool ret;
+	struct kvm_dirty_gfn *e =
+		&c->ring[(c->fetch + n - 1) & (k->ring_entries - 1)];
 
-	if (pthread_mutex_trylock(&c->ring_lock))
-		return false;
-	e = &c->ring[(c->fetch + n - 1) & (k->ring_entries - 1)];
-	ret = __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE) &
-	      KVM_DIRTY_GFN_F_DIRTY;
-	pthread_mutex_unlock(&c->ring_lock);
+	return __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE) &
+	       KVM_DIRTY_GFN_F_DIRTY;
+}
+
+/*
+ * Take one vCPU's pending entries into its taken[] buffer (reap_lock
+ * held). @full_exit: called for KVM_EXIT_DIRTY_RING_FULL, so an empty ring
+ * means our position is out of step with the kernel's.
+ */
+static uint32_t take_vcpu(struct hv_vm *vm, struct hv_kvm_vm *k,
+			  struct hv_vcpu *vcpu, bool full_exit)
+{
+	struct hv_kvm_vcpu *c = vcpu->accel;
+	uint64_t t0 = now_ns();
+	uint32_t n;
+
+	n = hv_kvm_ring_take(c->ring, k->ring_entries, &c->fetch, c->taken);
+	if (!n && full_exit &&
+	    hv_kvm_ring_resync_fetch(c->ring, k->ring_entries, &c->fetch)) {
+		__atomic_fetch_add(&k->rstats.desyncs, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
+		hv_warn("kvm", "vm=%p vcpu=%u op=ring_take reason=desync",
+			(void *)vm, vcpu->id);
+		n = hv_kvm_ring_take(c->ring, k->ring_entries, &c->fetch,
+				     c->taken);
+	}
+	/* Every entry dirty: the ring was hard-full, and KVM may have
+	 * written past it over entries we had not handed back, losing their
+	 * re-protection. The harvester resyncs (see resync_after_overflow). */
+	if (n == k->ring_entries)
+		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
+	c->nr_taken = n;
+	__atomic_fetch_add(&k->rstats.collect_ns, now_ns() - t0,
+			   __ATOMIC_RELAXED);
+	return n;
+}
+
+static int ring_reset(struct hv_vm *vm, struct hv_kvm_vm *k)
+{
+	uint64_t t0 = now_ns();
+	int ret = 0;
+
+	if (ioctl(k->vm_fd, KVM_RESET_DIRTY_RINGS, 0) < 0) {
+		ret = -errno;
+		hv_err("kvm", "vm=%p op=reset_dirty_rings err=%d", (void *)vm,
+		       ret);
+		/* Taken pages may stay writable: resync at the next harvest
+		 * (the bits are still applied below, nothing is dropped). */
+		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
+	}
+	__atomic_fetch_add(&k->rstats.reset_ns, now_ns() - t0,
+			   __ATOMIC_RELAXED);
 	return ret;
+}
+
+/* Set the bits of every vCPU's taken[] entries (reap_lock held, after the
+ * reset), attributing them to their vCPUs. */
+static void apply_taken(struct hv_vm *vm, struct hv_kvm_vm *k)
+{
+	bool per_entry = __atomic_load_n(&k->ring_per_entry, __ATOMIC_RELAXED);
+	const struct hv_memslots_snap *snap;
+	uint64_t t0 = now_ns();
+
+	snap = hv_memslots_read_lock(vm->slots);
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct hv_vcpu *vcpu = vm->vcpus[i];
+		struct hv_kvm_vcpu *c = vcpu ? vcpu->accel : NULL;
+		struct hv_kvm_ring_result res = {0};
+
+		if (!c || !c->nr_taken)
+			continue;
+		hv_kvm_ring_apply(c->taken, c->nr_taken, snap, per_entry,
+				  &res);
+		c->nr_taken = 0;
+		if (res.bad)
+			hv_warn("kvm",
+				"vm=%p vcpu=%u op=ring_apply bad_entries=%u",
+				(void *)vm, vcpu->id, res.bad);
+		__atomic_fetch_add(&k->rstats.entries, res.entries,
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&k->rstats.lookups, res.lookups,
+				   __ATOMIC_RELAXED);
+		atomic_fetch_add_explicit(&vcpu->dirty_logged, res.entries,
+					  memory_order_relaxed);
+	}
+	hv_memslots_read_unlock(vm->slots);
+	__atomic_fetch_add(&k->rstats.collect_ns, now_ns() - t0,
+			   __ATOMIC_RELAXED);
+}
+
+/* Reset (when anything was taken), then apply: see the timeline above. */
+static int reset_and_apply(struct hv_vm *vm, struct hv_kvm_vm *k,
+			   uint64_t taken)
+{
+	int ret = 0;
+
+	if (taken) {
+		ret = ring_reset(vm, k);
+		apply_taken(vm, k);
+	}
+	return ret;
+}
+
+int64_t hv_kvm_ring_reap_full(struct hv_vm *vm, struct hv_vcpu *vcpu)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+	uint32_t n;
+	int ret;
+
+	pthread_mutex_lock(&k->reap_lock);
+	n = take_vcpu(vm, k, vcpu, true);
+	/* KVM found the ring full: reset even when another reaper took the
+	 * entries first, as the old code did (a reset can only make room). */
+	ret = ring_reset(vm, k);
+	apply_taken(vm, k);
+	pthread_mutex_unlock(&k->reap_lock);
+	return ret ? ret : (int64_t)n;
 }
 
 static void *ring_drain_thread(void *arg)
@@ -81,24 +209,44 @@ static void *ring_drain_thread(void *arg)
 	struct hv_vm *vm = arg;
 	struct hv_kvm_vm *k = kvm_of(vm);
 	const struct timespec period = {0, RING_DRAIN_PERIOD_NS};
-	uint32_t n = HV_MAX(k->ring_entries / RING_DRAIN_FRACTION, 1u);
+	uint32_t def = HV_MAX(k->ring_entries / RING_DRAIN_FRACTION, 1u);
 
 	while (!__atomic_load_n(&k->drain_stop, __ATOMIC_ACQUIRE)) {
-		uint32_t got = 0;
+		uint32_t min = __atomic_load_n(&k->drain_min, __ATOMIC_RELAXED);
+		uint32_t n = min ? HV_MIN(min, k->ring_entries) : def;
+		hv_kvm_drain_hook_fn hook;
+		uint64_t got = 0;
 
 		nanosleep(&period, NULL);
+		/* Another reaper holds the lock: it is draining anyway. */
+		if (pthread_mutex_trylock(&k->reap_lock))
+			continue;
 		for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
 			struct hv_vcpu *vcpu = vm->vcpus[i];
 
 			if (vcpu && vcpu->accel &&
 			    ring_pending(k, vcpu->accel, n))
-				got += hv_kvm_ring_harvest_vcpu(vm, vcpu,
-								false);
+				got += take_vcpu(vm, k, vcpu, false);
 		}
-		if (got)
-			hv_kvm_ring_reset(vm);
+		hook = __atomic_load_n(&k->drain_hook, __ATOMIC_ACQUIRE);
+		if (got && hook)
+			hook(__atomic_load_n(&k->drain_hook_arg,
+					     __ATOMIC_RELAXED),
+			     (uint32_t)got);
+		reset_and_apply(vm, k, got);
+		pthread_mutex_unlock(&k->reap_lock);
 	}
 	return NULL;
+}
+
+void hv_kvm_test_set_drain_hook(struct hv_vm *vm, hv_kvm_drain_hook_fn fn,
+				void *arg, uint32_t min_pending)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+
+	__atomic_store_n(&k->drain_hook_arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->drain_min, min_pending, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->drain_hook, fn, __ATOMIC_RELEASE);
 }
 
 static int ring_drain_start(struct hv_vm *vm, struct hv_kvm_vm *k)
@@ -175,66 +323,6 @@ void hv_kvm_dirty_stop(struct hv_vm *vm)
 	if (k->mode == HV_DIRTY_RING)
 		hv_kvm_dirty_harvest(vm);
 	k->mode = HV_DIRTY_INVALID;
-}
-
-uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
-				  bool full_exit)
-{
-	bool desync = false;
-	struct hv_kvm_vm *k = kvm_of(vm);
-	struct hv_kvm_vcpu *c = vcpu->accel;
-	struct hv_kvm_ring_result res = {0};
-	const struct hv_memslots_snap *snap;
-	uint64_t t0 = now_ns();
-	bool per_entry = __atomic_load_n(&k->ring_per_entry, __ATOMIC_RELAXED);
-
-	snap = hv_memslots_read_lock(vm->slots);
-	pthread_mutex_lock(&c->ring_lock);
-	hv_kvm_ring_collect(c->ring, k->ring_entries, &c->fetch, snap,
-			    per_entry, &res);
-	if (!res.entries && full_exit &&
-	    hv_kvm_ring_resync_fetch(c->ring, k->ring_entries, &c->fetch)) {
-		desync = true;
-		hv_kvm_ring_collect(c->ring, k->ring_entries, &c->fetch, snap,
-				    per_entry, &res);
-	}
-	pthread_mutex_unlock(&c->ring_lock);
-	if (desync) {
-		__atomic_fetch_add(&k->rstats.desyncs, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
-	}
-	hv_memslots_read_unlock(vm->slots);
-	/* Every entry dirty: the ring was hard-full, and KVM may have
-	 * written past it over entries we had not handed back, losing their
-	 * re-protection. The harvester resyncs (see resync_after_overflow). */
-	if (res.entries == k->ring_entries)
-		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
-	if (res.bad)
-		hv_warn("kvm", "vm=%p vcpu=%u op=ring_collect bad_entries=%u",
-			(void *)vm, vcpu->id, res.bad);
-	__atomic_fetch_add(&k->rstats.entries, res.entries, __ATOMIC_RELAXED);
-	atomic_fetch_add_explicit(&vcpu->dirty_logged, res.entries,
-				  memory_order_relaxed);
-	__atomic_fetch_add(&k->rstats.lookups, res.lookups, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&k->rstats.collect_ns, now_ns() - t0,
-			   __ATOMIC_RELAXED);
-	return res.entries;
-}
-
-int hv_kvm_ring_reset(struct hv_vm *vm)
-{
-	struct hv_kvm_vm *k = kvm_of(vm);
-	uint64_t t0 = now_ns();
-	int ret = 0;
-
-	if (ioctl(k->vm_fd, KVM_RESET_DIRTY_RINGS, 0) < 0) {
-		ret = -errno;
-		hv_err("kvm", "vm=%p op=reset_dirty_rings err=%d", (void *)vm,
-		       ret);
-	}
-	__atomic_fetch_add(&k->rstats.reset_ns, now_ns() - t0,
-			   __ATOMIC_RELAXED);
-	return ret;
 }
 
 static int64_t harvest_bitmap(struct hv_vm *vm, struct hv_kvm_vm *k)
@@ -321,21 +409,21 @@ int64_t hv_kvm_dirty_harvest(struct hv_vm *vm)
 		return harvest_bitmap(vm, k);
 	if (k->mode != HV_DIRTY_RING)
 		return -EINVAL;
+	pthread_mutex_lock(&k->reap_lock);
 	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
-		total += hv_kvm_ring_harvest_vcpu(vm, vm->vcpus[i], false);
-	if (total) {
-		ret = hv_kvm_ring_reset(vm);
-		if (ret)
-			return ret;
-	}
+		if (vm->vcpus[i] && vm->vcpus[i]->accel)
+			total += take_vcpu(vm, k, vm->vcpus[i], false);
+	ret = reset_and_apply(vm, k, (uint64_t)total);
 	if (__atomic_exchange_n(&k->ring_overflow, false, __ATOMIC_ACQ_REL)) {
 		int64_t r = resync_after_overflow(vm, k);
 
 		if (r < 0)
-			return r;
-		total += r;
+			ret = (int)r;
+		else
+			total += r;
 	}
-	return total;
+	pthread_mutex_unlock(&k->reap_lock);
+	return ret ? ret : total;
 }
 
 int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,

@@ -13,6 +13,7 @@
 #include "arch/x86/x86_vcpu.h"
 #include "hvcore/kvm/kvm.h"
 #include "hvcore/kvm/kvm_caps.h"
+#include "hvcore/kvm/kvm_test.h"
 #include "hvcore/vm.h"
 
 /* Signal that interrupts KVM_RUN (a no-op handler, no SA_RESTART). */
@@ -59,6 +60,15 @@ struct hv_kvm_vm {
 	pthread_t drain_thread;
 	bool drain_running;
 	bool drain_stop; /* atomic */
+	/* kvm_test.h: set before or while the drainer runs (atomics) */
+	hv_kvm_drain_hook_fn drain_hook;
+	void *drain_hook_arg;
+	uint32_t drain_min;
+
+	/* Held by every ring reaper (harvester, drainer, a vCPU at ring-full)
+	 * from its first take to its last bit (kvm_dirty.c); protects each
+	 * vCPU's fetch index and taken[] buffer. */
+	pthread_mutex_t reap_lock;
 
 	/* atomics */
 	bool ring_per_entry;
@@ -69,11 +79,12 @@ struct hv_kvm_vm {
 struct hv_kvm_vcpu {
 	int fd;
 	struct kvm_run *run;
-	/* dirty ring: the harvester and this vCPU's thread (ring full) take
-	 * ring_lock around a collection */
+	/* dirty ring; fetch and taken[] (ring_entries entries taken, not yet
+	 * applied) under the VM's reap_lock */
 	struct kvm_dirty_gfn *ring;
 	uint32_t fetch;
-	pthread_mutex_t ring_lock;
+	struct kvm_dirty_gfn *taken;
+	uint32_t nr_taken;
 	/* vCPU thread only: consecutive KVM_EXIT_DIRTY_RING_FULL exits that
 	 * found nothing to collect (see exit_ring_full) */
 	uint32_t empty_full_run;
@@ -93,13 +104,11 @@ void hv_kvm_dirty_stop(struct hv_vm *vm);
 int64_t hv_kvm_dirty_harvest(struct hv_vm *vm);
 int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,
 		       uint64_t count, const uint64_t *mask);
-/* Collect one vCPU's ring (takes its ring_lock); entries collected.
- * @full_exit: called for KVM_EXIT_DIRTY_RING_FULL, so an empty ring means
- * our position is out of step with the kernel's (resynchronised, and the
- * log marked incomplete). */
-uint32_t hv_kvm_ring_harvest_vcpu(struct hv_vm *vm, struct hv_vcpu *vcpu,
-				  bool full_exit);
-int hv_kvm_ring_reset(struct hv_vm *vm);
+/* Reap one vCPU's ring at KVM_EXIT_DIRTY_RING_FULL (its own thread): take,
+ * reset, apply under reap_lock. An empty ring means our position is out of
+ * step with the kernel's (resynchronised, and the log marked incomplete).
+ * Returns the entries reaped or a negative errno (the reset failed). */
+int64_t hv_kvm_ring_reap_full(struct hv_vm *vm, struct hv_vcpu *vcpu);
 /* Stop the ring drainer if it runs (control thread; idempotent). */
 void hv_kvm_ring_drain_stop(struct hv_vm *vm);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Dirty-ring collection (see kvm_ring.h). The hot loop: one acquire load of
- * flags, a slot resolution only when the slot id changes, bits gathered in
- * a 64-page word mask and published with one atomic OR per word.
+ * Dirty-ring collection (see kvm_ring.h). Take: one acquire load of flags
+ * and a 16-byte copy per entry. Apply: a slot resolution only when the slot
+ * id changes, bits gathered in a 64-page word mask and published with one
+ * atomic OR per word.
  */
 #include "hvcore/kvm/kvm_ring.h"
 #include "hvcore/kvm/kvm_caps.h"
@@ -33,26 +34,41 @@ static inline void acc_add(struct word_acc *a, struct hv_dirty_bitmap *bm,
 	a->mask |= 1ULL << (page % HV_DIRTY_WORD_PAGES);
 }
 
-void hv_kvm_ring_collect(struct kvm_dirty_gfn *ring, uint32_t size,
-			 uint32_t *fetch, const struct hv_memslots_snap *snap,
-			 bool per_entry, struct hv_kvm_ring_result *res)
+uint32_t hv_kvm_ring_take(struct kvm_dirty_gfn *ring, uint32_t size,
+			  uint32_t *fetch, struct kvm_dirty_gfn *out)
 {
-	const struct hv_memslot *slot = NULL;
-	uint32_t cur_id = UINT32_MAX;
-	struct word_acc acc = {0};
 	uint32_t idx = *fetch;
 	uint32_t n;
 
 	for (n = 0; n < size; n++, idx++) {
 		struct kvm_dirty_gfn *e = &ring[idx & (size - 1)];
 		uint32_t flags = __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE);
-		uint32_t id;
-		uint64_t off;
 
 		if (!(flags & KVM_DIRTY_GFN_F_DIRTY))
 			break;
-		id = e->slot;
-		off = e->offset;
+		out[n].slot = e->slot;
+		out[n].offset = e->offset;
+		/* Only a later KVM_RESET_DIRTY_RINGS re-protects the page;
+		 * its bit is set after that (see kvm_ring.h). */
+		__atomic_store_n(&e->flags, KVM_DIRTY_GFN_F_RESET,
+				 __ATOMIC_RELEASE);
+	}
+	*fetch = idx;
+	return n;
+}
+
+void hv_kvm_ring_apply(const struct kvm_dirty_gfn *e, uint32_t n,
+		       const struct hv_memslots_snap *snap, bool per_entry,
+		       struct hv_kvm_ring_result *res)
+{
+	const struct hv_memslot *slot = NULL;
+	uint32_t cur_id = UINT32_MAX;
+	struct word_acc acc = {0};
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = e[i].slot;
+		uint64_t off = e[i].offset;
+
 		if (per_entry || id != cur_id) {
 			slot = hv_memslots_by_id(snap, id & 0xffff);
 			cur_id = id;
@@ -63,17 +79,9 @@ void hv_kvm_ring_collect(struct kvm_dirty_gfn *ring, uint32_t size,
 			acc_add(&acc, slot->dirty, off);
 		else
 			res->bad++;
-		/* Handing the entry back before the word is flushed is
-		 * safe: KVM re-protects the page only in a later
-		 * KVM_RESET_DIRTY_RINGS, and even if another thread issues
-		 * one meanwhile, a re-protected page is logged again on its
-		 * next write while our bit still lands below. */
-		__atomic_store_n(&e->flags, KVM_DIRTY_GFN_F_RESET,
-				 __ATOMIC_RELEASE);
 	}
 	acc_flush(&acc);
 	res->entries += n;
-	*fetch = idx;
 }
 
 uint32_t hv_kvm_ring_resync_fetch(struct kvm_dirty_gfn *ring, uint32_t size,

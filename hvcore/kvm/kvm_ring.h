@@ -8,9 +8,13 @@
  * userspace once its flags have KVM_DIRTY_GFN_F_DIRTY (load-acquire, the
  * kernel publishes with a release); userspace reads slot/offset, then
  * stores KVM_DIRTY_GFN_F_RESET (store-release) and, after a batch,
- * KVM_RESET_DIRTY_RINGS re-protects the pages of every reset entry. We set
- * the page's bit in the memslot bitmap before marking the entry reset, so
- * a page is re-armed only once it is in the bitmap.
+ * KVM_RESET_DIRTY_RINGS re-protects the pages of every reset entry.
+ *
+ * Collection is split in two so that a page's bit is published only after
+ * the reset that re-protects it (kvm_dirty.c has the timeline): take
+ * copies the entries out and hands them back, the caller resets, apply
+ * sets the bits. The kernel may reuse an entry as soon as the reset
+ * returns, hence the copy.
  */
 #ifndef HVCORE_KVM_KVM_RING_H
 #define HVCORE_KVM_KVM_RING_H
@@ -26,15 +30,23 @@ struct hv_kvm_ring_result {
 };
 
 /*
- * Collect entries from @ring (@size entries, power of two) starting at
- * *@fetch, stopping at the first entry not yet dirty or after @size
- * entries; *@fetch advances. @per_entry: look the slot up for every entry
- * (baseline) instead of once per run of entries with the same slot.
- * Must be called inside a memslots read section (@snap).
+ * Take the entries of @ring (@size entries, power of two) from *@fetch on
+ * into @out (room for @size), stopping at the first entry not yet dirty or
+ * after @size entries, and hand each back (F_RESET); *@fetch advances.
+ * Returns the number taken.
  */
-void hv_kvm_ring_collect(struct kvm_dirty_gfn *ring, uint32_t size,
-			 uint32_t *fetch, const struct hv_memslots_snap *snap,
-			 bool per_entry, struct hv_kvm_ring_result *res);
+uint32_t hv_kvm_ring_take(struct kvm_dirty_gfn *ring, uint32_t size,
+			  uint32_t *fetch, struct kvm_dirty_gfn *out);
+
+/*
+ * Set the bits of @n taken entries in their slots' dirty bitmaps.
+ * @per_entry: look the slot up for every entry (baseline) instead of once
+ * per run of entries with the same slot. Adds @n to res->entries. Must be
+ * called inside a memslots read section (@snap).
+ */
+void hv_kvm_ring_apply(const struct kvm_dirty_gfn *e, uint32_t n,
+		       const struct hv_memslots_snap *snap, bool per_entry,
+		       struct hv_kvm_ring_result *res);
 
 /*
  * Find the kernel's next entry when ours (*@fetch) is empty although the

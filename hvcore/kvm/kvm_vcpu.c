@@ -28,7 +28,6 @@ int hv_kvm_vcpu_init(struct hv_vcpu *vcpu)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	pthread_mutex_init(&c->ring_lock, NULL);
 	c->fd = ioctl(k->vm_fd, KVM_CREATE_VCPU, (unsigned long)vcpu->id);
 	if (c->fd < 0) {
 		ret = -errno;
@@ -49,6 +48,11 @@ int hv_kvm_vcpu_init(struct hv_vcpu *vcpu)
 			ret = -errno;
 			c->ring = NULL;
 			goto err_run;
+		}
+		c->taken = calloc(k->ring_entries, sizeof(*c->taken));
+		if (!c->taken) {
+			ret = -ENOMEM;
+			goto err_ring;
 		}
 	}
 	ret = x86_vcpu_set_cpuid(c->fd, k->cpuid, vcpu->id);
@@ -92,7 +96,7 @@ err_run:
 err_close:
 	close(c->fd);
 err_free:
-	pthread_mutex_destroy(&c->ring_lock);
+	free(c->taken);
 	free(c);
 	hv_err("kvm", "vm=%p vcpu=%u op=vcpu_init err=%d", (void *)vm, vcpu->id,
 	       ret);
@@ -112,7 +116,7 @@ void hv_kvm_vcpu_fini(struct hv_vcpu *vcpu)
 		munmap(c->ring, k->ring_entries * sizeof(struct kvm_dirty_gfn));
 	munmap(c->run, k->run_size);
 	close(c->fd);
-	pthread_mutex_destroy(&c->ring_lock);
+	free(c->taken);
 	free(c);
 	vcpu->accel = NULL;
 }
@@ -181,19 +185,18 @@ static int exit_ring_full(struct hv_vcpu *vcpu, struct hv_exit *exit)
 {
 	struct hv_kvm_vm *k = kvm_of(vcpu->vm);
 	struct hv_kvm_vcpu *c = vcpu->accel;
-	int ret;
+	int64_t n;
 
-	/* Make room ourselves: collect our own ring into the bitmaps and
-	 * reset. The harvester or the drainer may be collecting the same
-	 * ring; ring_lock serialises them. */
+	/* Make room ourselves: reap our own ring. The harvester or the
+	 * drainer may be reaping it; reap_lock serialises them. */
 	__atomic_fetch_add(&k->rstats.full_exits, 1, __ATOMIC_RELAXED);
-	if (hv_kvm_ring_harvest_vcpu(vcpu->vm, vcpu, true))
+	n = hv_kvm_ring_reap_full(vcpu->vm, vcpu);
+	if (n < 0)
+		return (int)n;
+	if (n)
 		c->empty_full_run = 0;
 	else
 		c->empty_full_run++;
-	ret = hv_kvm_ring_reset(vcpu->vm);
-	if (ret)
-		return ret;
 	/*
 	 * Full, yet every entry is collected and reset, again and again:
 	 * the kernel pushed past the end of the ring (kvm_dirty_ring_push

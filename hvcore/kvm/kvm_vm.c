@@ -177,6 +177,7 @@ static int kvm_vm_init(struct hv_vm *vm)
 	if (!k)
 		return -ENOMEM;
 	k->vm_fd = -1;
+	pthread_mutex_init(&k->reap_lock, NULL);
 	k->sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (k->sys_fd < 0) {
 		ret = errno == ENOENT ? -ENODEV : -errno;
@@ -252,6 +253,7 @@ err_vm:
 err_sys:
 	close(k->sys_fd);
 err_free:
+	pthread_mutex_destroy(&k->reap_lock);
 	free(k);
 	return ret;
 }
@@ -270,6 +272,7 @@ static void kvm_vm_fini(struct hv_vm *vm)
 	free(k->cpuid);
 	close(k->vm_fd);
 	close(k->sys_fd);
+	pthread_mutex_destroy(&k->reap_lock);
 	free(k);
 	vm->accel = NULL;
 }

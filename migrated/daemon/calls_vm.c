@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hvcore/kvm/kvm.h"
 #include "hvcore/log.h"
 #include "hvcore/vcpu.h"
 #include "migrated/daemon/calls.h"
@@ -28,6 +29,14 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 	info->accel = (char *)hv_accel_kind_name(cfg->accel);
 	info->created_unix_ms = v->created_unix_ms;
 	info->origin = (char *)(v->migrated_in ? "migrated" : "created");
+	info->dirty_ring = cfg->dirty_ring_entries;
+	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
+		struct hv_kvm_ring_stats rs;
+
+		hv_kvm_get_ring_stats(v->vm, &rs);
+		info->ring_desyncs = rs.desyncs;
+		info->ring_resyncs = rs.resyncs;
+	}
 }
 
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v)
@@ -134,6 +143,8 @@ void migd_call_vm_create(struct migd_call *call)
 			       "%s", err);
 		return;
 	}
+	if (!r->dirty_ring && accel == HV_ACCEL_KVM)
+		cfg.dirty_ring_entries = d->cfg.dirty_ring;
 	/* Also refused while a VM of that name is arriving by migration. */
 	if (migd_registry_taken(&d->reg, r->name)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,
@@ -183,9 +194,10 @@ void migd_call_vm_create(struct migd_call *call)
 	}
 	hv_info(COMP,
 		"event=vm_created vm=%s accel=%s mem=%llu vcpus=%u "
-		"pattern=%u content=%u rate=%llu started=%d",
+		"dirty_ring=%u pattern=%u content=%u rate=%llu started=%d",
 		v->name, hv_accel_kind_name(accel),
-		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus, wl.pattern,
+		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus,
+		cfg.dirty_ring_entries, wl.pattern,
 		wl.content, (unsigned long long)wl.rate_pages, !r->paused);
 	reply_vm(call, v);
 	d->vms_created++;

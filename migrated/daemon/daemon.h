@@ -65,11 +65,16 @@ struct migd_cfg {
 	uint32_t dirty_event_ms;    /* DIRTY_RATE event period */
 	/* mig_opts.io_timeout_ms of every migration; 0 = the engine's. */
 	uint32_t mig_io_timeout_ms;
+	/* Dirty ring entries per vCPU of KVM VMs whose create request leaves
+	 * it to us; 0 = the manual-protect bitmap. */
+	uint32_t dirty_ring;
 };
 
 /* Defaults of the options above (docs/api.md, tools/systemd). */
 #define MIGD_DIRTY_INTERVAL_MS_DEFAULT 200u
 #define MIGD_DIRTY_EVENT_MS_DEFAULT 1000u
+/* The bitmap: see docs/benchmarks.md, "Dirty ring or bitmap". */
+#define MIGD_DIRTY_RING_DEFAULT 0u
 #define MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT 5000u
 #define MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT 120000u
 #define MIGD_RPC_TIMEOUT_MS_MAX 86400000u /* a day */

@@ -49,6 +49,11 @@ static void usage(FILE *f)
 		"                         close a TCP client that sends nothing\n"
 		"                         for MS and has no subscription\n"
 		"                         (120000; 0 = never)\n"
+		"  --dirty-ring ENTRIES|off\n"
+		"                         dirty ring entries per vCPU of KVM\n"
+		"                         VMs created without one (power of\n"
+		"                         two, 256..65536; off = the dirty\n"
+		"                         bitmap; default off)\n"
 		"  --config FILE          key = value lines (docs/api.md)\n"
 		"  --version, --help\n");
 }
@@ -70,7 +75,7 @@ static int bad(const char *opt, const char *val, const char *why)
 
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
-       O_RPC_HS, O_RPC_IDLE, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO };
+       O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -89,6 +94,7 @@ static const struct option opts[] = {
 	{ "dirty-interval-ms", required_argument, NULL, O_DINT },
 	{ "dirty-sample-shift", required_argument, NULL, O_DSHIFT },
 	{ "dirty-event-ms", required_argument, NULL, O_DEVENT },
+	{ "dirty-ring", required_argument, NULL, O_RING },
 	{ "config", required_argument, NULL, O_CONFIG },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ "help", no_argument, NULL, O_HELP },
@@ -206,6 +212,17 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 				   "200..600000");
 		cfg->mig_io_timeout_ms = (uint32_t)u;
 		break;
+	case O_RING:
+		if (!strcmp(arg, "off")) {
+			cfg->dirty_ring = 0;
+			break;
+		}
+		if (migd_parse_u64(arg, MIGD_DIRTY_RING_MAX, &u) ||
+		    u < MIGD_DIRTY_RING_MIN || (u & (u - 1)))
+			return bad("--dirty-ring", arg,
+				   "a power of two in 256..65536, or off");
+		cfg->dirty_ring = (uint32_t)u;
+		break;
 	case O_CONFIG:
 		return config_load(arg, cfg);
 	case O_VERSION:
@@ -311,6 +328,7 @@ int main(int argc, char **argv)
 	cfg.dirty_monitor = true;
 	cfg.dirty_interval_ms = MIGD_DIRTY_INTERVAL_MS_DEFAULT;
 	cfg.dirty_event_ms = MIGD_DIRTY_EVENT_MS_DEFAULT;
+	cfg.dirty_ring = MIGD_DIRTY_RING_DEFAULT;
 	cfg.rpc_handshake_timeout_ms = MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT;
 	cfg.rpc_idle_timeout_ms = MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT;
 	if (migd_default_state_dir(cfg.state_dir, sizeof(cfg.state_dir))) {

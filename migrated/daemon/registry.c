@@ -104,6 +104,15 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		     "guest RAM",
 		     (unsigned long long)o.region_bytes,
 		     (unsigned long long)o.region_offset);
+	if (r->dirty_ring > 0 &&
+	    (accel != HV_ACCEL_KVM || r->dirty_ring < MIGD_DIRTY_RING_MIN ||
+	     r->dirty_ring > MIGD_DIRTY_RING_MAX ||
+	     (r->dirty_ring & (r->dirty_ring - 1))))
+		FAIL("dirty_ring %d: kvm only, a power of two in [%u, %u] "
+		     "(0 = daemon default, -1 = bitmap)",
+		     r->dirty_ring, MIGD_DIRTY_RING_MIN, MIGD_DIRTY_RING_MAX);
+	if (r->dirty_ring < -1)
+		FAIL("dirty_ring %d: -1, 0 or a ring size", r->dirty_ring);
 	per_pages = (o.region_bytes >> HV_PAGE_SHIFT) / r->nr_vcpus;
 	if (!per_pages && o.pattern != HV_WL_PATTERN_IDLE)
 		FAIL("region too small for %u vCPUs", r->nr_vcpus);
@@ -124,6 +133,9 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		p->heartbeat_us = o.heartbeat_us;
 		p->seed = o.seed + i;
 	}
+	/* 0 (the daemon default) is resolved by the caller. */
+	cfg->dirty_ring_entries = r->dirty_ring > 0 ? (uint32_t)r->dirty_ring
+						    : 0;
 	*wl = o;
 	return 0;
 }

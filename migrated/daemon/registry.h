@@ -82,9 +82,15 @@ struct migd_registry {
 	struct migd_name_hold *holds;
 };
 
+/* Dirty ring sizes a create request may ask for (entries per vCPU; KVM
+ * takes at most 1 MiB of ring, 4 KiB at least). */
+#define MIGD_DIRTY_RING_MIN 256
+#define MIGD_DIRTY_RING_MAX 65536
+
 /*
  * Turn a create request into a VM configuration, defaults applied and
- * every field checked. @accel is the resolved accelerator. Returns 0, or
+ * every field checked. @accel is the resolved accelerator. dirty_ring 0
+ * (the daemon default) is left to the caller: cfg->dirty_ring_entries 0. Returns 0, or
  * -EINVAL with a reason in @err. Pure: tested without a hypervisor.
  */
 int migd_vm_cfg_build(const Migd__VmCreateRequest *r,

@@ -293,7 +293,7 @@ static int ring_cost_synthetic(void)
 	const uint32_t size = 65536, nslots = 64, slot_pages = 32768;
 	static const uint32_t runs[] = {1, 16, 512};
 	struct hv_memslots *set = NULL;
-	struct kvm_dirty_gfn *ring;
+	struct kvm_dirty_gfn *ring, *taken = NULL;
 	uint8_t *backing;
 	int ret;
 
@@ -303,6 +303,7 @@ static int ring_cost_synthetic(void)
 	hv_memslots_set_initially_set(set, false);
 	backing = aligned_alloc(4096, 4096); /* never dereferenced */
 	ring = calloc(size, sizeof(*ring));
+	taken = calloc(size, sizeof(*taken));
 	for (uint32_t s = 0; s < nslots && !ret; s++) {
 		struct hv_memslot_desc d = {
 			.id = s,
@@ -314,7 +315,7 @@ static int ring_cost_synthetic(void)
 
 		ret = hv_memslots_add(set, &d);
 	}
-	if (ret || !ring)
+	if (ret || !ring || !taken)
 		goto out;
 	printf("\nsynthetic ring collection: %u entries, %u slots "
 	       "(userspace cost, no ioctl)\n",
@@ -345,8 +346,11 @@ static int ring_cost_synthetic(void)
 				}
 				snap = hv_memslots_read_lock(set);
 				t0 = hvbench_now_ns();
-				hv_kvm_ring_collect(ring, size, &fetch, snap,
-						    pe, &res);
+				hv_kvm_ring_apply(taken,
+						  hv_kvm_ring_take(ring, size,
+								   &fetch,
+								   taken),
+						  snap, pe, &res);
 				t0 = hvbench_now_ns() - t0;
 				hv_memslots_read_unlock(set);
 				best = HV_MIN(best, t0);
@@ -357,6 +361,7 @@ static int ring_cost_synthetic(void)
 		       ns[1] / ns[0]);
 	}
 out:
+	free(taken);
 	free(ring);
 	free(backing);
 	hv_memslots_destroy(set);

@@ -58,7 +58,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 {
 	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
 	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
-	       O_PAUSED };
+	       O_PAUSED, O_RING };
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -74,6 +74,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		{ "heartbeat-us", required_argument, NULL, O_HB },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "paused", no_argument, NULL, O_PAUSED },
+		{ "dirty-ring", required_argument, NULL, O_RING },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -146,6 +147,15 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 			break;
 		case O_PAUSED:
 			cr.paused = true;
+			break;
+		case O_RING:
+			/* The daemon checks the size; off = the bitmap. */
+			if (!strcmp(optarg, "off"))
+				cr.dirty_ring = -1;
+			else if (migd_parse_u64(optarg, INT32_MAX, &v) || !v)
+				return bad("--dirty-ring", optarg);
+			else
+				cr.dirty_ring = (int32_t)v;
 			break;
 		default:
 			return 2;
@@ -220,6 +230,14 @@ static void print_inspect(const Migd__VmInspectResult *r)
 	printf("state:     %s\n", state_text(v->state, a, sizeof(a)));
 	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
 	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);
+	if (v->dirty_ring)
+		printf("dirty log: ring, %u entries per vCPU%s\n",
+		       v->dirty_ring,
+		       v->ring_desyncs || v->ring_resyncs
+			       ? " (host ring defect seen, log resynced)"
+			       : "");
+	else
+		printf("dirty log: bitmap\n");
 	if (w) {
 		printf("workload:  %s, %s content, ",
 		       migd_fmt_enum(a, sizeof(a),

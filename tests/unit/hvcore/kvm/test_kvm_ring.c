@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Dirty-ring collection on synthetic rings (no /dev/kvm needed): every
- * dirty entry lands in its slot's bitmap and is handed back, collection
+ * dirty entry is handed back at take and lands in its slot's bitmap only
+ * at apply, collection
  * stops at the first entry the kernel has not published, the slot is
  * looked up once per run of same-slot entries (or per entry in the
  * baseline), and entries naming no slot are counted, not applied.
@@ -45,7 +46,7 @@ static void put(struct kvm_dirty_gfn *e, uint32_t slot, uint64_t off)
 static void collect_into_bitmaps_and_hand_back(bool per_entry)
 {
 	struct hv_memslots *set = make_slots(3);
-	struct kvm_dirty_gfn ring[16] = {{0}};
+	struct kvm_dirty_gfn ring[16] = {{0}}, taken[16];
 	struct hv_kvm_ring_result res = {0};
 	const struct hv_memslots_snap *snap;
 	uint32_t fetch = 12; /* wraps around the end */
@@ -61,7 +62,13 @@ static void collect_into_bitmaps_and_hand_back(bool per_entry)
 	put(&ring[3], 3, 0);
 	put(&ring[5], 3, 1); /* after a hole: not yet published */
 	snap = hv_memslots_read_lock(set);
-	hv_kvm_ring_collect(ring, 16, &fetch, snap, per_entry, &res);
+	CU_ASSERT_EQUAL(hv_kvm_ring_take(ring, 16, &fetch, taken), 8);
+	/* Taken and handed back, but no bit yet: bits wait for the reset. */
+	for (uint32_t id = 1; id <= 3; id++)
+		CU_ASSERT_EQUAL(hv_dirty_bitmap_count(
+					hv_memslots_by_id(snap, id)->dirty),
+				0);
+	hv_kvm_ring_apply(taken, 8, snap, per_entry, &res);
 	CU_ASSERT_EQUAL(res.entries, 8);
 	CU_ASSERT_EQUAL(res.bad, 1);
 	/* Runs: 1 1 1 / 2 2 / 1 / 99 / 3 -> 5 lookups. */
@@ -103,7 +110,7 @@ static void test_collect_per_entry_baseline_lands_every_entry(void)
 static void test_offset_past_slot_end_is_not_applied(void)
 {
 	struct hv_memslots *set = make_slots(1);
-	struct kvm_dirty_gfn ring[4] = {{0}};
+	struct kvm_dirty_gfn ring[4] = {{0}}, taken[4];
 	struct hv_kvm_ring_result res = {0};
 	const struct hv_memslots_snap *snap;
 	uint32_t fetch = 0;
@@ -111,7 +118,8 @@ static void test_offset_past_slot_end_is_not_applied(void)
 	put(&ring[0], 1, SLOT_PAGES);	/* one past the end */
 	put(&ring[1], 1 | 1u << 16, 3); /* another address space */
 	snap = hv_memslots_read_lock(set);
-	hv_kvm_ring_collect(ring, 4, &fetch, snap, false, &res);
+	CU_ASSERT_EQUAL(hv_kvm_ring_take(ring, 4, &fetch, taken), 2);
+	hv_kvm_ring_apply(taken, 2, snap, false, &res);
 	CU_ASSERT_EQUAL(res.entries, 2);
 	CU_ASSERT_EQUAL(res.bad, 2);
 	CU_ASSERT_EQUAL(

@@ -88,7 +88,35 @@ static void test_bad_fields_refused_with_reason(void)
 	REFUSE(w.region_bytes = 100, HV_ACCEL_KVM, "region");
 	REFUSE((r.nr_vcpus = 4, w.region_bytes = 8192), HV_ACCEL_KVM,
 	       "too small");
+	REFUSE(r.dirty_ring = 1000, HV_ACCEL_KVM, "dirty_ring");
+	REFUSE(r.dirty_ring = 128, HV_ACCEL_KVM, "dirty_ring");
+	REFUSE(r.dirty_ring = 131072, HV_ACCEL_KVM, "dirty_ring");
+	REFUSE(r.dirty_ring = -2, HV_ACCEL_KVM, "dirty_ring");
+	REFUSE(r.dirty_ring = 4096, HV_ACCEL_SOFT, "dirty_ring");
 #undef REFUSE
+}
+
+static void test_dirty_ring_sizes(void)
+{
+	Migd__VmCreateRequest r = base_req();
+	struct hv_vm_cfg cfg;
+	struct migd_wl wl;
+	char err[256];
+
+	r.dirty_ring = 4096;
+	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_KVM, &cfg, &wl, err,
+					  sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.dirty_ring_entries, 4096);
+	/* -1 (no ring) and 0 (the daemon's default, applied by the caller)
+	 * both leave the configuration without one. */
+	r.dirty_ring = -1;
+	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_KVM, &cfg, &wl, err,
+					  sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.dirty_ring_entries, 0);
+	r.dirty_ring = 0;
+	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl, err,
+					  sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.dirty_ring_entries, 0);
 }
 
 static void test_accel_names(void)
@@ -178,6 +206,7 @@ static CU_TestInfo tests[] = {
 	  test_defaults_split_region_between_vcpus },
 	{ "bad_fields_refused_with_reason",
 	  test_bad_fields_refused_with_reason },
+	{ "dirty_ring_sizes", test_dirty_ring_sizes },
 	{ "accel_names", test_accel_names },
 	{ "registry_refuses_duplicate_names",
 	  test_registry_refuses_duplicate_names },
