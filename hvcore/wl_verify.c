@@ -42,8 +42,7 @@ static enum verdict check_page(const struct region *r, uint64_t idx,
 		return PAGE_ZERO;
 	}
 	if (s.magic != HV_WL_STAMP_MAGIC || s.vcpu != r->vcpu ||
-	    s.content != r->content || !s.seq ||
-	    s.seq > r->seq + HV_WL_BATCH)
+	    s.content != r->content || !s.seq || s.seq > r->seq + HV_WL_BATCH)
 		return PAGE_BAD_STAMP;
 	if (r->sweep && (s.seq - 1) % r->pages != idx)
 		return PAGE_BAD_STAMP;
@@ -94,7 +93,7 @@ static int check_params(const struct hv_wl_params *p, uint64_t ram_bytes)
 			continue;
 		if (w->region_gpa > ram_bytes ||
 		    w->region_pages > (ram_bytes - w->region_gpa) >>
-						HV_PAGE_SHIFT)
+			    HV_PAGE_SHIFT)
 			return -EINVAL;
 	}
 	return hv_wl_check(p, 0);
