@@ -67,3 +67,20 @@ wait_log() {
 # send_verified OUTFILE: migrate-send's report says the post-commit
 # verification ran and found 0 differing pages.
 send_verified() { grep -qE 'verified: +[1-9][0-9]* pages.*: 0 differ' "$1"; }
+
+# in_parallel FUNC ARG...: run "FUNC ARG" for every ARG at once (each in
+# a subshell), then print their ok/FAIL lines in ARG order and count the
+# FAILs. For checks whose time is mostly waiting on busy daemons.
+in_parallel() {
+	local fn=$1 a pids=()
+	shift
+	for a in "$@"; do
+		"$fn" "$a" >"$TMP/par.$a.txt" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for a in "$@"; do
+		cat "$TMP/par.$a.txt"
+		FAILS=$((FAILS + $(grep -c '^FAIL' "$TMP/par.$a.txt")))
+	done
+}

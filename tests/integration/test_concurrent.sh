@@ -42,26 +42,37 @@ for i in 1 2 3 4; do
 	SOCK=$B expect_rc 0 "create b$i on B" ctl vm create "b$i" --mem "$MEM" \
 		--vcpus 1 --rate "$RATE"
 done
-sleep 1
 
 # Start the migrations of a round together: every destination listens
 # first (prep), then every migrate-send starts at once (go_all), so that
 # all of them are in flight at the same time (overlap checks it).
-declare -A SP PORT SRCOF DSTOF
+declare -A SP RC RP PORT SRCOF DSTOF
 ROUND=0
 NAMES=()
 prep() {
-	local port
-	port=$("$RECV" --socket "$3" --name "$1" 127.0.0.1:0) ||
-		{ fail "migrate-recv $1: $port"; return 1; }
-	PORT[$1]=$port SRCOF[$1]=$2 DSTOF[$1]=$3
+	"$RECV" --socket "$3" --name "$1" 127.0.0.1:0 >"$TMP/$1.port" 2>&1 &
+	RP[$1]=$!
+	SRCOF[$1]=$2 DSTOF[$1]=$3
 	NAMES+=("$1")
 }
 go_all() {
 	for n in "${NAMES[@]}"; do
+		wait "${RP[$n]}"
+		PORT[$n]=$(cat "$TMP/$n.port")
+		[[ ${PORT[$n]} =~ ^[0-9]+$ ]] ||
+			fail "migrate-recv $n: ${PORT[$n]}"
+	done
+	for n in "${NAMES[@]}"; do
 		"$SEND" --socket "${SRCOF[$n]}" "$n" "127.0.0.1:${PORT[$n]}" \
 			>"$TMP/$n.$ROUND.out" 2>&1 &
 		SP[$n]=$!
+	done
+}
+# wait_all: every migrate-send of the round; exit codes into RC.
+wait_all() {
+	for n in "${NAMES[@]}"; do
+		wait "${SP[$n]}"
+		RC[$n]=$?
 	done
 }
 
@@ -79,9 +90,8 @@ now_ts() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
 
 # completed NAME: the migration of NAME ended well everywhere.
 completed() {
-	local rc out=$TMP/$1.$ROUND.out src=${SRCOF[$1]} dst=${DSTOF[$1]}
-	wait "${SP[$1]}"
-	rc=$?
+	local rc=${RC[$1]} out=$TMP/$1.$ROUND.out src=${SRCOF[$1]}
+	local dst=${DSTOF[$1]}
 	[ "$rc" = 0 ] && ok "$1: migrate-send exit 0" ||
 		fail "$1: migrate-send exit $rc: $(tail -3 "$out")"
 	send_verified "$out" && ok "$1: $(grep -oE 'verified:.*' "$out")" ||
@@ -102,12 +112,12 @@ for i in 1 2 3 4; do
 done
 t=$(date +%s.%N) since=$(now_ts)
 go_all
-for n in "${NAMES[@]}"; do wait "${SP[$n]}"; done
+wait_all
 echo "round 1: 8 migrations in $(echo "$(date +%s.%N) - $t" | bc) s"
 m=$(overlap "$since")
 [ "$m" -ge 8 ] && ok "round 1: $m migrations in flight at once" ||
 	fail "round 1: at most $m migrations in flight at once, wanted 8"
-for n in "${NAMES[@]}"; do completed "$n"; done
+in_parallel completed "${NAMES[@]}"
 
 # 2. Eight at once back, two of them victims with destination daemons of
 #    their own: b4 (now on A) goes to C, which is killed -9 while it holds
@@ -130,6 +140,7 @@ t=$(date +%s.%N) since=$(now_ts)
 go_all
 if wait_log "$TMP/c.log" 'op=faultpoint .*name=dst\.iter'; then
 	kill -9 "$C_PID"
+	wait "$C_PID" 2>/dev/null
 	ok "b4: destination C killed -9 at its first iteration"
 else
 	fail "b4: the hold on C never fired"
@@ -139,20 +150,19 @@ if wait_log "$TMP/d.log" 'op=faultpoint .*name=dst\.iter'; then
 else
 	fail "a4: the hold on D never fired"
 fi
-for n in "${NAMES[@]}"; do wait "${SP[$n]}"; done
+wait_all
 kill -9 "$D_PID" 2>/dev/null
+wait "$D_PID" 2>/dev/null
 echo "round 2: 8 migrations (2 victims) in $(echo "$(date +%s.%N) - $t" | bc) s"
 m=$(overlap "$since")
 [ "$m" -ge 8 ] && ok "round 2: $m migrations in flight at once" ||
 	fail "round 2: at most $m migrations in flight at once, wanted 8"
-for i in 1 2 3; do completed "a$i"; completed "b$i"; done
+in_parallel completed a1 b1 a2 b2 a3 b3
 
 # victim NAME WHY: the migration failed and the VM runs on its source,
 # its guest writing and every page intact.
 victim() {
-	local rc s1 s2 out=$TMP/$1.$ROUND.out src=${SRCOF[$1]}
-	wait "${SP[$1]}"
-	rc=$?
+	local rc=${RC[$1]} s1 s2 out=$TMP/$1.$ROUND.out src=${SRCOF[$1]}
 	[ "$rc" != 0 ] && ok "$1: migrate-send exit $rc ($2)" ||
 		fail "$1: migrate-send exited 0 ($2)"
 	wait_state "$src" "$1" VM_STATE_RUNNING && ok "$1: runs on its source" ||
@@ -164,8 +174,9 @@ victim() {
 		fail "$1: no progress on the source: $s1 -> $s2"
 	expect_intact "$1: source oracle" "$src" "$1"
 }
-victim b4 "destination killed"
-victim a4 "cancelled"
+victim_b4() { victim b4 "destination killed"; }
+victim_a4() { victim a4 "cancelled"; }
+in_parallel eval victim_b4 victim_a4
 grep -qi cancel "$TMP/a4.2.out" && ok "a4: report says cancelled" ||
 	fail "a4: report does not say cancelled: $(tail -3 "$TMP/a4.2.out")"
 echo "whole run: $(($(date +%s) - T0)) s"
