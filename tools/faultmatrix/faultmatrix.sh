@@ -57,6 +57,11 @@ CTL=$B/tools/migratectl/migratectl
 SEND=$B/tools/migrate-send/migrate-send
 RECV=$B/tools/migrate-recv/migrate-recv
 PROXY=$top/tools/faultmatrix/faultproxy.py
+# The Debian interpreter: a version-manager shim in PATH can take seconds
+# to start on a loaded machine, and a proxy command must land inside the
+# hold.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
 STEPS=${STEPS:-setup iter1 iter3 switchover commit}
 FAULTS=${FAULTS:-drop dstkill srckill dststop srccancel dstcancel corrupt tbf}
 HOLD_MS=${HOLD_MS:-3000}
@@ -69,7 +74,7 @@ TIMEOUT_MS=30000 # whole migration: bounds the 1 Mbit/s cells
 for t in "$MIGRATED" "$CTL" "$SEND" "$RECV"; do
 	[ -x "$t" ] || { echo "missing $t (build first)" >&2; exit 1; }
 done
-for c in jq ip tc python3; do
+for c in jq ip tc "$PY"; do
 	command -v "$c" >/dev/null || { echo "needs $c" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 1; }
@@ -185,7 +190,7 @@ cell() {
 	port=$("$RECV" --socket "$dsock" --name fm \
 		--timeout-ms "$((TIMEOUT_MS + 10000))" "${sec[@]}" 10.77.0.2:0) ||
 		{ echo "migrate-recv failed: $port" >&2; return; }
-	ip netns exec "$NS_S" python3 "$PROXY" --listen 127.0.0.1:0 \
+	ip netns exec "$NS_S" "$PY" "$PROXY" --listen 127.0.0.1:0 \
 		--to "10.77.0.2:$port" --ctl "$dir/proxy.sock" >"$dir/proxy.out" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 100); do
@@ -209,9 +214,9 @@ cell() {
 		note="step never reached"
 	else
 		case $fault in
-		drop) python3 "$PROXY" --ctl "$dir/proxy.sock" --send drop >/dev/null ;;
-		dstkill) kill -9 "$dpid" ;;
-		srckill) kill -9 "$spid" ;;
+		drop) "$PY" "$PROXY" --ctl "$dir/proxy.sock" --send drop >/dev/null ;;
+		dstkill) kill -9 "$dpid"; wait "$dpid" 2>/dev/null ;;
+		srckill) kill -9 "$spid"; wait "$spid" 2>/dev/null ;;
 		dststop)
 			kill -STOP "$dpid"
 			# Past the engine's I/O timeout (10 s): the source must
@@ -230,14 +235,18 @@ cell() {
 			local id
 			id=$(ctl "$dsock" --json migration list |
 				jq -r '[.migrations[]? | select(.finished | not)][0].id // empty')
-			ctl "$dsock" migration cancel "${id:-0}" >"$dir/cancel.out" 2>&1 ||
-				note="cancel refused: $(head -c 60 "$dir/cancel.out")"
+			if [ -z "$id" ]; then
+				note="nothing left to cancel on the destination"
+			else
+				ctl "$dsock" migration cancel "$id" >"$dir/cancel.out" 2>&1 ||
+					note="cancel refused: $(head -c 60 "$dir/cancel.out")"
+			fi
 			;;
 		corrupt)
 			if [ "$step" = commit ]; then
-				python3 "$PROXY" --ctl "$dir/proxy.sock" --send flip 1 any >/dev/null
+				"$PY" "$PROXY" --ctl "$dir/proxy.sock" --send flip 1 any >/dev/null
 			else
-				python3 "$PROXY" --ctl "$dir/proxy.sock" --send flip 3000 data >/dev/null
+				"$PY" "$PROXY" --ctl "$dir/proxy.sock" --send flip 3000 data >/dev/null
 			fi
 			;;
 		tbf)
@@ -289,6 +298,7 @@ cell() {
 		;;
 	esac
 	said=$(grep -E '^migration [0-9]+ of fm: ' "$dir/send.out" | tail -1 | sed 's/^migration [0-9]* of fm: //')
+	[ -n "$said" ] || said=$(grep -m1 '^migrate-send: ' "$dir/send.out" | cut -c1-70)
 	[ -n "$said" ] || said=$(tail -1 "$dir/send.out" | cut -c1-70)
 	local reason
 	reason=$(grep -E '^  reason: ' "$dir/send.out" | sed 's/^  reason: *//' | cut -c1-70)
