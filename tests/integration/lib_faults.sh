@@ -26,7 +26,7 @@ wait_state() {
 # vm_check SOCK NAME: run the oracle; CHECK_RC and CHECK_JSON are set and
 # CHECK_TXT is a short summary ("clean 63488p" or "BAD ...").
 vm_check() {
-	CHECK_JSON=$("$CTL" --socket "$1" --json vm check "$2" 2>&1)
+	CHECK_JSON=$("$CTL" --socket "$1" --timeout 60000 --json vm check "$2" 2>&1)
 	CHECK_RC=$?
 	if [ "$CHECK_RC" = 0 ]; then
 		CHECK_TXT="clean $(echo "$CHECK_JSON" | jq -r .pages)p"
