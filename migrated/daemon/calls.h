@@ -33,6 +33,8 @@ void migd_call_unsubscribe(struct migd_call *call);
 void migd_call_dirty_rate(struct migd_call *call);
 void migd_call_converge_estimate(struct migd_call *call);
 void migd_call_vm_set_workload(struct migd_call *call);
+/* calls_check.c: the page-stamp oracle over one VM. */
+void migd_call_vm_check(struct migd_call *call);
 
 /* A VmInfo of @v in @call's arena (NULL: call failed). */
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);

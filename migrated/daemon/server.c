@@ -60,6 +60,7 @@ static const struct call_handler handlers[] = {
 		"converge_estimate", migd_call_converge_estimate },
 	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = { "vm_set_workload",
 						  migd_call_vm_set_workload },
+	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", migd_call_vm_check },
 };
 
 /* ---- call helpers ------------------------------------------------------ */

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	Migd__MigInfo *last = NULL;
 	Migd__Event *last_ev = NULL;
 	struct migd_client *c;
-	Migd__Response *resp, *wresp;
+	Migd__Response *resp, *wresp = NULL;
 	char host[MIGD_HOST_MAX + 1], tmp[64];
 	struct winsize ws;
 	uint16_t port;
@@ -257,6 +257,10 @@ lost:
 		"migrate-send: lost the daemon (%s); the migration may still "
 		"run: check with migratectl migration status\n",
 		strerror(-ret));
+	if (last_ev)
+		migd__event__free_unpacked(last_ev, NULL);
+	if (wresp)
+		migd__response__free_unpacked(wresp, NULL);
 	migd_client_close(c);
 	return 5;
 bad:

@@ -342,5 +342,7 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "migratectl: vm %s needs one NAME\n", argv[1]);
 		return 2;
 	}
+	if (!strcmp(argv[1], "check"))
+		return ctl_vm_check(ctl, argv[2]);
 	return vm_simple(ctl, argv[1], argv[2]);
 }

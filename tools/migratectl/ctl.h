@@ -41,5 +41,7 @@ int ctl_estimate(struct ctl *ctl, int argc, char **argv);
 int ctl_vm_set_rate(struct ctl *ctl, int argc, char **argv);
 /* "25000" pages/s or "100M" bytes/s -> pages/s. 0 or -EINVAL. */
 int ctl_parse_rate(const char *s, uint64_t *pages);
+/* cmd_check.c: vm check NAME (exit 1 when pages are bad) */
+int ctl_vm_check(struct ctl *ctl, const char *name);
 
 #endif

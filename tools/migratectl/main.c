@@ -25,7 +25,8 @@ static const struct {
 	  "          [--heartbeat-us N] [--seed N] [--paused]\n"
 	  "          [--dirty-ring ENTRIES|off]\n"
 	  "  vm list | vm inspect NAME | vm pause NAME | vm resume NAME\n"
-	  "  vm destroy NAME | vm set-rate NAME PAGES/S|SIZE/s [--vcpu N]..." },
+	  "  vm destroy NAME | vm set-rate NAME PAGES/S|SIZE/s [--vcpu N]...\n"
+	  "  vm check NAME   (every page's stamp; exit 1 when one is bad)" },
 	{ "dirty", ctl_dirty, "dirty VM   (dirty rate, working set, hot/cold)" },
 	{ "estimate", ctl_estimate,
 	  "estimate VM --bandwidth SIZE/s [--downtime MS] [--throttle PCT]" },

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The page-stamp oracle (hvcore/wl_verify.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "hvcore/wl_verify.h"
+#include "hvcore/workload.h"
+
+static const uint8_t zero_page[HV_PAGE_SIZE];
+
+/* What one page holds, per the rules of the header. */
+enum verdict {
+	PAGE_ZERO,
+	PAGE_GOOD,
+	PAGE_BAD_STAMP,
+	PAGE_BAD_CONTENT,
+	PAGE_STALE,
+};
+
+struct region {
+	uint32_t vcpu;
+	uint32_t content;
+	uint64_t pages;
+	uint64_t seq; /* published seq S */
+	int sweep;    /* the sweep order can be checked */
+};
+
+static enum verdict check_page(const struct region *r, uint64_t idx,
+			       const uint8_t *pg, uint8_t *want,
+			       uint64_t *seen_seq)
+{
+	struct hv_wl_stamp s;
+
+	memcpy(&s, pg, sizeof(s));
+	if (!memcmp(pg, zero_page, HV_PAGE_SIZE)) {
+		/* The sweep wrote page idx with seq idx + 1 on its first
+		 * pass: once S reached that, the page cannot be empty. */
+		if (r->sweep && r->seq > idx)
+			return PAGE_STALE;
+		return PAGE_ZERO;
+	}
+	if (s.magic != HV_WL_STAMP_MAGIC || s.vcpu != r->vcpu ||
+	    s.content != r->content || !s.seq || s.seq > r->seq + HV_WL_BATCH)
+		return PAGE_BAD_STAMP;
+	if (r->sweep && (s.seq - 1) % r->pages != idx)
+		return PAGE_BAD_STAMP;
+	if (r->content == HV_WL_CONTENT_STAMP) {
+		/* What hv_wl_fill_page() leaves: the stamp (checked above)
+		 * on a zero page. One pass instead of fill and compare. */
+		if (memcmp(pg + sizeof(s), zero_page, HV_PAGE_SIZE - sizeof(s)))
+			return PAGE_BAD_CONTENT;
+	} else {
+		memset(want, 0, HV_PAGE_SIZE);
+		hv_wl_fill_page(want, (uint16_t)r->vcpu, s.seq, r->content);
+		if (memcmp(want, pg, HV_PAGE_SIZE))
+			return PAGE_BAD_CONTENT;
+	}
+	*seen_seq = s.seq;
+	/* The newest seq this page can hold is within one pass of S. */
+	if (r->sweep && r->seq >= r->pages && s.seq <= r->seq - r->pages)
+		return PAGE_STALE;
+	return PAGE_GOOD;
+}
+
+static void count(struct hv_wl_verify *out, enum verdict v, gfn_t gfn)
+{
+	switch (v) {
+	case PAGE_ZERO:
+		return;
+	case PAGE_GOOD:
+		out->written++;
+		return;
+	case PAGE_BAD_STAMP:
+		out->bad_stamp++;
+		break;
+	case PAGE_BAD_CONTENT:
+		out->written++;
+		out->bad_content++;
+		break;
+	case PAGE_STALE:
+		out->stale++;
+		break;
+	}
+	out->bad++;
+	if (out->nr_bad_gfns < HV_WL_VERIFY_BAD_MAX)
+		out->bad_gfns[out->nr_bad_gfns++] = gfn;
+}
+
+/* Validate the params page and the regions against the RAM size. */
+static int check_params(const struct hv_wl_params *p, uint64_t ram_bytes)
+{
+	for (uint32_t v = 0; v < p->nr_vcpus && v < HV_WL_MAX_VCPUS; v++) {
+		const struct hv_wl_vcpu_params *w = &p->vcpu[v];
+
+		if (hv_wl_check(p, v))
+			return -EINVAL;
+		if (w->pattern == HV_WL_PATTERN_IDLE)
+			continue;
+		if (w->region_gpa > ram_bytes ||
+		    w->region_pages > (ram_bytes - w->region_gpa) >>
+			    HV_PAGE_SHIFT)
+			return -EINVAL;
+	}
+	return hv_wl_check(p, 0);
+}
+
+int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
+		 struct hv_wl_verify *out)
+{
+	const struct hv_wl_params *p;
+	const struct hv_wl_status *st;
+	uint8_t want[HV_PAGE_SIZE];
+
+	memset(out, 0, sizeof(*out));
+	if (ram_bytes < HV_WL_STATUS_GPA + HV_WL_MAX_VCPUS * sizeof(*st) ||
+	    ram_bytes < HV_WL_PARAMS_GPA + sizeof(*p))
+		return -EINVAL;
+	p = (const struct hv_wl_params *)(ram + HV_WL_PARAMS_GPA);
+	st = (const struct hv_wl_status *)(ram + HV_WL_STATUS_GPA);
+	if (check_params(p, ram_bytes))
+		return -EINVAL;
+
+	for (uint32_t v = 0; v < p->nr_vcpus; v++) {
+		const struct hv_wl_vcpu_params *w = &p->vcpu[v];
+		struct region r = {
+			.vcpu = v,
+			.content = w->content,
+			.pages = w->region_pages,
+			.seq = st[v].seq,
+			/* Reads move the sweep on without a stamp. */
+			.sweep = w->pattern == HV_WL_PATTERN_SWEEP &&
+				 w->write_pct == 100,
+		};
+		uint64_t newest = 0;
+
+		if (w->pattern == HV_WL_PATTERN_IDLE)
+			continue;
+		for (uint64_t i = 0; i < r.pages; i++) {
+			gpa_t gpa = w->region_gpa + i * HV_PAGE_SIZE;
+			uint64_t seen = 0;
+			enum verdict vd;
+
+			vd = check_page(&r, i, ram + gpa, want, &seen);
+			count(out, vd, hv_gpa_to_gfn(gpa));
+			if (seen > newest)
+				newest = seen;
+		}
+		out->pages += r.pages;
+		if (r.seq && newest < r.seq)
+			out->lost_vcpus++;
+	}
+	return 0;
+}
