@@ -117,7 +117,7 @@ static void run_oracle(const struct oracle_case *c)
 	sleep_ms(20);
 	/* On a loaded machine 20 ms may not be enough to touch every huge
 	 * region: wait for n writes (bounded) so the split count holds. */
-	for (int t = 0; t < 2000 && hv_soft_rig_writes(rig) < n; t++)
+	for (int t = 0; t < 10000 && hv_soft_rig_writes(rig) < n; t++)
 		sleep_ms(1);
 	CU_ASSERT_FATAL(!hv_soft_rig_log_start(rig, c->mode));
 	snapshot(rig, s_prev);
