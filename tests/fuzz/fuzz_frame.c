@@ -6,7 +6,9 @@
  * page batch's payload is skipped by its declared length, as the receiver
  * does before handing it to the batch codec.
  *
- * Promises checked: a decoded frame lies inside the input, its length is
+ * Promises checked: a header is accepted only within its type's cap (a
+ * connection allocates what it says before reading on); a decoded frame
+ * lies inside the input, its length is
  * within its type's cap, and a decoded message encodes again (when it fits
  * its cap) into a frame that decodes to the same type (see
  * check_roundtrip() for the one exception).
@@ -93,6 +95,25 @@ static void check_roundtrip(unsigned type, const ProtobufCMessage *msg)
 	mig_frame_msg_free(again);
 }
 
+/*
+ * The header alone, as a connection decodes it before it allocates the
+ * message buffer (conn.c): what it accepts must be within the caps.
+ */
+static void check_header(const uint8_t *p, size_t n)
+{
+	struct mig_frame_hdr h;
+
+	if (n < MIG_FRAME_HDR_SIZE || mig_frame_hdr_decode(p, &h))
+		return;
+	FUZZ_CHECK(h.magic == MIG_FRAME_MAGIC);
+	FUZZ_CHECK(h.version >= MIG_FRAME_VERSION_MIN &&
+		   h.version <= MIG_FRAME_VERSION);
+	FUZZ_CHECK(mig_frame_descriptor(h.type));
+	FUZZ_CHECK(h.len <= mig_frame_max_len(h.type));
+	FUZZ_CHECK(h.len <= MIG_FRAME_MSG_MAX);
+	FUZZ_CHECK(!h.flags && !h.reserved);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet_logs();
@@ -109,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t used = 0;
 		int ret;
 
+		check_header(data + off, size - off);
 		ret = mig_frame_decode(data + off, size - off, &h, &msg, &used);
 		if (ret) {
 			FUZZ_CHECK(ret == -ENODATA || ret == -EPROTO ||

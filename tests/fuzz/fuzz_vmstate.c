@@ -9,6 +9,10 @@
  * loaded as it is, and, when it unpacks as a VmState, a second time with
  * its FNV-1a digest recomputed -- a fuzzer would almost never guess the
  * digest, and without this it would not get past it to the components.
+ * For the same reason the mutator mostly mutates one component's bytes
+ * inside the VmState (LLVMFuzzerCustomMutator below) rather than the
+ * wrapper: byte-level mutation of the whole blob rarely changes the
+ * length of a component, the very thing its decoder must check.
  *
  * The x86 decoders run on file descriptor -1: they unpack and validate the
  * whole message before their first ioctl, which then fails with -EBADF.
@@ -37,6 +41,60 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 		h *= 0x100000001b3ULL;
 	}
 	return h;
+}
+
+static uint64_t state_digest(const Hvstate__VmState *m)
+{
+	uint64_t h = fnv1a(0xcbf29ce484222325ULL, m->vm.data, m->vm.len);
+
+	for (size_t i = 0; i < m->n_vcpus; i++)
+		h = fnv1a(h, m->vcpus[i].data, m->vcpus[i].len);
+	return h;
+}
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
+			       unsigned int seed);
+
+/*
+ * One time in four, or when @data is not a VmState, mutate the bytes as
+ * they are; otherwise mutate one component (the VM's or a vCPU's) and
+ * write the VmState back with its digest right.
+ */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
+			       unsigned int seed)
+{
+	Hvstate__VmState *m = NULL;
+	ProtobufCBinaryData *c, saved;
+	size_t len = 0, out;
+	uint8_t *buf;
+
+	if (seed % 4)
+		m = hvstate__vm_state__unpack(NULL, size, data);
+	if (!m)
+		return LLVMFuzzerMutate(data, size, max);
+	c = seed / 4 % (m->n_vcpus + 1)
+		    ? &m->vcpus[seed / 4 % (m->n_vcpus + 1) - 1]
+		    : &m->vm;
+	buf = malloc(max);
+	FUZZ_CHECK(buf);
+	if (c->len <= max) {
+		memcpy(buf, c->data, c->len);
+		len = LLVMFuzzerMutate(buf, c->len, max);
+	}
+	saved = *c;
+	c->data = buf;
+	c->len = len;
+	m->digest = state_digest(m);
+	out = hvstate__vm_state__get_packed_size(m);
+	if (out <= max)
+		hvstate__vm_state__pack(m, data);
+	else
+		out = LLVMFuzzerMutate(data, size, max);
+	*c = saved;
+	free(buf);
+	hvstate__vm_state__free_unpacked(m, NULL);
+	return out;
 }
 
 static void restore(const uint8_t *data, size_t size)
@@ -76,17 +134,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	Hvstate__VmState *m;
 	uint8_t *again;
 	size_t len;
-	uint64_t h;
 
 	restore(data, size);
 	m = hvstate__vm_state__unpack(NULL, size, data);
 	if (!m)
 		return 0;
 	x86_components(m);
-	h = fnv1a(0xcbf29ce484222325ULL, m->vm.data, m->vm.len);
-	for (size_t i = 0; i < m->n_vcpus; i++)
-		h = fnv1a(h, m->vcpus[i].data, m->vcpus[i].len);
-	m->digest = h;
+	m->digest = state_digest(m);
 	len = hvstate__vm_state__get_packed_size(m);
 	again = malloc(len ? len : 1);
 	FUZZ_CHECK(again);
