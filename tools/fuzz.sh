@@ -51,7 +51,7 @@ for t in "${targets[@]}"; do
 	st=$?
 	set -e
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$d/log")
-	last=$(grep -E '^#[0-9]+' "$d/log" | tail -1)
+	last=$(grep -E '^#[0-9]+' "$d/log" | tail -1 || true)
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
 	corp=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$last")
@@ -69,7 +69,7 @@ for t in "${targets[@]}"; do
 		"${ft:-?}" "${corp:-?}" "$res"
 	if [ "$res" != ok ]; then
 		grep -E 'ERROR|SUMMARY|check failed|runtime error' "$d/log" |
-			head -5 | sed 's/^/fuzz:   /'
+			head -5 | sed 's/^/fuzz:   /' || true
 	fi
 done
 exit $rc
