@@ -10,13 +10,28 @@
 # seeds and the regression inputs) -- in build/fuzz/run/<target>/; a crash,
 # leak, timeout or out-of-memory leaves its input in .../artifacts/ and
 # fails the run. Prints one line per target: executions, coverage (edges
-# and features), corpus size, result. Exit status 1 when any target failed.
+# and features; after the slash, the edges instrumented in the binary),
+# corpus size, result. Exit status 1 when any target failed.
+#
+# FUZZ_COV=1 adds a line per target: the edges covered by the final
+# corpus in the decoder's own source files, over the edges of the
+# functions of those files the corpus reached (libFuzzer -print_coverage).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 shift || true
 all=(frame batch hello layout vmstate ctl_frame metrics_http)
+# The decoder sources of each target, for FUZZ_COV (path prefixes).
+declare -A srcs=(
+	[frame]="migrated/mig/frame.c"
+	[batch]="migrated/mig/batch.c migrated/mig/compress_"
+	[hello]="migrated/mig/handshake.c migrated/mig/conn.c"
+	[layout]="migrated/mig/layout.c"
+	[vmstate]="hvcore/vm.c hvcore/soft/soft_accel arch/x86/x86_state.c"
+	[ctl_frame]="migrated/daemon/ctl_frame.c"
+	[metrics_http]="migrated/daemon/http_head.c"
+)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 case "$secs" in
@@ -67,6 +82,16 @@ for t in "${targets[@]}"; do
 	printf 'fuzz: %-12s %3ss execs=%-9s cov=%s/%s ft=%s corpus=%s %s\n' \
 		"$t" "$secs" "${execs:-?}" "${cov:-?}" "${edges:-?}" \
 		"${ft:-?}" "${corp:-?}" "$res"
+	if [ "${FUZZ_COV:-0}" = 1 ]; then
+		(cd "$d" && "$bin/fuzz_$t" -runs=0 -print_coverage=1 corpus \
+			>"$d/cov.log" 2>&1) || true
+		for src in ${srcs[$t]}; do
+			grep "^COVERED_FUNC: .* $top/$src" "$d/cov.log" || true
+		done | awk -v t="$t" -v s="${srcs[$t]}" '
+			{ split($5, e, "/"); c += e[1]; n += e[2]; f++ }
+			END { printf "fuzz: %-12s src-cov=%d/%d edges in %d " \
+				"functions reached of %s\n", t, c, n, f, s }'
+	fi
 	if [ "$res" != ok ]; then
 		grep -E 'ERROR|SUMMARY|check failed|runtime error' "$d/log" |
 			head -5 | sed 's/^/fuzz:   /' || true
