@@ -9,9 +9,9 @@
 # writes now from real messages plus tests/fuzz/corpus/<target>/ (earlier
 # seeds and the regression inputs) -- in build/fuzz/run/<target>/; a crash,
 # leak, timeout or out-of-memory leaves its input in .../artifacts/ and
-# fails the run. Prints one line per target: executions, coverage (edges
-# and features; after the slash, the edges instrumented in the binary),
-# corpus size, result. Exit status 1 when any target failed.
+# fails the run. Prints one line per target: seconds it ran, executions,
+# coverage (edges and features; after the slash, the edges instrumented in
+# the binary), corpus size, result. Exit status 1 when any target failed.
 #
 # FUZZ_COV=1 adds a line per target: the edges covered by the final
 # corpus in the decoder's own source files, over the edges of the
@@ -41,7 +41,7 @@ esac
 "$top/tools/setup.sh" fuzz >/dev/null
 bin="$top/build/fuzz/tests/fuzz"
 run="$top/build/fuzz/run"
-rm -rf "$run"
+rm -rf "$run/seeds"
 mkdir -p "$run"
 "$bin/fuzz_seedgen" "$run/seeds" >/dev/null
 
@@ -53,6 +53,7 @@ for t in "${targets[@]}"; do
 		continue
 	fi
 	d="$run/$t"
+	rm -rf "$d"
 	mkdir -p "$d/corpus" "$d/artifacts"
 	[ -d "$run/seeds/$t" ] && cp "$run/seeds/$t"/* "$d/corpus/"
 	[ -d "$top/tests/fuzz/corpus/$t" ] &&
@@ -60,10 +61,12 @@ for t in "${targets[@]}"; do
 	# -timeout: one input may take 10 s (a hung decoder is a failure);
 	# the corpus directory grows with what the run finds.
 	set +e
+	t0=$SECONDS
 	(cd "$d" && "$bin/fuzz_$t" -max_total_time="$secs" -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$d/artifacts/" corpus >"$d/log" 2>&1)
 	st=$?
+	el=$((SECONDS - t0))
 	set -e
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$d/log")
 	last=$(grep -E '^#[0-9]+' "$d/log" | tail -1 || true)
@@ -79,8 +82,8 @@ for t in "${targets[@]}"; do
 		res="FAIL (exit $st, $found artifacts; see $d/log)"
 		rc=1
 	fi
-	printf 'fuzz: %-12s %3ss execs=%-9s cov=%s/%s ft=%s corpus=%s %s\n' \
-		"$t" "$secs" "${execs:-?}" "${cov:-?}" "${edges:-?}" \
+	printf 'fuzz: %-12s %4ss execs=%-9s cov=%s/%s ft=%s corpus=%s %s\n' \
+		"$t" "$el" "${execs:-?}" "${cov:-?}" "${edges:-?}" \
 		"${ft:-?}" "${corp:-?}" "$res"
 	if [ "${FUZZ_COV:-0}" = 1 ]; then
 		(cd "$d" && "$bin/fuzz_$t" -runs=0 -print_coverage=1 corpus \

@@ -38,12 +38,23 @@ static int client_connect(void)
 		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 	};
 	struct linger lg = {.l_onoff = 1, .l_linger = 0};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	FUZZ_CHECK(fd >= 0);
-	FUZZ_CHECK(!setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
-	FUZZ_CHECK(!connect(fd, (struct sockaddr *)&sa, sizeof(sa)));
-	return fd;
+	/* A loopback connect may fail now and then, a million of them in:
+	 * say why, and try again on a new socket a moment later. */
+	for (int tries = 0;; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		FUZZ_CHECK(fd >= 0);
+		FUZZ_CHECK(!setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg,
+				       sizeof(lg)));
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return fd;
+		fprintf(stderr, "fuzz_hello: connect: %s (try %d)\n",
+			strerror(errno), tries + 1);
+		close(fd);
+		FUZZ_CHECK(tries < 20);
+		usleep(10000);
+	}
 }
 
 static void write_all(int fd, const uint8_t *p, size_t n)

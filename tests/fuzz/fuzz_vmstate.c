@@ -79,7 +79,8 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
 	buf = malloc(max);
 	FUZZ_CHECK(buf);
 	if (c->len <= max) {
-		memcpy(buf, c->data, c->len);
+		if (c->len)
+			memcpy(buf, c->data, c->len);
 		len = LLVMFuzzerMutate(buf, c->len, max);
 	}
 	saved = *c;
