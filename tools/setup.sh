@@ -21,8 +21,9 @@ pkgs=(
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
 )
-# libFuzzer comes with clang's runtime libraries.
-[ "$variant" = fuzz ] && pkgs+=(clang libclang-rt-14-dev)
+# libFuzzer comes with clang's runtime libraries; llvm-14 has llvm-cov
+# for tools/fuzz_cov.sh.
+[ "$variant" = fuzz ] && pkgs+=(clang libclang-rt-14-dev llvm-14)
 
 missing=()
 for p in "${pkgs[@]}"; do

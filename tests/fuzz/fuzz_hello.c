@@ -6,6 +6,9 @@
  * peer sends: a loopback client writes it and closes its side, so a short
  * input is a peer that hung up mid-frame.
  *
+ * The mutator keeps the frame header's length in step with the message
+ * (LLVMFuzzerCustomMutator below).
+ *
  * One connection per input: a connection keeps its first error, and a bad
  * Hello fails it. The client resets rather than closes (SO_LINGER 0), so
  * millions of inputs leave no TIME_WAIT sockets behind.
@@ -39,8 +42,9 @@ static int client_connect(void)
 	};
 	struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
-	/* A loopback connect may fail now and then, a million of them in:
-	 * say why, and try again on a new socket a moment later. */
+	/* libFuzzer's timer signal (SIGALRM, for -timeout) interrupts a
+	 * connect() now and then (EINTR, once in ~200 k inputs): say so and
+	 * try again on a new socket. */
 	for (int tries = 0;; tries++) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -68,6 +72,32 @@ static void write_all(int fd, const uint8_t *p, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
+}
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
+			       unsigned int seed);
+
+/*
+ * Three times in four, when @data starts with a frame header, mutate the
+ * message behind it and write its new length into the header: a byte
+ * inserted into or erased from the message otherwise leaves a header
+ * whose length no longer matches, and the Hello's checks go unreached.
+ */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
+			       unsigned int seed)
+{
+	size_t len;
+
+	if (seed % 4 == 0 || size < MIG_FRAME_HDR_SIZE ||
+	    max <= MIG_FRAME_HDR_SIZE || memcmp(data, "MIGS", 4))
+		return LLVMFuzzerMutate(data, size, max);
+	len = LLVMFuzzerMutate(data + MIG_FRAME_HDR_SIZE,
+			       size - MIG_FRAME_HDR_SIZE,
+			       max - MIG_FRAME_HDR_SIZE);
+	for (unsigned i = 0; i < 4; i++)
+		data[8 + i] = (uint8_t)(len >> (8 * i));
+	return MIG_FRAME_HDR_SIZE + len;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
