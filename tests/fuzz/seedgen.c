@@ -184,6 +184,23 @@ static void hello_capture(const char *name, uint32_t version, unsigned role,
 	close(lfd);
 }
 
+/* A Hello the receiver must refuse, one broken rule each. */
+static void bad_hello(const char *name, unsigned role, size_t sid_len,
+		      uint32_t index, uint32_t nr)
+{
+	Mig__Hello h = MIG__HELLO__INIT;
+
+	h.version_min = MIG_FRAME_VERSION_MIN;
+	h.version_max = MIG_FRAME_VERSION;
+	h.role = (Mig__Role)role;
+	h.session_id.data = (uint8_t *)sid;
+	h.session_id.len = sid_len;
+	h.channel_index = index;
+	h.nr_channels = nr;
+	h.host_id = "src";
+	frame_seed("hello", name, MIG__MSG_TYPE__MSG_HELLO, &h.base);
+}
+
 static void hellos(struct bytes *stream)
 {
 	Mig__SetupRefuse r = MIG__SETUP_REFUSE__INIT;
@@ -193,6 +210,16 @@ static void hellos(struct bytes *stream)
 	hello_capture("data", 0, MIG__ROLE__ROLE_DATA, 3, 4, NULL);
 	hello_capture("answer", MIG_FRAME_VERSION, MIG__ROLE__ROLE_CONTROL, 0,
 		      4, NULL);
+	/* A long run kept none of these (docs/fuzzing.md): seed them. */
+	bad_hello("bad-role", 7, MIG_SESSION_ID_LEN, 0, 1);
+	bad_hello("bad-sid", MIG__ROLE__ROLE_DATA, 8, 0, 1);
+	bad_hello("bad-no-channels", MIG__ROLE__ROLE_DATA, MIG_SESSION_ID_LEN,
+		  0, 0);
+	bad_hello("bad-17-channels", MIG__ROLE__ROLE_DATA, MIG_SESSION_ID_LEN,
+		  0, 17);
+	bad_hello("bad-index", MIG__ROLE__ROLE_DATA, MIG_SESSION_ID_LEN, 4, 4);
+	bad_hello("bad-control-index", MIG__ROLE__ROLE_CONTROL,
+		  MIG_SESSION_ID_LEN, 1, 4);
 	/* What a refusing destination answers instead of a Hello. */
 	r.reason = MIG__REFUSE_REASON__REFUSE_VERSION;
 	r.detail = "no common stream version";
