@@ -63,7 +63,7 @@ for t in "${targets[@]}"; do
 		BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) keep[w[i]] = 1 }
 		{ name = $1; sub(/^.*:/, "", name) }
 		name in keep && NF == 10 {
-			printf "  %-28s lines %4d/%-4d branches %3d/%-3d\n",
+			printf "  %-28s lines %4d/%-4d branches %3d/%d\n",
 				name, $5 - $6, $5, $8 - $9, $8
 			found[name] = 1
 		}
