@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Install what the build needs (Debian packages only), configure and build.
 #
-#   tools/setup.sh [release|asan|tsan] [cmake --build args...]
+#   tools/setup.sh [release|asan|tsan|fuzz] [cmake --build args...]
 #
 # Idempotent: packages already installed are not touched, an existing build
-# tree is reused. Builds into build/<variant>.
+# tree is reused. Builds into build/<variant>. The fuzz variant is clang
+# with ASan+UBSan and libFuzzer (docs/fuzzing.md); it builds only the fuzz
+# targets (target hv_fuzz) unless other build args are given.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +21,9 @@ pkgs=(
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
 )
+# libFuzzer comes with clang's runtime libraries; llvm-14 has llvm-cov
+# for tools/fuzz_cov.sh.
+[ "$variant" = fuzz ] && pkgs+=(clang libclang-rt-14-dev llvm-14)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -41,7 +46,15 @@ case "$variant" in
 release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
 asan) flags=(-DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=address) ;;
 tsan) flags=(-DCMAKE_BUILD_TYPE=Debug -DHV_SANITIZE=thread) ;;
-*) echo "setup: unknown variant '$variant' (release, asan, tsan)" >&2; exit 2 ;;
+fuzz)
+	# -O1: fast enough to fuzz, still readable stack traces.
+	flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug
+		"-DCMAKE_C_FLAGS_DEBUG=-O1 -g" -DHV_SANITIZE=address
+		-DHV_FUZZ=ON)
+	[ $# -gt 0 ] || set -- --target hv_fuzz
+	;;
+*) echo "setup: unknown variant '$variant' (release, asan, tsan, fuzz)" >&2
+	exit 2 ;;
 esac
 
 bdir="$top/build/$variant"

@@ -14,10 +14,14 @@ set(HV_GUEST_CFLAGS -ffreestanding -fno-pic -no-pie -mno-red-zone
 	-fno-asynchronous-unwind-tables -fcf-protection=none -fno-builtin
 	-Wall -Wextra -Werror -I${CMAKE_SOURCE_DIR}
 	-Wl,--build-id=none -Wl,-z,noexecstack -Wl,-T,${HV_GUEST_DIR}/guest.lds)
+# The guest's flags are gcc's; a clang build (the fuzz build) names gcc here.
+if(NOT HV_GUEST_CC)
+	set(HV_GUEST_CC ${CMAKE_C_COMPILER})
+endif()
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/arch/x86/guest)
 add_custom_command(
 	OUTPUT ${HV_GUEST_ELF}
-	COMMAND ${CMAKE_C_COMPILER} ${HV_GUEST_CFLAGS} -o ${HV_GUEST_ELF}
+	COMMAND ${HV_GUEST_CC} ${HV_GUEST_CFLAGS} -o ${HV_GUEST_ELF}
 		${HV_GUEST_SRCS}
 	DEPENDS ${HV_GUEST_SRCS} ${HV_GUEST_DIR}/guest.lds
 		${HV_GUEST_DIR}/layout.h ${HV_GUEST_DIR}/ucall.h

@@ -9,9 +9,11 @@
  * stream cannot be resynchronised: the reader closes the connection.
  *
  * struct migd_framer reassembles frames from a byte stream that arrives in
- * arbitrary pieces (libuv reads, poll + read). It owns one growing buffer,
- * never larger than max + 4 + one read's worth of bytes, and keeps its
- * first error: once a bad length was seen every later call fails with it.
+ * arbitrary pieces (libuv reads, poll + read). It owns one growing buffer
+ * holding at most one incomplete frame and one read's worth of bytes
+ * (max + 4 + a read; its capacity doubles, so it may reach twice that,
+ * from 4 KiB), and keeps its first error: once a bad length was seen
+ * every later call fails with it.
  *
  * Threads: a framer belongs to one thread (the loop, or the client's).
  */

@@ -10,6 +10,7 @@
 
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
+#include "migrated/daemon/http_head.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
@@ -455,18 +456,24 @@ static void respond(struct scrape *s, int code, const char *reason,
 	}
 }
 
-static void handle_request(struct scrape *s)
+/* The answers that are not the exposition, by verdict. */
+static const struct {
+	int code;
+	const char *reason, *body;
+} refusals[] = {
+	[MIGD_HTTP_NOT_FOUND] = {404, "Not Found", "try /metrics\n"},
+	[MIGD_HTTP_BAD_METHOD] = {405, "Method Not Allowed", "GET only\n"},
+	[MIGD_HTTP_TOO_LARGE] = {431, "Request Header Fields Too Large", ""},
+};
+
+static void handle_request(struct scrape *s, enum migd_http_verdict v)
 {
 	char *text;
 	size_t len;
 
-	if (strncmp(s->head, "GET ", 4)) {
-		respond(s, 405, "Method Not Allowed", "GET only\n", 9);
-		return;
-	}
-	if (strncmp(s->head + 4, "/metrics ", 9) &&
-	    strncmp(s->head + 4, "/metrics?", 9)) {
-		respond(s, 404, "Not Found", "try /metrics\n", 13);
+	if (v != MIGD_HTTP_METRICS) {
+		respond(s, refusals[v].code, refusals[v].reason,
+			refusals[v].body, strlen(refusals[v].body));
 		return;
 	}
 	if (migd_metrics_render(s->m->d, &text, &len)) {
@@ -490,6 +497,7 @@ static void scrape_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 static void scrape_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct scrape *s = st->data;
+	enum migd_http_verdict v;
 
 	(void)buf;
 	if (s->responded || s->closing)
@@ -499,13 +507,9 @@ static void scrape_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	s->len += (size_t)n;
-	s->head[s->len] = '\0';
-	if (strstr(s->head, "\r\n\r\n") || strstr(s->head, "\n\n")) {
-		handle_request(s);
-		return;
-	}
-	if (s->len >= HEAD_MAX - 1)
-		respond(s, 431, "Request Header Fields Too Large", "", 0);
+	v = migd_http_head_parse(s->head, s->len, HEAD_MAX - 1);
+	if (v != MIGD_HTTP_MORE)
+		handle_request(s, v);
 }
 
 static void scrape_timeout(uv_timer_t *t)
