@@ -7,7 +7,9 @@
  * paused for the check and resumed after it: the guest sees one pause of
  * a few milliseconds per 256 MiB (check_ns in the reply). A VM that an
  * outgoing migration owns is refused: pause and resume belong to the
- * engine then (mig/session.h).
+ * engine then (mig/session.h). An unresolved one is checked: its engine
+ * has stopped, the copy is paused and frozen until resolve, and whether
+ * it is intact is what the operator must know before resolving.
  */
 #include <errno.h>
 #include <string.h>
@@ -73,7 +75,7 @@ void migd_call_vm_check(struct migd_call *call)
 			       "no VM named '%s'", ref->name);
 		return;
 	}
-	if (v->mig_id) {
+	if (v->mig_id && !v->mig_unresolved) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "VM '%s' is being migrated (migration %llu)",
 			       v->name, (unsigned long long)v->mig_id);

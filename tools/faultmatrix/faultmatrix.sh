@@ -157,6 +157,18 @@ unfinished() {
 		echo 0
 }
 
+# held STATE: the source keeps a paused copy for a resolve.
+held() { [ "$1" = UNRESOLVED ] || [ "$1" = PAUSED ]; }
+
+# settle SOCK PID FLAG WANT: migration resolve FLAG on the source, then
+# its VM state in S2; SETTLED=1 when that is WANT.
+settle() {
+	SETTLED=0
+	ctl "$1" migration resolve fm "$3" >/dev/null 2>&1
+	S2=$(state "$1" "$2")
+	[ "$S2" = "$4" ] && SETTLED=1
+}
+
 point_of() { # STEP FAULT -> fault point spec name[@n]
 	case $1 in
 	setup) echo src.setup ;;
@@ -287,7 +299,7 @@ cell() {
 	s=$(state "$ssock" "$spid")
 	d=$(state "$dsock" "$dpid")
 	local cs_clean=0 cd_clean=0
-	case $s in RUNNING | PAUSED | STOPPED | CREATED)
+	case $s in RUNNING | PAUSED | STOPPED | CREATED | UNRESOLVED)
 		check "$ssock"
 		cs=$CHECK_TXT cs_clean=$CLEAN
 		;;
@@ -318,8 +330,12 @@ cell() {
 	elif [ "$d" = RUNNING ]; then
 		if [ "$cd_clean" != 1 ]; then
 			why="destination copy damaged"
-		elif [ "$s" = PAUSED ] && [ "$unresolved" = 1 ]; then
-			verdict=PASS why="destination runs; source paused UNRESOLVED"
+		elif held "$s" && [ "$unresolved" = 1 ]; then
+			# What an orchestrator does: the destination runs it,
+			# so the source's copy goes.
+			settle "$ssock" "$spid" --confirm-destination absent
+			[ "$cs_clean" = 1 ] && [ "$SETTLED" = 1 ] && verdict=PASS
+			why="destination runs; source UNRESOLVED (paused, intact) until resolve --confirm-destination: source $S2"
 		elif [ "$s" != absent ] && [ "$s" != dead ]; then
 			why="a second copy stays on the source ($s)"
 		elif [ "$rc" = 0 ] && ! echo "$note" | grep -q "verification"; then
@@ -337,9 +353,15 @@ cell() {
 		else
 			verdict=PASS why="stays on the source"
 		fi
-	elif [ "$s" = PAUSED ] && [ "$unresolved" = 1 ]; then
-		[ "$cs_clean" = 1 ] && verdict=PASS
-		why="paused UNRESOLVED on the source"
+	elif held "$s" && [ "$unresolved" = 1 ]; then
+		# The destination does not run it: the source takes it back.
+		settle "$ssock" "$spid" --resume-source RUNNING
+		if [ "$SETTLED" = 1 ]; then
+			check "$ssock"
+			[ "$CLEAN" = 1 ] || SETTLED=0
+		fi
+		[ "$cs_clean" = 1 ] && [ "$SETTLED" = 1 ] && verdict=PASS
+		why="UNRESOLVED on the source (paused, intact), destination not running; resolve --resume-source: source $S2${CHECK_TXT:+ $CHECK_TXT}"
 	elif [ "$fault" = srckill ] && [ "$s" = dead ] &&
 		[ "$d" != RUNNING ]; then
 		verdict=KNOWN
