@@ -6,7 +6,7 @@
  * state machine; an accelerator owns how guest code runs and how writes are
  * logged. Generic code never issues an ioctl.
  *
- * Calling context of each op (the "who" of STYLE.md rule 4):
+ * Calling context of each op (the "who" every header states):
  *   vm_init/vm_fini          creator thread; no vCPU exists / all joined.
  *   memslot_update           creator/control thread, vCPUs may run; called
  *                            after the memslot set changed.

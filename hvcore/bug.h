@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HV_BUG_ON(): the one way to report a programmer error (STYLE.md rule 6).
+ * HV_BUG_ON(): the one way to report a programmer error.
  * It prints the condition with file:line and aborts; it is never used for
  * conditions caused by input, the guest, the kernel or the network.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Address kinds used across hvcore. These are the only scalar typedefs in the
- * project (STYLE.md rule 3): they keep guest-physical, frame and host
+ * project: they keep guest-physical, frame and host
  * addresses from being mixed up silently.
  */
 #ifndef HVCORE_TYPES_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The parametric dirtying workload (DESIGN.md section 3) and its ABI.
+ * The parametric dirtying workload (docs/architecture.md) and its ABI.
  *
  * One implementation, hvcore/workload.c, is compiled twice: freestanding
  * into the x86 guest image (arch/x86/guest), where memory is

@@ -3,7 +3,7 @@
  * Identity page tables for the x86 guest, built by the VMM: the tables the
  * APs start on (they enter in long mode, arch/x86/guest/ucall.h). 4-level,
  * 2 MiB leaves, present | writable | user on every level, because the
- * guest's workloads run at CPL 3 over all of RAM (DESIGN.md section 8).
+ * guest's workloads run at CPL 3 over all of RAM (docs/architecture.md).
  */
 #ifndef ARCH_X86_PGTABLE_H
 #define ARCH_X86_PGTABLE_H

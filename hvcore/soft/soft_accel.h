@@ -58,7 +58,7 @@ int hv_soft_accel_vcpu_save(struct hv_vcpu *vcpu, struct hv_blob *out);
 int hv_soft_accel_vcpu_restore(struct hv_vcpu *vcpu,
 			       const struct hv_blob *in);
 
-/* Explicit little-endian encoding of state blobs (STYLE.md rule 9). */
+/* Explicit little-endian encoding of state blobs. */
 static inline void soft_put_le32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)

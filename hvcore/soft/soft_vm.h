@@ -4,7 +4,7 @@
  * borrowed memslot set, the dirty-logging mode, the soft vCPUs (for PML
  * sync) and the clear-dirty-log machinery (split page cache, clear lock).
  *
- * Dirty logging (DESIGN.md section 2, "soft"):
+ * Dirty logging (docs/architecture.md):
  *  - HV_SOFT_LOG_WP: cleared pages are write-protected; a write faults,
  *    sets the page's bit in the memslot bitmap and restores write
  *    permission with one CAS (fast fault; no write lock).

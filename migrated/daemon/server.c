@@ -29,7 +29,7 @@ struct call_handler {
 	migd_call_fn fn;
 };
 
-/* Indexed by Migd__Request__CallCase (STYLE.md rule 11). */
+/* Indexed by Migd__Request__CallCase. */
 static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_PING] = { "ping", migd_call_ping },
 	[MIGD__REQUEST__CALL_VM_CREATE] = { "vm_create", migd_call_vm_create },

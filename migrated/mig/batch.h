@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mig_batch: the page batch codec (DESIGN.md section 4).
+ * mig_batch: the page batch codec (docs/architecture.md).
  *
  * A batch is up to MIG_BATCH_MAX_PAGES pages of one slot, starting at
  * first_gfn: a page mask, a zero mask (zero pages cost one bit and no

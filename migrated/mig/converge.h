@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mig_converge(): the precopy convergence decision, one small pure
- * function (DESIGN.md section 4), called by the source after each
+ * function (docs/architecture.md), called by the source after each
  * iteration with what it measured.
  *
  * Rules, in order (bw = min(measured bandwidth, max bandwidth if set)):

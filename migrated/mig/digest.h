@@ -24,7 +24,7 @@
  * Holes: guest RAM is a memfd; a range the file has no data for (never
  * written, SEEK_HOLE) reads as zeros. mig_data_map_build() finds them, so
  * that hashing (and sending) skips them without faulting them in, which
- * costs several us per page on a nested host (DESIGN.md section 8).
+ * costs several us per page on a nested host (docs/architecture.md).
  */
 #ifndef MIG_DIGEST_H
 #define MIG_DIGEST_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mig_layout: the VM layout a source offers in setup (Mig__VmLayout) and
- * its validation by the destination (DESIGN.md section 4, step 1).
+ * its validation by the destination (docs/architecture.md).
  *
  * hvcore VMs have guest RAM from gpa 0 cut into memslots of cfg.slot_bytes
  * (the last may be shorter), ids 0, 1, 2, ... in gfn order; a destination

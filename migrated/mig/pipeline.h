@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mig_send_pipe / mig_recv_pipe: the multi-channel page pipeline, what the
- * migration engine drives to move pages (DESIGN.md section 4).
+ * migration engine drives to move pages (docs/architecture.md).
  *
  * Sender: N data channels, one thread each. mig_send_pipe_run() hands the
  * threads a page source; each thread pulls a run (slot, gfn, 64-page mask)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mig_source / mig_dest: one live migration of one VM, precopy (DESIGN.md
- * section 4). This is the contract between the migration engine and its
- * users (the migrated daemon, tests, hvbench); the wire pieces below it are
- * frame.h, conn.h, tls.h, batch.h, pipeline.h, recv_fsm.h, converge.h.
+ * mig_source / mig_dest: one live migration of one VM, precopy
+ * (docs/architecture.md). This is the contract between the migration
+ * engine and its users (the migrated daemon, tests, hvbench); the wire
+ * pieces below it are frame.h, conn.h, tls.h, batch.h, pipeline.h,
+ * recv_fsm.h, converge.h.
  *
  * Source: mig_source_start() connects one control channel and
  * opts->nr_channels data channels to the destination and runs the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mig_throttle: auto-converge for the source (DESIGN.md section 4, step
- * 3): slow down the vCPUs that dirty most, through the workload's
+ * mig_throttle: auto-converge for the source (docs/architecture.md):
+ * slow down the vCPUs that dirty most, through the workload's
  * throttle_pct (the share of time a vCPU idles, hvcore/workload.h).
  *
  * Per-vCPU write rates come from each vCPU's status line (its write

@@ -4,8 +4,7 @@
  * zstd-1 or raw) -> TLS 1.3 (AES-128-GCM) -> loopback TCP -> decode ->
  * destination memory -- per page content kind and per channel count,
  * next to what zstd level 1 alone and AES-128-GCM alone achieve on the
- * same pages in the same run (DESIGN.md section 7: ratios, not absolute
- * times).
+ * same pages in the same run (docs/architecture.md).
  *
  *   hvbench stream [--mib N] [--channels 1,2,4] [--reps R] [--insecure]
  *

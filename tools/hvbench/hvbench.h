@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hvbench: benchmark programs, one subcommand per file. Each prints tables
- * that compare variants side by side in one run (DESIGN.md section 7).
+ * that compare variants side by side in one run (docs/architecture.md).
  *
  *   static int bench_memslots(int argc, char **argv) { ... }
  *   HVBENCH_CMD("memslots", "memslot table scaling vs array baseline",

@@ -9,9 +9,10 @@
  * writes the struct's guest-physical address (identity-mapped, < 4 GiB)
  * with `outl` to HV_UCALL_PORT, skips the ud2 and returns. Port I/O is done
  * in ring 0 because on the nested KVM of our build machines ring-3 port
- * I/O may raise #GP and `int $n` from ring 3 arrives as #UD (DESIGN.md
- * section 8); the ud2 path is known to work. Ucalls are rare (progress,
- * heartbeats every few ms, done/assert): each costs a #UD and a VM exit.
+ * I/O may raise #GP and `int $n` from ring 3 arrives as #UD
+ * (docs/architecture.md, "Host facts"); the ud2 path is known to work.
+ * Ucalls are rare (progress, heartbeats every few ms, done/assert): each
+ * costs a #UD and a VM exit.
  */
 #ifndef ARCH_X86_GUEST_UCALL_H
 #define ARCH_X86_GUEST_UCALL_H
