@@ -184,7 +184,9 @@ int mig_conn_wait_recv(struct mig_conn *c, unsigned timeout_ms)
 
 	if (err)
 		return err;
-	if (c->ssl && SSL_pending(c->ssl) > 0)
+	/* Bytes OpenSSL holds, decrypted or not, are a frame arriving even
+	 * when the socket itself has nothing more to read. */
+	if (c->ssl && SSL_has_pending(c->ssl))
 		return 0;
 	/* Slices, so that a shutdown from another thread (which sets the
 	 * error and makes the socket readable) is seen either way. */

@@ -631,6 +631,37 @@ static int wait_commit(struct mig_dest *d)
 	return ret;
 }
 
+/*
+ * While iterating, the control channel is silent until the pass's
+ * IterEnd, however long the pass takes on a slow link: the pages arrive
+ * on the data channels meanwhile. So the I/O timeout counts only time in
+ * which neither the control channel nor any data channel brought a byte
+ * (a 1 Mbit/s link used to fail here after 10 s while pages flowed).
+ * Waits in 1 s slices so that a cancel is seen. 0: a frame is arriving.
+ */
+static int wait_while_pages_flow(struct mig_dest *d)
+{
+	struct mig_pipe_stats a, b;
+	unsigned idle = 0;
+	int ret;
+
+	if (d->fsm.state != MIG_RECV_ITERATING || !d->pipe)
+		return 0;
+	mig_recv_pipe_stats(d->pipe, &a);
+	for (;;) {
+		ret = mig_conn_wait_recv(d->ctl, 1000);
+		if (ret != -ETIMEDOUT)
+			return ret;
+		if (atomic_load(&d->cancel))
+			return -ECANCELED;
+		mig_recv_pipe_stats(d->pipe, &b);
+		idle = b.wire != a.wire ? 0 : idle + 1000;
+		if (idle >= d->io_ms)
+			return -ETIMEDOUT;
+		a = b;
+	}
+}
+
 static int control_loop(struct mig_dest *d)
 {
 	while (d->fsm.state != MIG_RECV_COMMITTED) {
@@ -639,6 +670,8 @@ static int control_loop(struct mig_dest *d)
 		int ret;
 
 		ret = wait_commit(d);
+		if (!ret)
+			ret = wait_while_pages_flow(d);
 		if (!ret)
 			ret = mig_conn_recv(d->ctl, &h, &m);
 		if (ret == -ETIMEDOUT && d->commit_state == DST_GAVE_UP)
