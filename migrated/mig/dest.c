@@ -44,80 +44,15 @@
 #include "migrated/mig/memmap.h"
 #include "migrated/mig/pipeline.h"
 #include "migrated/mig/recv_fsm.h"
+#include "migrated/mig/dest_priv.h"
 #include "migrated/mig/session_priv.h"
 
-#define VMSTATE_FORMAT 1u
 #define WATCH_POLL_MS 50u
 /* How long a failed destination waits for the source's reason. */
 #define PEER_REASON_MS 1000u
 
-/* The one decision of this side (engine thread only). */
-enum dst_commit_state {
-	DST_LOADING = 0, /* no verified, loaded state yet */
-	DST_LOADED,	 /* verified and loaded, Ack sent: may resume */
-	DST_GAVE_UP,	 /* will never resume */
-	DST_RESUMED,	 /* the VM runs here: never discarded */
-};
 
-struct mig_dest {
-	/* immutable after start */
-	struct mig_opts opts;
-	struct mig_hooks hooks;
-	struct hv_vm_cfg base;
-	bool has_base;
-	struct mig_tls *tls;
-	struct mig_listener *lst; /* engine thread, until the channels are in */
-	uint16_t port;
-	uint32_t io_ms;
-	uint64_t t0;
-	pthread_t thread;
-	bool joined; /* controlling thread */
-
-	/* protected by lock */
-	pthread_mutex_t lock;
-	struct mig_conn *ctl;
-	struct mig_conn *data[MIG_CHANNELS_MAX];
-
-	/* written once by the engine in setup, then published by has_name */
-	char vm_name[MIG_VM_NAME_MAX + 1];
-	atomic_bool has_name;
-
-	/* any thread */
-	atomic_bool cancel;
-	atomic_bool watch_stop;
-	_Atomic int pipe_err;
-
-	struct mig__prog prog;
-
-	/* engine thread */
-	struct mig_recv_fsm fsm;
-	uint8_t sid[MIG_SESSION_ID_LEN];
-	uint32_t version;
-	unsigned nchan;
-	struct hv_vm *vm;
-	struct mig_memmap *map;
-	struct mig_recv_pipe *pipe;
-	pthread_t watcher;
-	bool watching;
-	bool data_done; /* pipe joined, digest computed */
-	uint8_t digest[MIG_DIGEST_LEN];
-	uint64_t digest_pages;
-	struct hv_blob state;
-	uint64_t verify_ns, load_ns;
-	enum dst_commit_state commit_state;
-	/* written by the control thread, read by the watcher's progress */
-	_Atomic uint64_t ctl_bytes;
-	int result;
-	struct hv_vm *vm_out;
-};
-
-#define FAIL(d, err, ...)                                                   \
-	do {                                                                 \
-		mig__prog_fail(&(d)->prog, (err), __VA_ARGS__);              \
-		return (err);                                                \
-	} while (0)
-
-static void dst_prog_counters(struct mig_dest *d)
+void dst_prog_counters(struct mig_dest *d)
 {
 	struct mig_pipe_stats st;
 
@@ -373,176 +308,6 @@ static int on_switchover(struct mig_dest *d, const ProtobufCMessage *m)
 	return 0;
 }
 
-/*
- * Digest of the received memory. Holes of our memfd (nothing arrived
- * there since setup punched it) are zeros and are not read: reading would
- * fault each one in, several us per page on a nested host.
- */
-static int dst_digest(struct mig_dest *d)
-{
-	const struct hv_guest_mem *mem = d->vm->mem;
-	unsigned n = mig_memmap_count(d->map);
-	uint64_t **data = calloc(HV_MAX(n, 1u), sizeof(*data));
-	int ret = 0;
-
-	if (!data)
-		return -ENOMEM;
-	for (unsigned i = 0; mem && i < n; i++) {
-		const struct mig_memmap_slot *sl = mig_memmap_at(d->map, i);
-		uint64_t off = (uint64_t)(sl->host - mem->hva);
-
-		if (sl->host < mem->hva ||
-		    off + (sl->npages << HV_PAGE_SHIFT) > mem->bytes)
-			continue;
-		data[i] = malloc(HV_DIV_ROUND_UP(sl->npages, 64) * 8);
-		if (!data[i]) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (mig_data_map_build(mem->fd, off, sl->npages, data[i])) {
-			free(data[i]);
-			data[i] = NULL;
-		}
-	}
-	if (!ret)
-		ret = mig_digest_compute_data(d->map,
-					      (const uint64_t *const *)data,
-					      d->nchan, d->digest,
-					      &d->digest_pages);
-	for (unsigned i = 0; i < n; i++)
-		free(data[i]);
-	free(data);
-	return ret;
-}
-
-static int on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
-{
-	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
-	uint64_t t0;
-	int ret;
-
-	if (env->format != VMSTATE_FORMAT || !env->state.len)
-		FAIL(d, -EPROTO, "VM state format %u, %zu bytes", env->format,
-		     env->state.len);
-	/* The source sent DataEnd on every channel before the state. */
-	ret = mig_recv_pipe_join(d->pipe);
-	if (ret)
-		FAIL(d, ret, "final pages: %s", strerror(-ret));
-	d->state.data = malloc(env->state.len);
-	if (!d->state.data)
-		FAIL(d, -ENOMEM, "VM state: out of memory");
-	memcpy(d->state.data, env->state.data, env->state.len);
-	d->state.len = env->state.len;
-	if (d->hooks.dst_received)
-		d->hooks.dst_received(d->hooks.arg, d->vm);
-	/* Computed now, while the source hashes its page table. */
-	t0 = mig__now_ns();
-	ret = dst_digest(d);
-	d->verify_ns = mig__now_ns() - t0;
-	if (ret)
-		FAIL(d, ret, "digest: %s", strerror(-ret));
-	d->data_done = true;
-	dst_prog_counters(d);
-	return 0;
-}
-
-static int on_digest(struct mig_dest *d, const ProtobufCMessage *m)
-{
-	const Mig__Digest *dg = (const Mig__Digest *)m;
-	Mig__Ack ack = MIG__ACK__INIT;
-	uint64_t t0;
-	int ret;
-
-	if (!d->data_done)
-		FAIL(d, -EPROTO, "digest before the VM state");
-	if (dg->algo != MIG__DIGEST_ALGO__DIGEST_PAGE64_SHA256 ||
-	    dg->digest.len != MIG_DIGEST_LEN)
-		FAIL(d, -EPROTO, "digest algorithm %d, %zu bytes",
-		     (int)dg->algo, dg->digest.len);
-	if (dg->pages != d->digest_pages ||
-	    memcmp(dg->digest.data, d->digest, MIG_DIGEST_LEN))
-		FAIL(d, -EBADE,
-		     "memory digest mismatch over %llu pages: received memory "
-		     "differs from the source's",
-		     (unsigned long long)d->digest_pages);
-	t0 = mig__now_ns();
-	ret = hv_vm_state_restore(d->vm, &d->state);
-	d->load_ns = mig__now_ns() - t0;
-	if (ret)
-		FAIL(d, ret, "load VM state: %s", strerror(-ret));
-	if (d->hooks.dst_loaded)
-		d->hooks.dst_loaded(d->hooks.arg, d->vm);
-	mig__prog_phase(&d->prog, MIG_PHASE_COMMIT);
-	ret = mig_faultpoint(MIG_FP_DST_LOADED);
-	if (ret < 0)
-		FAIL(d, ret, "fault point %s", MIG_FP_DST_LOADED);
-	ack.pages = d->digest_pages;
-	ret = mig_faultpoint(MIG_FP_DST_ACK_SEND);
-	if (ret == 0)
-		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_ACK, &ack.base,
-				    NULL, 0);
-	else if (ret == MIG_FAULT_DROP)
-		ret = 0;
-	if (ret)
-		FAIL(d, ret, "send ack: %s", strerror(-ret));
-	d->commit_state = DST_LOADED;
-	return 0;
-}
-
-static int on_commit(struct mig_dest *d, const ProtobufCMessage *m)
-{
-	Mig__Resumed r = MIG__RESUMED__INIT;
-	uint64_t t0 = mig__now_ns(), t1, hb = 0;
-	int ret;
-
-	(void)m;
-	/* The state machine lets a Commit in only after the Digest; this
-	 * says whether that Digest's verification and load succeeded. */
-	if (d->commit_state != DST_LOADED)
-		FAIL(d, -EPROTO, "commit refused: %s",
-		     d->commit_state == DST_RESUMED
-			     ? "the VM runs already"
-			     : "the VM was not verified and loaded");
-	ret = mig_faultpoint(MIG_FP_DST_COMMIT);
-	if (ret < 0)
-		FAIL(d, ret, "fault point %s", MIG_FP_DST_COMMIT);
-	/* An operator's cancel that came before the start still wins: the
-	 * source then finds the channel closed and stays UNRESOLVED. */
-	if (atomic_load(&d->cancel))
-		FAIL(d, -ECANCELED, "cancelled before resume");
-	ret = hv_vm_start(d->vm);
-	t1 = mig__now_ns();
-	if (ret)
-		FAIL(d, ret, "start the VM after commit: %s", strerror(-ret));
-	d->commit_state = DST_RESUMED;
-	if (mig__wants_heartbeats(d->vm))
-		hb = mig__first_heartbeat(d->vm);
-	r.verify_ns = d->verify_ns;
-	r.load_ns = d->load_ns;
-	r.resume_ns = t1 - t0;
-	r.first_heartbeat_realtime_ns = mig__mono_to_real(hb);
-	r.heartbeat_wait_ns = mig__now_ns() - t1;
-	/* The VM runs here now, whether or not the report arrives. */
-	d->vm_out = d->vm;
-	d->vm = NULL;
-	ret = mig_faultpoint(MIG_FP_DST_RESUMED);
-	if (ret == 0)
-		ret = mig_faultpoint(MIG_FP_DST_RESUMED_SEND);
-	if (ret == 0)
-		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_RESUMED, &r.base,
-				    NULL, 0);
-	else if (ret == MIG_FAULT_DROP)
-		ret = 0;
-	if (ret)
-		hv_warn("mig", "op=resumed_report err=%d", ret);
-	pthread_mutex_lock(&d->prog.lock);
-	d->prog.p.downtime.dst_verify_ns = d->verify_ns;
-	d->prog.p.downtime.dst_load_ns = d->load_ns;
-	d->prog.p.downtime.dst_resume_ns = t1 - t0;
-	pthread_mutex_unlock(&d->prog.lock);
-	return 0;
-}
-
 static int on_abort(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__Abort *a = (const Mig__Abort *)m;
@@ -600,36 +365,12 @@ static const msg_handler handlers[] = {
 	[MIG__MSG_TYPE__MSG_ITER_START] = on_iter_start,
 	[MIG__MSG_TYPE__MSG_ITER_END] = on_iter_end,
 	[MIG__MSG_TYPE__MSG_SWITCHOVER] = on_switchover,
-	[MIG__MSG_TYPE__MSG_VM_STATE] = on_vm_state,
-	[MIG__MSG_TYPE__MSG_DIGEST] = on_digest,
-	[MIG__MSG_TYPE__MSG_COMMIT] = on_commit,
+	[MIG__MSG_TYPE__MSG_VM_STATE] = dst_on_vm_state,
+	[MIG__MSG_TYPE__MSG_DIGEST] = dst_on_digest,
+	[MIG__MSG_TYPE__MSG_COMMIT] = dst_on_commit,
 	[MIG__MSG_TYPE__MSG_ABORT] = on_abort,
 	[MIG__MSG_TYPE__MSG_CANCEL] = on_cancel,
 };
-
-/*
- * Loaded and acknowledged: the Commit follows the Ack at once unless it
- * or the Ack was lost. Give up after half the I/O timeout, before the
- * source's wait for Resumed ends, so that our Abort (sent by dst_thread
- * on a connection still healthy) settles the migration on the source.
- * Past this point a late Commit is never read.
- */
-static int wait_commit(struct mig_dest *d)
-{
-	unsigned ms = HV_MAX(d->io_ms / 2, 1u);
-	int ret;
-
-	if (d->commit_state != DST_LOADED)
-		return 0;
-	ret = mig_conn_wait_recv(d->ctl, ms);
-	if (ret == -ETIMEDOUT) {
-		d->commit_state = DST_GAVE_UP;
-		FAIL(d, ret, "no commit within %u ms of the ack: the VM is "
-			     "discarded here and never resumed",
-		     ms);
-	}
-	return ret;
-}
 
 /*
  * While iterating, the control channel is silent until the pass's
@@ -669,13 +410,13 @@ static int control_loop(struct mig_dest *d)
 		ProtobufCMessage *m;
 		int ret;
 
-		ret = wait_commit(d);
+		ret = dst_wait_commit(d);
 		if (!ret)
 			ret = wait_while_pages_flow(d);
 		if (!ret)
 			ret = mig_conn_recv(d->ctl, &h, &m);
 		if (ret == -ETIMEDOUT && d->commit_state == DST_GAVE_UP)
-			return ret; /* wait_commit() said why */
+			return ret; /* dst_wait_commit() said why */
 		if (ret) {
 			int perr = atomic_load(&d->pipe_err);
 
@@ -750,7 +491,7 @@ static void *dst_thread(void *arg)
 	ret = accept_channels(d);
 	if (!ret)
 		ret = control_loop(d);
-	/* A started VM is never discarded (on_commit returns 0 once it
+	/* A started VM is never discarded (dst_on_commit returns 0 once it
 	 * started it; this keeps it so should that ever change). */
 	if (d->commit_state == DST_RESUMED)
 		ret = 0;

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The destination's object, shared by the files that implement it:
+ * dest.c (channels, setup, iterations, the control loop, the API) and
+ * dest_commit.c (verification, state load, the commit decision). Not a
+ * public header: everything here is the engine thread's unless a field
+ * group says otherwise.
+ */
+#ifndef MIG_DEST_PRIV_H
+#define MIG_DEST_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hvcore/vm.h"
+#include "migrated/mig/digest.h"
+#include "migrated/mig/handshake.h"
+#include "migrated/mig/layout.h"
+#include "migrated/mig/recv_fsm.h"
+#include "migrated/mig/session_priv.h"
+
+struct mig_listener;
+struct mig_memmap;
+struct mig_recv_pipe;
+
+/* The one decision of this side (engine thread only). */
+enum dst_commit_state {
+	DST_LOADING = 0, /* no verified, loaded state yet */
+	DST_LOADED,	 /* verified and loaded, Ack sent: may resume */
+	DST_GAVE_UP,	 /* will never resume */
+	DST_RESUMED,	 /* the VM runs here: never discarded */
+};
+
+struct mig_dest {
+	/* immutable after start */
+	struct mig_opts opts;
+	struct mig_hooks hooks;
+	struct hv_vm_cfg base;
+	bool has_base;
+	struct mig_tls *tls;
+	struct mig_listener *lst; /* engine thread, until the channels are in */
+	uint16_t port;
+	uint32_t io_ms;
+	uint64_t t0;
+	pthread_t thread;
+	bool joined; /* controlling thread */
+
+	/* protected by lock */
+	pthread_mutex_t lock;
+	struct mig_conn *ctl;
+	struct mig_conn *data[MIG_CHANNELS_MAX];
+
+	/* written once by the engine in setup, then published by has_name */
+	char vm_name[MIG_VM_NAME_MAX + 1];
+	atomic_bool has_name;
+
+	/* any thread */
+	atomic_bool cancel;
+	atomic_bool watch_stop;
+	_Atomic int pipe_err;
+
+	struct mig__prog prog;
+
+	/* engine thread */
+	struct mig_recv_fsm fsm;
+	uint8_t sid[MIG_SESSION_ID_LEN];
+	uint32_t version;
+	unsigned nchan;
+	struct hv_vm *vm;
+	struct mig_memmap *map;
+	struct mig_recv_pipe *pipe;
+	pthread_t watcher;
+	bool watching;
+	bool data_done; /* pipe joined, digest computed */
+	uint8_t digest[MIG_DIGEST_LEN];
+	uint64_t digest_pages;
+	struct hv_blob state;
+	uint64_t verify_ns, load_ns;
+	enum dst_commit_state commit_state;
+	/* written by the control thread, read by the watcher's progress */
+	_Atomic uint64_t ctl_bytes;
+	int result;
+	struct hv_vm *vm_out;
+};
+
+#define FAIL(d, err, ...)                                                   \
+	do {                                                                 \
+		mig__prog_fail(&(d)->prog, (err), __VA_ARGS__);              \
+		return (err);                                                \
+	} while (0)
+
+/* dest.c: the pipeline's counters into the progress. Engine thread. */
+void dst_prog_counters(struct mig_dest *d);
+
+/* dest_commit.c: the handlers of VmState, Digest and Commit, and the
+ * wait for the Commit after the Ack (0, or the error already recorded
+ * in the progress). Engine thread. */
+int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
+int dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m);
+int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m);
+int dst_wait_commit(struct mig_dest *d);
+
+#endif
