@@ -77,6 +77,14 @@ void migd_call_mig_incoming(struct migd_call *call)
 	}
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
+	if (d->cfg.role == MIGD_ROLE_WORKER && (d->reg.count || d->migs)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "this worker runs a VM already");
+		return;
+	}
+	/* A worker takes the id its daemon gave the migration. */
+	if (r->id)
+		d->next_mig_id = r->id - 1;
 	ret = migd_mig_start_incoming(d, &prm, &m, err, sizeof(err));
 	if (ret) {
 		migd_call_fail(call, status_of_start(ret), "%s", err);
@@ -146,6 +154,8 @@ void migd_call_mig_start(struct migd_call *call)
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
 	prm.zstd_level = r->zstd_level;
+	if (r->id)
+		d->next_mig_id = r->id - 1; /* the daemon's id (a worker) */
 	ret = migd_mig_start_outgoing(d, v, &prm, &m, err, sizeof(err));
 	if (ret) {
 		migd_call_fail(call, status_of_start(ret), "%s", err);

@@ -30,6 +30,8 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 	info->created_unix_ms = v->created_unix_ms;
 	info->origin = (char *)(v->migrated_in ? "migrated" : "created");
 	info->dirty_ring = cfg->dirty_ring_entries;
+	info->worker_pid = (uint64_t)getpid();
+	info->worker_id = migd_self_worker_id;
 	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
 		struct hv_kvm_ring_stats rs;
 
@@ -145,6 +147,11 @@ void migd_call_vm_create(struct migd_call *call)
 	}
 	if (!r->dirty_ring && accel == HV_ACCEL_KVM)
 		cfg.dirty_ring_entries = d->cfg.dirty_ring;
+	if (d->cfg.role == MIGD_ROLE_WORKER && (d->reg.count || d->migs)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "this worker runs a VM already");
+		return;
+	}
 	/* Also refused while a VM of that name is arriving by migration. */
 	if (migd_registry_taken(&d->reg, r->name)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,

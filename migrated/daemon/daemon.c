@@ -13,12 +13,16 @@
 
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
+#include "migrated/daemon/host.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
 #include "migrated/mig/devca.h"
+#include "migrated/vmm/worker.h"
 
 #define COMP "migd"
+
+uint64_t migd_self_worker_id;
 
 uint64_t migd_now_ns(void)
 {
@@ -87,7 +91,7 @@ static int setup_tls(struct migd *d)
 	struct mig_devca ca;
 	int ret;
 
-	if (d->cfg.dev_tls) {
+	if (d->cfg.dev_tls && d->cfg.role == MIGD_ROLE_HOST) {
 		ret = mig_devca_ensure(d->cfg.tls_dir, &ca);
 		if (ret) {
 			hv_err(COMP, "event=devca_failed dir=%s err=%d",
@@ -128,10 +132,16 @@ void migd_shutdown(struct migd *d)
 {
 	if (d->stopping)
 		return;
+	if (d->cfg.stop_vms && migd_host_stop_vms(d))
+		return; /* called again when the VMs are gone */
 	d->stopping = true;
-	hv_info(COMP, "event=shutdown vms=%u", d->reg.count);
-	/* Migrations first: an outgoing one must give its VM back before
-	 * the VMs go, an incoming one must discard what it received. */
+	hv_info(COMP, "event=shutdown vms=%u workers=%u", d->reg.count,
+		d->host ? d->host->nr_workers : 0);
+	/* The daemon: its workers and their VMs keep running (unless
+	 * --stop-vms); a worker: its migrations first (an outgoing one must
+	 * give its VM back before the VM goes, an incoming one must discard
+	 * what it received), then its VM. */
+	migd_host_fini(d);
 	migd_mig_shutdown_all(d);
 	migd_monitor_events_stop(d);
 	migd_metrics_stop(d->metrics);
@@ -190,6 +200,20 @@ int migd_run(const struct migd_cfg *cfg)
 	}
 	d->loop = &loop;
 	migd_registry_init(&d->reg);
+	if (d->cfg.role == MIGD_ROLE_WORKER) {
+		migd_self_worker_id = d->cfg.worker_id;
+		ret = migd_server_start_fd(&d->srv, d, d->cfg.listen_fd,
+					   d->cfg.socket_path);
+		if (!ret)
+			ret = migd_worker_init(d);
+		if (ret) {
+			hv_err(COMP, "event=start_failed worker=%llu err=%d",
+			       (unsigned long long)d->cfg.worker_id, ret);
+			d->exit_code = 1;
+			goto out_loop;
+		}
+		goto started;
+	}
 	ret = migd_server_start(&d->srv, d, d->cfg.socket_path);
 	if (ret) {
 		hv_err(COMP, "event=start_failed socket=%s err=\"%s\"",
@@ -197,6 +221,13 @@ int migd_run(const struct migd_cfg *cfg)
 		       ret == -EADDRINUSE ? "another daemon is running there"
 					  : strerror(-ret));
 		d->exit_code = 1;
+		goto out_loop;
+	}
+	d->srv.host = migd_host_dispatch;
+	ret = migd_host_init(d);
+	if (ret) {
+		d->exit_code = 1;
+		migd_server_stop(&d->srv);
 		goto out_loop;
 	}
 	if (d->cfg.rpc_tcp) {
@@ -239,13 +270,23 @@ int migd_run(const struct migd_cfg *cfg)
 			goto out_loop;
 		}
 	}
-	migd_monitor_events_start(d);
+started:
+	if (d->cfg.role == MIGD_ROLE_WORKER)
+		migd_monitor_events_start(d);
 	uv_signal_init(d->loop, &d->sig_term);
 	uv_signal_init(d->loop, &d->sig_int);
 	d->sig_term.data = d;
 	d->sig_int.data = d;
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
-	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+	if (d->cfg.role == MIGD_ROLE_HOST)
+		uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+	if (d->cfg.role == MIGD_ROLE_WORKER) {
+		hv_info(COMP, "event=worker_started worker=%llu pid=%d accel=%s",
+			(unsigned long long)d->cfg.worker_id, (int)getpid(),
+			hv_accel_kind_name(d->accel));
+		uv_run(d->loop, UV_RUN_DEFAULT);
+		goto out_loop;
+	}
 	hv_info(COMP,
 		"event=started version=%s pid=%d state_dir=%s socket=%s "
 		"rpc_tls=%s accel=%s tls=%s dirty_monitor=%s engine=%s",
@@ -270,6 +311,7 @@ out_loop:
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	uv_loop_close(d->loop);
 	ret = d->exit_code;
+	free(d->host);
 	free(d);
 	return ret;
 }

@@ -33,8 +33,24 @@
 
 struct migd_mig;
 struct migd_metrics;
+struct migd_host;
+
+/*
+ * The same objects serve two processes (docs/architecture.md):
+ *   HOST    migrated, the daemon: control RPC (Unix + TCP/mTLS), names,
+ *           migration history, events, metrics, supervision of workers
+ *           (host.h); no VM lives here;
+ *   WORKER  migrated-vmm, one per VM: the VM, its dirty tracking and
+ *           dirty-rate monitor, the migration engine on its memory; it
+ *           serves the control protocol on its own socket to its daemon.
+ */
+enum migd_role {
+	MIGD_ROLE_HOST = 0,
+	MIGD_ROLE_WORKER,
+};
 
 struct migd_cfg {
+	enum migd_role role;
 	char state_dir[PATH_MAX];
 	char socket_path[108]; /* sun_path; "" = <state_dir>/control.sock */
 	enum hv_accel_kind accel; /* HV_ACCEL_INVALID = auto */
@@ -68,6 +84,17 @@ struct migd_cfg {
 	/* Dirty ring entries per vCPU of KVM VMs whose create request leaves
 	 * it to us; 0 = the manual-protect bitmap. */
 	uint32_t dirty_ring;
+	/* host: the worker binary ("" = migrated-vmm next to migrated);
+	 * destroy every VM at SIGTERM instead of leaving them running. */
+	char vmm_path[PATH_MAX];
+	bool stop_vms;
+	/* worker: its id, the listening socket its daemon bound for it
+	 * (socket_path names it), a handover socket when it takes a VM
+	 * over from another worker (-1: none), and the daemon's socket. */
+	uint64_t worker_id;
+	int listen_fd;
+	int takeover_fd;
+	char daemon_socket[108];
 };
 
 /* Defaults of the options above (docs/api.md, tools/systemd). */
@@ -103,7 +130,18 @@ struct migd {
 	uv_signal_t sig_term, sig_int;
 	bool stopping;
 	int exit_code;
+
+	/* host role (host.h) */
+	struct migd_host *host;
+	/* worker role (migrated/vmm/worker.h) */
+	bool orphaned;	    /* its daemon is gone (no connection) */
+	bool was_orphaned;  /* ... since the last WorkerInfo */
+	bool had_work;	    /* it was given a VM or a migration */
+	struct migd_handover_in *takeover; /* vmm/worker.c */
 };
+
+/* This process's worker id (0 in the daemon): VmInfo.worker_id. */
+extern uint64_t migd_self_worker_id;
 
 /*
  * Run a daemon with @cfg until a signal stops it. Returns the process exit

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hvcore/log.h"
+#include "migrated/vmm/worker.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/migration.h"
@@ -252,6 +253,14 @@ static int name_check_cb(void *arg, const char *name, char *why,
 	if (m->prm.vm_name[0] || !*name)
 		return 0;
 	ret = migd_registry_hold(&m->d->reg, name);
+	if (!ret && m->d->cfg.role == MIGD_ROLE_WORKER) {
+		/* Names are the daemon's, host-wide. */
+		ret = migd_worker_claim_name(m->d, name, why, why_len);
+		if (ret) {
+			migd_registry_release(&m->d->reg, name);
+			return ret;
+		}
+	}
 	if (ret == -EEXIST)
 		snprintf(why, why_len,
 			 "a VM named '%s' already exists on the destination "
@@ -382,6 +391,7 @@ static void settle(struct migd_mig *m)
 		(unsigned long long)(m->final.guest_downtime_ns / 1000), esc);
 	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	trim_history(m->d);
+	migd_worker_check_idle(m->d);
 }
 
 static void async_cb(uv_async_t *a)

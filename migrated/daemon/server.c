@@ -19,6 +19,7 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/server_priv.h"
 #include "migrated/daemon/tlsconn.h"
+#include "migrated/vmm/worker.h"
 #include "migrated/mig/tls.h"
 
 #define COMP "migd.rpc"
@@ -61,6 +62,10 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = { "vm_set_workload",
 						  migd_call_vm_set_workload },
 	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", migd_call_vm_check },
+	[MIGD__REQUEST__CALL_WORKER_INFO] = { "worker_info",
+					      migd_call_worker_info },
+	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = { "worker_handover",
+						  migd_call_worker_handover },
 };
 
 /* ---- call helpers ------------------------------------------------------ */
@@ -241,6 +246,10 @@ static int send_response(struct migd_conn *conn, Migd__Response *resp)
 
 /* ---- requests ---------------------------------------------------------- */
 
+static void migd_defer_drop(struct migd_conn *conn);
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
 static void serve(struct migd_conn *conn, const Migd__Request *req)
 {
 	struct migd_server *srv = conn->srv;
@@ -262,14 +271,27 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 	if (req->id == 0) {
 		migd_call_fail(&call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
 			       "request id must not be 0");
-	} else if (cs >= HV_ARRAY_SIZE(handlers) || !handlers[cs].fn) {
+	} else if (!srv->host &&
+		   (cs >= HV_ARRAY_SIZE(handlers) || !handlers[cs].fn)) {
 		migd_call_fail(&call, MIGD__STATUS__STATUS_UNIMPLEMENTED,
 			       "unknown call (case %u)", cs);
+	} else if (srv->host) {
+		name = srv->host(cs, &call);
 	} else {
 		name = handlers[cs].name;
 		handlers[cs].fn(&call);
 	}
 	srv->requests++;
+	if (call.deferred && call.status == MIGD__STATUS__STATUS_OK) {
+		/* migd_defer_finish() answers; nothing else is read from
+		 * this connection until then (responses stay in order). */
+		arena_free(call.arena);
+		if (srv->after_call)
+			srv->after_call(srv->d, cs);
+		return;
+	}
+	if (call.deferred)
+		migd_defer_drop(conn);
 	if (call.status != MIGD__STATUS__STATUS_OK) {
 		/* A failed call carries no result. */
 		resp.result_case = MIGD__RESPONSE__RESULT__NOT_SET;
@@ -295,7 +317,10 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 			(unsigned long long)conn->id,
 			(unsigned long long)req->id, ret);
 	arena_free(call.arena);
+	if (srv->after_call)
+		srv->after_call(srv->d, cs);
 }
+
 
 static void refuse_malformed(struct migd_conn *conn, const char *why)
 {
@@ -346,6 +371,12 @@ static void conn_close(struct migd_conn *conn, const char *why)
 	}
 	hv_dbg(COMP, "event=conn_closed conn=%llu why=\"%s\"",
 	       (unsigned long long)conn->id, why);
+	if (conn->defer) {
+		conn->defer->conn = NULL;
+		conn->defer = NULL;
+	}
+	if (srv->on_conns && !srv->stopping)
+		srv->on_conns(srv->d, srv->nr_conns);
 	if (conn->has_timer)
 		uv_close((uv_handle_t *)&conn->timer, conn_closed);
 	uv_close((uv_handle_t *)&conn->h.stream, conn_closed);
@@ -433,12 +464,12 @@ static int conn_plain(void *arg, const void *data, size_t n)
 
 	if (conn->closing)
 		return -EPIPE;
-	ret = migd_framer_feed(&conn->framer, data, n);
+	ret = n ? migd_framer_feed(&conn->framer, data, n) : 0;
 	if (ret) {
 		conn_close(conn, "out of memory");
 		return ret;
 	}
-	while (!conn->closing &&
+	while (!conn->closing && !conn->defer &&
 	       (ret = migd_framer_next(&conn->framer, &msg, &len)) == 1) {
 		Migd__Request *req = migd__request__unpack(NULL, len, msg);
 
@@ -586,6 +617,8 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 	conn->next = srv->conns;
 	srv->conns = conn;
 	srv->nr_conns++;
+	if (srv->on_conns)
+		srv->on_conns(srv->d, srv->nr_conns);
 	ret = uv_read_start(&conn->h.stream, alloc_cb, read_cb);
 	if (ret)
 		conn_close(conn, uv_err_name(ret));
@@ -735,6 +768,7 @@ fail_tls:
 
 void migd_server_stop(struct migd_server *srv)
 {
+	srv->stopping = true;
 	while (srv->conns)
 		conn_close(srv->conns, "shutdown");
 	if (srv->tcp_listening) {
@@ -749,9 +783,159 @@ void migd_server_stop(struct migd_server *srv)
 	srv->tls = NULL;
 	if (srv->listening) {
 		uv_close((uv_handle_t *)&srv->listener, NULL);
-		unlink(srv->path);
+		if (!srv->keep_path)
+			unlink(srv->path);
 		srv->listening = false;
 		hv_info(COMP, "event=socket_removed socket=%s requests=%llu",
 			srv->path, (unsigned long long)srv->requests);
+	}
+}
+
+/* ---- deferred calls ---------------------------------------------------- */
+
+struct migd_defer *migd_call_defer(struct migd_call *call)
+{
+	struct migd_conn *conn = call->conn;
+	struct migd_defer *df;
+
+	if (conn->defer) { /* cannot happen: reading stops while one waits */
+		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,
+			       "a deferred call is already waiting");
+		return NULL;
+	}
+	df = calloc(1, sizeof(*df));
+	if (!df) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
+			       "out of memory");
+		return NULL;
+	}
+	df->conn = conn;
+	df->req_id = call->req->id;
+	df->d = call->d;
+	conn->defer = df;
+	call->deferred = true;
+	uv_read_stop(&conn->h.stream);
+	return df;
+}
+
+/* serve(): a handler deferred and then failed the call synchronously. */
+static void migd_defer_drop(struct migd_conn *conn)
+{
+	struct migd_defer *df = conn->defer;
+
+	if (!df)
+		return;
+	conn->defer = NULL;
+	free(df);
+	if (!conn->closing)
+		uv_read_start(&conn->h.stream, alloc_cb, read_cb);
+}
+
+void migd_defer_finish(struct migd_defer *df, Migd__Response *resp)
+{
+	struct migd_conn *conn = df->conn;
+	Migd__Error ok = MIGD__ERROR__INIT;
+	int ret;
+
+	if (!conn) { /* the client went away meanwhile */
+		free(df);
+		return;
+	}
+	conn->defer = NULL;
+	resp->id = df->req_id;
+	if (!resp->error) {
+		ok.status = MIGD__STATUS__STATUS_OK;
+		ok.message = (char *)"";
+		resp->error = &ok;
+	}
+	ret = send_response(conn, resp);
+	if (ret && ret != -EPIPE && ret != -ENOBUFS)
+		hv_warn(COMP, "event=send_failed conn=%llu id=%llu err=%d",
+			(unsigned long long)conn->id,
+			(unsigned long long)df->req_id, ret);
+	if (resp->error == &ok)
+		resp->error = NULL;
+	free(df);
+	if (conn->closing)
+		return;
+	uv_read_start(&conn->h.stream, alloc_cb, read_cb);
+	/* Requests that arrived meanwhile wait in the framer (decrypted
+	 * already on TLS). */
+	conn_plain(conn, NULL, 0);
+}
+
+void migd_defer_fail(struct migd_defer *df, Migd__Status status,
+		     const char *fmt, ...)
+{
+	Migd__Response resp = MIGD__RESPONSE__INIT;
+	Migd__Error err = MIGD__ERROR__INIT;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err.status = status;
+	err.message = msg;
+	resp.error = &err;
+	migd_defer_finish(df, &resp);
+}
+
+/* ---- a listener handed over (workers) ---------------------------------- */
+
+int migd_server_start_fd(struct migd_server *srv, struct migd *d, int fd,
+			 const char *path)
+{
+	int ret;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->d = d;
+	snprintf(srv->path, sizeof(srv->path), "%s", path);
+	ret = uv_pipe_init(d->loop, &srv->listener, 0);
+	if (ret)
+		return ret;
+	srv->listener.data = srv;
+	ret = uv_pipe_open(&srv->listener, fd);
+	if (!ret)
+		ret = uv_listen((uv_stream_t *)&srv->listener, 16, accept_cb);
+	if (ret) {
+		uv_close((uv_handle_t *)&srv->listener, NULL);
+		return ret;
+	}
+	srv->listening = true;
+	srv->keep_path = true; /* the daemon owns the socket file */
+	hv_dbg(COMP, "event=listening fd=%d socket=%s", fd, path);
+	return 0;
+}
+
+/* ---- drain ------------------------------------------------------------- */
+
+static void drain_shutdown_cb(uv_shutdown_t *req, int status)
+{
+	struct migd_conn *conn = req->data;
+
+	free(req);
+	conn_close(conn, "drained");
+}
+
+void migd_server_drain(struct migd_server *srv)
+{
+	srv->stopping = true;
+	if (srv->listening) {
+		uv_close((uv_handle_t *)&srv->listener, NULL);
+		srv->listening = false;
+	}
+	for (struct migd_conn *c = srv->conns, *next; c; c = next) {
+		uv_shutdown_t *req = calloc(1, sizeof(*req));
+
+		next = c->next;
+		uv_read_stop(&c->h.stream);
+		if (!req || c->tls ||
+		    uv_shutdown(req, &c->h.stream, drain_shutdown_cb)) {
+			free(req);
+			conn_close(c, "drained");
+			continue;
+		}
+		req->data = c;
 	}
 }

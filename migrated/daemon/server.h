@@ -68,6 +68,9 @@ struct migd_sub {
 struct migd_tlsconn;
 struct mig_tls;
 
+struct migd_defer;
+struct migd_call;
+
 struct migd_conn {
 	union { /* first: the handle pointer is the connection pointer */
 		uv_stream_t stream;
@@ -87,6 +90,7 @@ struct migd_conn {
 	uv_timer_t timer;
 	bool has_timer;
 	unsigned open_handles; /* freed when the last one closed */
+	struct migd_defer *defer; /* the call being answered later */
 };
 
 struct migd_server {
@@ -108,6 +112,17 @@ struct migd_server {
 	uint64_t handshake_timeouts; /* closed before the TLS handshake */
 	uint64_t handshake_evictions; /* closed for a newer handshake */
 	uint64_t idle_timeouts;	     /* closed after silence */
+	/* The daemon (host role) routes every call through @host, which
+	 * runs the handler and returns the call's name for logs; NULL = the
+	 * VM handlers of calls.h (a worker). */
+	const char *(*host)(unsigned call_case, struct migd_call *call);
+	/* Told the number of connections after each accept and close
+	 * (workers: the daemon came or went). */
+	void (*on_conns)(struct migd *d, unsigned nr_conns);
+	/* Told after each call was served (workers: idle check). */
+	void (*after_call)(struct migd *d, unsigned call_case);
+	bool stopping;
+	bool keep_path; /* started on a handed-over fd: not ours to unlink */
 };
 
 /*
@@ -123,7 +138,28 @@ struct migd_call {
 	Migd__Status status; /* OK unless failed */
 	char message[512];
 	void *arena; /* chain of allocations */
+	bool deferred; /* migd_call_defer() */
 };
+
+/*
+ * A call answered after its handler returned (the daemon waits for a
+ * worker). The handler calls migd_call_defer() and must not use the
+ * call's arena or request afterwards; the connection reads no further
+ * request until migd_defer_finish() or migd_defer_fail() (either frees
+ * @df; if the client left meanwhile they only free it).
+ */
+struct migd_defer {
+	struct migd *d;
+	struct migd_conn *conn; /* NULL once the client is gone */
+	uint64_t req_id;
+};
+
+/* NULL with the call failed (OOM). */
+struct migd_defer *migd_call_defer(struct migd_call *call);
+/* Send @resp (its id set here; error NULL = OK). */
+void migd_defer_finish(struct migd_defer *df, Migd__Response *resp);
+void migd_defer_fail(struct migd_defer *df, Migd__Status status,
+		     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 typedef void (*migd_call_fn)(struct migd_call *call);
 
@@ -155,6 +191,17 @@ int migd_server_start(struct migd_server *srv, struct migd *d,
 int migd_server_listen_tcp(struct migd_server *srv, const char *host,
 			   uint16_t port, const char *ca_file,
 			   const char *cert_file, const char *key_file);
+
+/*
+ * Serve on a listening Unix socket @fd that was handed over (a worker's,
+ * bound by its daemon at @path, which stays the daemon's to remove).
+ */
+int migd_server_start_fd(struct migd_server *srv, struct migd *d, int fd,
+			 const char *path);
+
+/* Stop listening, flush what is queued to each connection, then close
+ * them (a worker that exits). */
+void migd_server_drain(struct migd_server *srv);
 
 /* Close every connection and the listeners; remove the socket file. */
 void migd_server_stop(struct migd_server *srv);

@@ -23,6 +23,7 @@ cleanup() {
 	for p in "${PIDS[@]}"; do
 		wait "$p" 2>/dev/null
 	done
+	stop_workers
 	if grep -qE "$SAN_RE" "$TMP"/*.log 2>/dev/null; then
 		echo "FAIL sanitizer report in a daemon log:"
 		grep -hE -A14 "$SAN_RE" "$TMP"/*.log | head -80
@@ -32,6 +33,22 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+
+# The worker processes (migrated-vmm, one per VM) of every daemon of this
+# test: they outlive their daemon by design. SIGTERM (each destroys its
+# VM and exits, so the sanitizers check it), then SIGKILL what is left.
+worker_pids() {
+	pgrep -f -- "migrated-vmm .*--state-dir $TMP/" 2>/dev/null || true
+}
+stop_workers() {
+	local p
+	for p in $(worker_pids); do kill -TERM "$p" 2>/dev/null; done
+	for _ in $(seq 50); do
+		[ -z "$(worker_pids)" ] && return 0
+		sleep 0.1
+	done
+	for p in $(worker_pids); do kill -KILL "$p" 2>/dev/null; done
+}
 
 # start_daemon NAME [extra args]: state dir $TMP/NAME, log $TMP/NAME.log;
 # sets DPID and SOCK.
