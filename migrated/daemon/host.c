@@ -45,7 +45,7 @@ struct migd_worker *migd_host_find(struct migd *d, const char *name)
 	if (!name || !*name)
 		return NULL;
 	for (struct migd_worker *w = d->host->workers; w; w = w->next)
-		if (!w->retired && !strcmp(w->name, name))
+		if (!w->retired && !w->vm_gone && !strcmp(w->name, name))
 			return w;
 	return NULL;
 }

@@ -258,6 +258,14 @@ struct gather {
 	unsigned left;
 };
 
+static int by_worker_id(const void *a, const void *b)
+{
+	const Migd__VmInfo *x = *(Migd__VmInfo *const *)a;
+	const Migd__VmInfo *y = *(Migd__VmInfo *const *)b;
+
+	return x->worker_id < y->worker_id ? -1 : x->worker_id > y->worker_id;
+}
+
 static void list_answer(struct migd *d, struct migd_defer *df)
 {
 	Migd__Response resp = MIGD__RESPONSE__INIT;
@@ -281,6 +289,8 @@ static void list_answer(struct migd *d, struct migd_defer *df)
 		ptrs[n] = &infos[n];
 		n++;
 	}
+	/* Creation order: worker ids grow with it. */
+	qsort(ptrs, n, sizeof(*ptrs), by_worker_id);
 	res.n_vms = n;
 	res.vms = ptrs;
 	resp.result_case = MIGD__RESPONSE__RESULT_VM_LIST;

@@ -54,6 +54,12 @@ static void usage(FILE *f)
 		"                         VMs created without one (power of\n"
 		"                         two, 256..65536; off = the dirty\n"
 		"                         bitmap; default off)\n"
+		"  --stop-vms             on SIGTERM also destroy every VM; by\n"
+		"                         default VMs keep running in their\n"
+		"                         worker processes and a restarted\n"
+		"                         daemon adopts them\n"
+		"  --vmm PATH             the worker binary (default\n"
+		"                         migrated-vmm next to migrated)\n"
 		"  --config FILE          key = value lines (docs/api.md)\n"
 		"  --version, --help\n");
 }
@@ -75,7 +81,8 @@ static int bad(const char *opt, const char *val, const char *why)
 
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
-       O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO };
+       O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
+       O_STOP_VMS, O_VMM };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -98,6 +105,8 @@ static const struct option opts[] = {
 	{ "config", required_argument, NULL, O_CONFIG },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ "help", no_argument, NULL, O_HELP },
+	{ "stop-vms", no_argument, NULL, O_STOP_VMS },
+	{ "vmm", required_argument, NULL, O_VMM },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -151,6 +160,14 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 		break;
 	case O_DEVTLS:
 		cfg->dev_tls = true;
+		break;
+	case O_STOP_VMS:
+		cfg->stop_vms = true;
+		break;
+	case O_VMM:
+		if (strlen(arg) >= sizeof(cfg->vmm_path) || !*arg)
+			return bad("--vmm", arg, "empty or too long");
+		strcpy(cfg->vmm_path, arg);
 		break;
 	case O_RPC:
 		if (!strcmp(arg, "off")) {

@@ -58,7 +58,9 @@ n=$(grep -c VM_STATE "$TMP/events")
 	[ "$n" -ge 3 ] && ok "events: created, paused, destroyed" ||
 	fail "events: $(cat "$TMP/events")"
 
-# SIGTERM with a running VM: clean exit, VM stopped, socket removed.
+# SIGTERM with a running VM: clean exit, socket removed, and the VM keeps
+# running in its worker process; a new daemon on the same state dir
+# adopts it; with --stop-vms, SIGTERM destroys it.
 expect_rc 0 "create a busy VM" ctl vm create busy --mem 64M --rate 5000
 kill -TERM "$DPID"
 wait "$DPID"
@@ -66,7 +68,24 @@ rc=$?
 [ $rc -eq 0 ] && ok "SIGTERM: exit 0" || fail "SIGTERM: exit $rc"
 [ ! -e "$SOCK" ] && ok "socket removed" || fail "socket left behind"
 grep -q "event=vm_destroyed vm=busy" "$TMP/d1.log" &&
-	ok "VM stopped and destroyed at shutdown" || fail "VM not destroyed"
+	fail "SIGTERM destroyed the VM" || ok "SIGTERM left the VM alone"
+[ -n "$(worker_pids)" ] && ok "its worker still runs" ||
+	fail "no worker left after SIGTERM"
+mv "$TMP/d1.log" "$TMP/d1-first.log"
+start_daemon d1 --stop-vms
+L=$(ctl --json vm list)
+[ "$(json_get "$L" '.vms[0].name')" = busy ] &&
+	[ "$(json_get "$L" '.vms[0].state')" = VM_STATE_RUNNING ] &&
+	ok "a new daemon adopted the running VM" || fail "after restart: $L"
+kill -TERM "$DPID"
+wait "$DPID"
+# (the worker logs where the daemon that started it did)
+grep -q "event=vm_destroyed vm=busy" "$TMP/d1-first.log" &&
+	grep -q "event=stop_vms vms=1" "$TMP/d1.log" &&
+	ok "--stop-vms: SIGTERM destroyed it" || fail "VM not destroyed"
+for _ in $(seq 50); do [ -z "$(worker_pids)" ] && break; sleep 0.1; done
+[ -z "$(worker_pids)" ] && ok "  ... and its worker exited" ||
+	fail "worker still running: $(worker_pids)"
 grep -q "event=stopped" "$TMP/d1.log" && ok "logged stop" || fail "no stop line"
 if grep -q "ERROR: AddressSanitizer\|LeakSanitizer" "$TMP/d1.log"; then
 	fail "sanitizer report: $(grep -A5 Sanitizer "$TMP/d1.log" | head -20)"

@@ -118,12 +118,35 @@ after_failure() {
 	SOCK=$SRC ctl vm destroy "$name" >/dev/null 2>&1
 }
 
-# 1. The destination daemon dies (SIGKILL) while pages flow.
+# 1. The destination's worker -- the process that receives the VM --
+# dies (SIGKILL) while pages flow: the connections break mid-iteration.
 new_dst dst1
 guest k1
 if start_send k1; then
+	wpid=$(pgrep -f -- "migrated-vmm .*--state-dir $TMP/dst1" | head -1)
+	[ -n "$wpid" ] && kill -9 "$wpid" || fail "k1: no destination worker"
+	after_failure k1 1 '^iteration [0-9]+: '
+fi
+
+# 1b. The destination daemon dies (SIGKILL) while pages flow: its worker,
+# orphaned, cancels the incoming migration (it cannot hand the VM to
+# anyone) and discards what it received; the VM stays on the source.
+new_dst dst1b
+guest k1b
+if start_send k1b; then
 	kill -9 "$DST_PID"
-	after_failure k1 0 '^iteration [0-9]+: '
+	after_failure k1b 0 'cancelled by the peer'
+	for _ in $(seq 50); do
+		[ -z "$(pgrep -f -- "migrated-vmm .*--state-dir $TMP/dst1b/")" ] &&
+			break
+		sleep 0.1
+	done
+	[ -z "$(pgrep -f -- "migrated-vmm .*--state-dir $TMP/dst1b/")" ] &&
+		ok "k1b: the orphaned destination worker exited" ||
+		fail "k1b: destination worker still running"
+	[ -s "$TMP/dst1b/vms/"*.outcome ] 2>/dev/null &&
+		ok "k1b: it left its outcome for the next daemon" ||
+		fail "k1b: no outcome file in $TMP/dst1b/vms"
 fi
 
 # 2. The TCP connections are killed while pages flow.
