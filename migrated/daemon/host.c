@@ -152,6 +152,8 @@ static void worker_free_maybe(struct migd_worker *w)
 	migd_framer_fini(&w->framer);
 	if (w->info)
 		migd__vm_info__free_unpacked(w->info, NULL);
+	if (w->dr)
+		migd__dirty_rate_sample__free_unpacked(w->dr, NULL);
 	free(w);
 }
 

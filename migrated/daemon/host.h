@@ -79,6 +79,7 @@ struct migd_worker {
 	bool crashed;
 	char exit_reason[128];
 	Migd__VmInfo *info; /* last VmInfo seen (unpacked copy) or NULL */
+	Migd__DirtyRateSample *dr; /* last DIRTY_RATE event (copy) or NULL */
 	uint32_t updates;
 
 	/* process: a child when we spawned it */

@@ -207,10 +207,22 @@ void migd__host_event(struct migd_worker *w, const Migd__Event *ev_in)
 		vm = mi->vm;
 		break;
 	}
-	case MIGD__EVENT__BODY_DIRTY_RATE:
-		if (ev.dirty_rate)
-			vm = ev.dirty_rate->vm;
+	case MIGD__EVENT__BODY_DIRTY_RATE: {
+		Migd__DirtyRateSample *c;
+
+		if (!ev.dirty_rate)
+			break;
+		vm = ev.dirty_rate->vm;
+		c = migd_msg_dup(&ev.dirty_rate->base,
+				 &migd__dirty_rate_sample__descriptor);
+		if (c) {
+			if (w->dr)
+				migd__dirty_rate_sample__free_unpacked(w->dr,
+								       NULL);
+			w->dr = c;
+		}
 		break;
+	}
 	case MIGD__EVENT__BODY_END:
 		return; /* of the daemon's own subscription at the worker */
 	default:
