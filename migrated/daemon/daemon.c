@@ -16,6 +16,8 @@
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
+#include "migrated/daemon/notify.h"
+#include "migrated/daemon/reload.h"
 #include "migrated/mig/devca.h"
 
 #define COMP "migd"
@@ -124,12 +126,19 @@ static void signal_cb(uv_signal_t *s, int signum)
 	migd_shutdown(d);
 }
 
+static void sighup_cb(uv_signal_t *s, int signum)
+{
+	hv_info(COMP, "event=signal sig=%s", strsignal(signum));
+	migd_reload(s->data);
+}
+
 void migd_shutdown(struct migd *d)
 {
 	if (d->stopping)
 		return;
 	d->stopping = true;
 	hv_info(COMP, "event=shutdown vms=%u", d->reg.count);
+	migd_notifyf("STOPPING=1\nSTATUS=stopping: %u VM(s)", d->reg.count);
 	/* Migrations first: an outgoing one must give its VM back before
 	 * the VMs go, an incoming one must discard what it received. */
 	migd_mig_shutdown_all(d);
@@ -140,8 +149,10 @@ void migd_shutdown(struct migd *d)
 	migd_registry_fini(&d->reg);
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
+	uv_signal_stop(&d->sig_hup);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
+	uv_close((uv_handle_t *)&d->sig_hup, NULL);
 }
 
 static void close_walk_cb(uv_handle_t *h, void *arg)
@@ -246,6 +257,9 @@ int migd_run(const struct migd_cfg *cfg)
 	d->sig_int.data = d;
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+	uv_signal_init(d->loop, &d->sig_hup);
+	d->sig_hup.data = d;
+	uv_signal_start(&d->sig_hup, sighup_cb, SIGHUP);
 	hv_info(COMP,
 		"event=started version=%s pid=%d state_dir=%s socket=%s "
 		"rpc_tls=%s accel=%s tls=%s dirty_monitor=%s engine=%s",
@@ -261,6 +275,9 @@ int migd_run(const struct migd_cfg *cfg)
 		"no"
 #endif
 	);
+	migd_notifyf("READY=1\nMAINPID=%d\nSTATUS=running: socket %s, rpc %s",
+		     (int)getpid(), d->cfg.socket_path,
+		     d->srv.tcp_listening ? d->srv.tcp_addr : "off");
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	hv_info(COMP, "event=stopped");
 out_loop:
