@@ -216,14 +216,19 @@ static int reload_config(struct migd *d, struct reload_count *rc)
 	return 0;
 }
 
-/* host.pem (with the intermediates after it) must chain to ca.pem and be
- * valid now: 0, or -EBADMSG with @why set. */
-static int tls_chain_check(const char *ca, const char *cert, char *why,
-			   size_t n)
+/*
+ * host.pem (with the intermediates after it) must chain to ca.pem and be
+ * valid now, and host.key must be its key: 0, or -EBADMSG or
+ * -EKEYREJECTED with @why set. mig_tls_create() would refuse most of this
+ * too, but with OpenSSL's words on another line.
+ */
+static int tls_material_check(const char *ca, const char *cert,
+			      const char *key, char *why, size_t n)
 {
 	X509_STORE *store = X509_STORE_new();
 	X509_STORE_CTX *vctx = X509_STORE_CTX_new();
 	STACK_OF(X509) *chain = sk_X509_new_null();
+	EVP_PKEY *pkey = NULL;
 	X509 *leaf = NULL, *x;
 	FILE *f = NULL;
 	int ret = -EBADMSG;
@@ -246,6 +251,18 @@ static int tls_chain_check(const char *ca, const char *cert, char *why,
 	while ((x = PEM_read_X509(f, NULL, NULL, NULL)))
 		if (!sk_X509_push(chain, x))
 			X509_free(x);
+	fclose(f);
+	f = fopen(key, "re");
+	pkey = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+	if (!pkey) {
+		snprintf(why, n, "%s: no PEM private key in it", key);
+		goto out;
+	}
+	if (X509_check_private_key(leaf, pkey) != 1) {
+		snprintf(why, n, "host.key does not match host.pem");
+		ret = -EKEYREJECTED;
+		goto out;
+	}
 	if (X509_STORE_CTX_init(vctx, store, leaf, chain) != 1) {
 		snprintf(why, n, "out of memory");
 		ret = -ENOMEM;
@@ -262,6 +279,7 @@ out:
 	ERR_clear_error();
 	if (f)
 		fclose(f);
+	EVP_PKEY_free(pkey);
 	X509_free(leaf);
 	sk_X509_pop_free(chain, X509_free);
 	X509_STORE_CTX_free(vctx);
@@ -286,16 +304,14 @@ static int reload_tls(struct migd *d)
 	}
 	d->tls_ready = !ret;
 	if (!ret)
-		ret = tls_chain_check(d->tls_ca, d->tls_cert, why, sizeof(why));
+		ret = tls_material_check(d->tls_ca, d->tls_cert, d->tls_key,
+					 why, sizeof(why));
 	if (!ret && rpc) {
 		ret = migd_server_reload_tls(&d->srv, d->tls_ca, d->tls_cert,
 					     d->tls_key);
 		if (ret)
-			snprintf(why, sizeof(why), "%s",
-				 ret == -EKEYREJECTED
-					 ? "host.key does not match host.pem"
-					 : "a file cannot be loaded (comp=tls "
-					   "line above)");
+			snprintf(why, sizeof(why), "OpenSSL refused the files "
+						   "(comp=tls line above)");
 	} else if (!ret) {
 		/* No listener to rebuild: still check the key and the PEM,
 		 * which migrations will load. */
@@ -306,11 +322,8 @@ static int reload_tls(struct migd *d)
 		ret = mig_tls_create(&tcfg, &t);
 		mig_tls_destroy(t);
 		if (ret)
-			snprintf(why, sizeof(why), "%s",
-				 ret == -EKEYREJECTED
-					 ? "host.key does not match host.pem"
-					 : "a file cannot be loaded (comp=tls "
-					   "line above)");
+			snprintf(why, sizeof(why), "OpenSSL refused the files "
+						   "(comp=tls line above)");
 	}
 	if (ret) {
 		hv_err(COMP, "event=tls_reload_failed dir=%s why=\"%s\" "
