@@ -12,8 +12,8 @@
  *        rpc-idle-timeout-ms (connections accepted from now on, and an
  *        open one's idle deadline when it is next re-armed, i.e. at its
  *        next byte); migration-io-timeout-ms (migrations started from
- *        now on); dirty-event-ms (the DIRTY_RATE timer, from its next
- *        tick); stop-vms (read at shutdown);
+ *        now on); dirty-event-ms (the DIRTY_RATE timer restarts with
+ *        the new period); stop-vms (read at shutdown);
  *      kept until a restart (applied=no why="needs a restart"): every
  *        other option -- state-dir, socket, accel, tls-dir, dev-tls,
  *        migration-listen, rpc-listen, metrics-listen, dirty-monitor,
