@@ -201,13 +201,13 @@ static int reload_config(struct migd *d, struct reload_count *rc)
 		if (ropts[id].live) {
 			apply_live(d, id, nc);
 			rc->applied++;
-			hv_info(COMP, "event=reload_option option=%s old=\"%s\" "
-				      "new=\"%s\" applied=yes",
+			hv_info(COMP, "event=reload_option option=%s "
+				      "old=\"%s\" new=\"%s\" applied=yes",
 				ropts[id].name, eo, en);
 		} else {
 			rc->restart++;
-			hv_warn(COMP, "event=reload_option option=%s old=\"%s\" "
-				      "new=\"%s\" applied=no "
+			hv_warn(COMP, "event=reload_option option=%s "
+				      "old=\"%s\" new=\"%s\" applied=no "
 				      "why=\"needs a restart\"",
 				ropts[id].name, eo, en);
 		}

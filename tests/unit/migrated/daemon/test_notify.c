@@ -102,6 +102,7 @@ static void test_no_socket_is_a_noop(void)
 static void test_path_socket_gets_the_exact_bytes(void)
 {
 	static const char ready[] = "READY=1\nMAINPID=42\nSTATUS=running";
+	static const char stopping[] = "STOPPING=1\nSTATUS=stopping: 3 VM(s)";
 	char buf[8192];
 	int fd = listener(path);
 
@@ -114,8 +115,8 @@ static void test_path_socket_gets_the_exact_bytes(void)
 				     3u),
 			1);
 	CU_ASSERT_EQUAL(next_dgram(fd, buf, sizeof(buf)),
-			(ssize_t)strlen("STOPPING=1\nSTATUS=stopping: 3 VM(s)"));
-	CU_ASSERT_STRING_EQUAL(buf, "STOPPING=1\nSTATUS=stopping: 3 VM(s)");
+			(ssize_t)strlen(stopping));
+	CU_ASSERT_STRING_EQUAL(buf, stopping);
 	CU_ASSERT(nothing_waits(fd)); /* one datagram per call */
 	unsetenv("NOTIFY_SOCKET");
 	close(fd);
