@@ -17,6 +17,8 @@
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
+#include "migrated/daemon/notify.h"
+#include "migrated/daemon/reload.h"
 #include "migrated/mig/devca.h"
 #include "migrated/vmm/worker.h"
 
@@ -128,6 +130,12 @@ static void signal_cb(uv_signal_t *s, int signum)
 	migd_shutdown(d);
 }
 
+static void sighup_cb(uv_signal_t *s, int signum)
+{
+	hv_info(COMP, "event=signal sig=%s", strsignal(signum));
+	migd_reload(s->data);
+}
+
 void migd_shutdown(struct migd *d)
 {
 	if (d->stopping)
@@ -141,6 +149,8 @@ void migd_shutdown(struct migd *d)
 	 * --stop-vms); a worker: its migrations first (an outgoing one must
 	 * give its VM back before the VM goes, an incoming one must discard
 	 * what it received), then its VM. */
+	migd_notifyf("STOPPING=1\nSTATUS=stopping: %u VM(s), %u worker(s)",
+		     d->reg.count, d->host ? d->host->nr_workers : 0);
 	migd_host_fini(d);
 	migd_mig_shutdown_all(d);
 	migd_monitor_events_stop(d);
@@ -150,8 +160,10 @@ void migd_shutdown(struct migd *d)
 	migd_registry_fini(&d->reg);
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
+	uv_signal_stop(&d->sig_hup);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
+	uv_close((uv_handle_t *)&d->sig_hup, NULL);
 }
 
 static void close_walk_cb(uv_handle_t *h, void *arg)
@@ -278,8 +290,12 @@ started:
 	d->sig_term.data = d;
 	d->sig_int.data = d;
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
-	if (d->cfg.role == MIGD_ROLE_HOST)
+	uv_signal_init(d->loop, &d->sig_hup);
+	d->sig_hup.data = d;
+	if (d->cfg.role == MIGD_ROLE_HOST) {
 		uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+		uv_signal_start(&d->sig_hup, sighup_cb, SIGHUP);
+	}
 	if (d->cfg.role == MIGD_ROLE_WORKER) {
 		hv_info(COMP, "event=worker_started worker=%llu pid=%d accel=%s",
 			(unsigned long long)d->cfg.worker_id, (int)getpid(),
@@ -302,6 +318,9 @@ started:
 		"no"
 #endif
 	);
+	migd_notifyf("READY=1\nMAINPID=%d\nSTATUS=running: socket %s, rpc %s",
+		     (int)getpid(), d->cfg.socket_path,
+		     d->srv.tcp_listening ? d->srv.tcp_addr : "off");
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	hv_info(COMP, "event=stopped");
 out_loop:

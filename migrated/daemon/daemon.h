@@ -9,6 +9,8 @@
  * signal handlers. Shutdown (SIGTERM/SIGINT, or a fatal loop error):
  * cancel and reap migrations, stop the control server (socket removed),
  * stop and destroy every VM, close every handle, and return from the loop.
+ * SIGHUP: migd_reload() (reload.h). The service manager hears READY=1
+ * after start-up and STOPPING=1 at shutdown (notify.h).
  *
  * Threads: everything here runs on the loop thread. The only other
  * threads are vCPU threads (hvcore) and, per migration, the engine's
@@ -25,6 +27,7 @@
 #include <uv.h>
 
 #include "hvcore/accel.h"
+#include "hvcore/log.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/daemon/registry.h"
 #include "migrated/daemon/server.h"
@@ -87,7 +90,6 @@ struct migd_cfg {
 	/* host: the worker binary ("" = migrated-vmm next to migrated);
 	 * destroy every VM at SIGTERM instead of leaving them running. */
 	char vmm_path[PATH_MAX];
-	bool stop_vms;
 	/* worker: its id, the listening socket its daemon bound for it
 	 * (socket_path names it), a handover socket when it takes a VM
 	 * over from another worker (-1: none), and the daemon's socket. */
@@ -95,6 +97,17 @@ struct migd_cfg {
 	int listen_fd;
 	int takeover_fd;
 	char daemon_socket[108];
+	/* Log level (hvcore/log.h); set by main(), and by migd_reload(). */
+	enum hv_log_level log_level;
+	/* On SIGTERM also destroy every VM; by default VMs keep running in
+	 * their worker processes and a restarted daemon adopts them. */
+	bool stop_vms;
+	/* The config file read last ("" = none) and the command line the
+	 * whole configuration came from: migd_reload() parses it again
+	 * (config.h). argv NULL: nothing to re-read. */
+	char config_path[PATH_MAX];
+	int argc;
+	char **argv;
 };
 
 /* Defaults of the options above (docs/api.md, tools/systemd). */
@@ -107,7 +120,8 @@ struct migd_cfg {
 #define MIGD_RPC_TIMEOUT_MS_MAX 86400000u /* a day */
 
 struct migd {
-	/* immutable after start-up */
+	/* immutable after start-up, but for what migd_reload() changes on
+	 * the loop thread: cfg's live options and tls_ready (reload.h) */
 	uv_loop_t *loop;
 	struct migd_cfg cfg;
 	enum hv_accel_kind accel; /* resolved default */
@@ -128,6 +142,7 @@ struct migd {
 	struct migd_mig *migs; /* newest first */
 	uint64_t next_mig_id;
 	uv_signal_t sig_term, sig_int;
+	uv_signal_t sig_hup; /* migd_reload() */
 	bool stopping;
 	int exit_code;
 

@@ -766,6 +766,40 @@ fail_tls:
 	return ret;
 }
 
+int migd_server_reload_tls(struct migd_server *srv, const char *ca_file,
+			   const char *cert_file, const char *key_file)
+{
+	struct mig_tls_cfg tcfg = {
+		.ca_file = ca_file,
+		.cert_file = cert_file,
+		.key_file = key_file,
+		.server = true,
+	};
+	struct mig_tls *tls;
+	int ret;
+
+	if (!srv->tcp_listening)
+		return -ENOTCONN;
+	ret = mig_tls_create(&tcfg, &tls);
+	if (ret) {
+		hv_err(COMP, "event=rpc_tls_reload_failed addr=%s ca=%s "
+			     "cert=%s key=%s err=\"%s\" "
+			     "kept=\"the previous TLS context\"",
+		       srv->tcp_addr, ca_file, cert_file, key_file,
+		       ret == -EKEYREJECTED ? "the key does not match the "
+					      "certificate"
+			: ret == -ENOENT     ? "a file cannot be loaded"
+					     : strerror(-ret));
+		return ret;
+	}
+	/* Open connections hold references to the old SSL_CTX. */
+	mig_tls_destroy(srv->tls);
+	srv->tls = tls;
+	hv_info(COMP, "event=rpc_tls_reloaded addr=%s ca=%s conns=%u",
+		srv->tcp_addr, ca_file, srv->nr_conns);
+	return 0;
+}
+
 void migd_server_stop(struct migd_server *srv)
 {
 	srv->stopping = true;

@@ -203,6 +203,20 @@ int migd_server_start_fd(struct migd_server *srv, struct migd *d, int fd,
  * them (a worker that exits). */
 void migd_server_drain(struct migd_server *srv);
 
+/*
+ * Rebuild the TCP listener's TLS context from @ca_file, @cert_file and
+ * @key_file (as migd_server_listen_tcp() loads them), on SIGHUP
+ * (reload.h). Connections accepted from now on use the new context;
+ * established ones and ones still in their handshake keep the one they
+ * were accepted with (each SSL holds a reference to it). When the new
+ * files cannot be loaded, the old context keeps serving and the reason is
+ * logged (event=rpc_tls_reload_failed, and OpenSSL's on a comp=tls line).
+ * 0, -ENOTCONN (no TCP listener), or mig_tls_create()'s error (-ENOENT: a
+ * file cannot be loaded, -EKEYREJECTED: the key does not match).
+ */
+int migd_server_reload_tls(struct migd_server *srv, const char *ca_file,
+			   const char *cert_file, const char *key_file);
+
 /* Close every connection and the listeners; remove the socket file. */
 void migd_server_stop(struct migd_server *srv);
 

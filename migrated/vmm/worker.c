@@ -80,6 +80,9 @@ static void signals_close(struct migd *d)
 		uv_close((uv_handle_t *)&d->sig_term, NULL);
 	if (!uv_is_closing((uv_handle_t *)&d->sig_int))
 		uv_close((uv_handle_t *)&d->sig_int, NULL);
+	uv_signal_stop(&d->sig_hup);
+	if (!uv_is_closing((uv_handle_t *)&d->sig_hup))
+		uv_close((uv_handle_t *)&d->sig_hup, NULL);
 }
 
 void migd_worker_check_idle(struct migd *d)
