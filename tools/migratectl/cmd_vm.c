@@ -203,17 +203,19 @@ static int vm_list(struct ctl *ctl)
 	if (ctl->json) {
 		ctl_print_json(&resp->vm_list->base);
 	} else {
-		printf("%-20s %-10s %-5s %5s %10s  %s\n", "NAME", "STATE",
-		       "ACCEL", "VCPUS", "MEMORY", "ORIGIN");
+		printf("%-20s %-10s %-5s %5s %10s  %-8s %8s\n", "NAME",
+		       "STATE", "ACCEL", "VCPUS", "MEMORY", "ORIGIN", "PID");
 		for (size_t i = 0; i < resp->vm_list->n_vms; i++) {
 			Migd__VmInfo *v = resp->vm_list->vms[i];
 			char st[32], mem[32];
 
-			printf("%-20s %-10s %-5s %5u %10s  %s\n", v->name,
-			       state_text(v->state, st, sizeof(st)), v->accel,
-			       v->nr_vcpus,
+			printf("%-20s %-10s %-5s %5u %10s  %-8s %8llu\n",
+			       v->name, state_text(v->state, st, sizeof(st)),
+			       v->accel, v->nr_vcpus,
 			       migd_fmt_bytes(mem, sizeof(mem), v->mem_bytes),
-			       v->origin);
+			       v->origin, (unsigned long long)v->worker_pid);
+			if (v->exit_reason && *v->exit_reason)
+				printf("  %s: %s\n", v->name, v->exit_reason);
 		}
 	}
 	migd__response__free_unpacked(resp, NULL);
@@ -230,6 +232,9 @@ static void print_inspect(const Migd__VmInspectResult *r)
 	printf("state:     %s\n", state_text(v->state, a, sizeof(a)));
 	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
 	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);
+	printf("worker:    pid %llu (worker %llu)%s%u live update(s)\n",
+	       (unsigned long long)v->worker_pid,
+	       (unsigned long long)v->worker_id, ", ", v->updates);
 	if (v->dirty_ring)
 		printf("dirty log: ring, %u entries per vCPU%s\n",
 		       v->dirty_ring,
@@ -293,6 +298,9 @@ static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
 	} else if (!strcmp(sub, "destroy")) {
 		req.call_case = MIGD__REQUEST__CALL_VM_DESTROY;
 		req.vm_destroy = &ref;
+	} else if (!strcmp(sub, "update")) {
+		req.call_case = MIGD__REQUEST__CALL_VM_UPDATE;
+		req.vm_update = &ref;
 	} else {
 		fprintf(stderr, "migratectl: unknown vm command '%s'\n", sub);
 		return 2;
@@ -300,7 +308,21 @@ static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
 	ret = ctl_call(ctl, &req, &resp);
 	if (ret)
 		return ret;
-	if (resp->result_case == MIGD__RESPONSE__RESULT_VM_INSPECT) {
+	if (resp->result_case == MIGD__RESPONSE__RESULT_VM_UPDATE) {
+		const Migd__VmUpdateResult *u = resp->vm_update;
+
+		if (ctl->json)
+			ctl_print_json(&u->base);
+		else
+			printf("%s: updated, worker pid %llu -> %llu, vCPUs "
+			       "paused %.2f ms (state saved %.2f ms, restored "
+			       "%.2f ms), %.1f ms in all\n",
+			       u->vm ? u->vm->name : name,
+			       (unsigned long long)u->old_pid,
+			       (unsigned long long)u->new_pid, u->pause_ns / 1e6,
+			       u->save_ns / 1e6, u->restore_ns / 1e6,
+			       u->total_ns / 1e6);
+	} else if (resp->result_case == MIGD__RESPONSE__RESULT_VM_INSPECT) {
 		if (ctl->json)
 			ctl_print_json(&resp->vm_inspect->base);
 		else
@@ -323,7 +345,8 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv)
 {
 	if (argc < 2) {
 		fprintf(stderr, "migratectl: vm needs a command (create, "
-				"list, inspect, pause, resume, destroy)\n");
+				"list, inspect, pause, resume, destroy, "
+				"update)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "create"))

@@ -26,7 +26,10 @@ static const struct {
 	  "          [--dirty-ring ENTRIES|off]\n"
 	  "  vm list | vm inspect NAME | vm pause NAME | vm resume NAME\n"
 	  "  vm destroy NAME | vm set-rate NAME PAGES/S|SIZE/s [--vcpu N]...\n"
-	  "  vm check NAME   (every page's stamp; exit 1 when one is bad)" },
+	  "  vm check NAME   (every page's stamp; exit 1 when one is bad)\n"
+	  "  vm update NAME  (local live update: a fresh worker process from\n"
+	  "                  the installed migrated-vmm takes the VM over,\n"
+	  "                  guest memory handed over, not copied)" },
 	{ "dirty", ctl_dirty, "dirty VM   (dirty rate, working set, hot/cold)" },
 	{ "estimate", ctl_estimate,
 	  "estimate VM --bandwidth SIZE/s [--downtime MS] [--throttle PCT]" },
