@@ -32,6 +32,7 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 	info->dirty_ring = cfg->dirty_ring_entries;
 	info->worker_pid = (uint64_t)getpid();
 	info->worker_id = migd_self_worker_id;
+	info->updates = v->updates;
 	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
 		struct hv_kvm_ring_stats rs;
 

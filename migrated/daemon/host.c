@@ -295,6 +295,9 @@ static void worker_gone(struct migd_worker *w)
 	if (w->unlinked)
 		return;
 	fail_pending(w);
+	if (w->xfer[0])
+		unlink(w->xfer);
+	migd__host_update_lost(w);
 	if (!w->has_vm || w->vm_gone || w->retired || !w->name[0]) {
 		hv_info(COMP, "event=worker_exited wid=%llu pid=%d vm=%s",
 			(unsigned long long)w->wid, w->pid,
@@ -471,7 +474,7 @@ static int bind_listener(const char *path, char *err, size_t err_size)
 	return fd;
 }
 
-int migd_worker_spawn(struct migd *d, const char *takeover_path,
+int migd_worker_spawn(struct migd *d, bool takeover,
 		      struct migd_worker **out, char *err, size_t err_size)
 {
 	struct migd_host *h = d->host;
@@ -493,8 +496,10 @@ int migd_worker_spawn(struct migd *d, const char *takeover_path,
 		worker_unlink(w);
 		return lfd;
 	}
-	if (takeover_path) {
-		tfd = bind_listener(takeover_path, err, err_size);
+	if (takeover) {
+		snprintf(w->xfer, sizeof(w->xfer), "%.80s/%llu.xfer",
+			 h->vms_dir, (unsigned long long)w->wid);
+		tfd = bind_listener(w->xfer, err, err_size);
 		if (tfd < 0) {
 			close(lfd);
 			unlink(w->sock);
@@ -574,8 +579,8 @@ int migd_worker_spawn(struct migd *d, const char *takeover_path,
 		snprintf(err, err_size, "cannot start the worker %s: %s",
 			 h->vmm_path, uv_strerror(ret));
 		unlink(w->sock);
-		if (takeover_path)
-			unlink(takeover_path);
+		if (takeover)
+			unlink(w->xfer);
 		/* uv_spawn initialised the handle even on failure */
 		w->proc_open = true;
 		w->handles++;

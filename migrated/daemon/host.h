@@ -50,6 +50,7 @@
 struct migd;
 struct migd_call;
 struct migd_worker;
+struct migd_update;
 
 /* A response of a worker, or NULL when the worker went away first. */
 typedef void (*migd_wcall_cb)(struct migd_worker *w, Migd__Response *resp,
@@ -81,6 +82,9 @@ struct migd_worker {
 	Migd__VmInfo *info; /* last VmInfo seen (unpacked copy) or NULL */
 	Migd__DirtyRateSample *dr; /* last DIRTY_RATE event (copy) or NULL */
 	uint32_t updates;
+	/* a new worker in a local live update (host_update.c) */
+	struct migd_update *update;
+	char xfer[108]; /* its handover socket */
 
 	/* process: a child when we spawned it */
 	bool child;
@@ -137,7 +141,8 @@ bool migd_host_stop_vms(struct migd *d);
 void migd_host_fini(struct migd *d);
 
 /* Spawn a worker; it is connected (requests queue until then). */
-int migd_worker_spawn(struct migd *d, const char *takeover_path,
+/* @takeover: it receives a VM from another worker at w->xfer. */
+int migd_worker_spawn(struct migd *d, bool takeover,
 		      struct migd_worker **out, char *err, size_t err_size);
 /* Send @req (its id replaced) to @w; @cb runs on the answer. 0, or
  * -EPIPE when the worker is gone (@cb not called). */

@@ -174,7 +174,7 @@ static int new_worker(struct migd_call *call, const char *name,
 			       "at most %d VMs", MIGD_VMS_MAX);
 		return -ENOSPC;
 	}
-	ret = migd_worker_spawn(call->d, NULL, out, err, sizeof(err));
+	ret = migd_worker_spawn(call->d, false, out, err, sizeof(err));
 	if (ret) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL, "%s", err);
 		return ret;

@@ -186,6 +186,21 @@ void migd__host_event(struct migd_worker *w, const Migd__Event *ev_in)
 			break;
 		if (w->retired)
 			return; /* the new worker speaks for the VM now */
+		if (w->update) {
+			/* a new worker in an update: its VM is someone
+			 * else's until the handover is done */
+			Migd__VmInfo *c = migd_msg_dup(
+				&b->vm->base, &migd__vm_info__descriptor);
+
+			if (c) {
+				if (w->info)
+					migd__vm_info__free_unpacked(w->info,
+								     NULL);
+				w->info = c;
+			}
+			migd__host_update_ready(w);
+			return;
+		}
 		migd__host_set_info(w, b->vm);
 		if (b->destroyed)
 			w->vm_gone = true;

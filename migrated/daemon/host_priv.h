@@ -25,4 +25,8 @@ void migd__host_set_info(struct migd_worker *w, const Migd__VmInfo *info);
 /* A VmInfo for an entry whose worker cannot answer (crashed). */
 void migd__host_info_fill(struct migd_worker *w, Migd__VmInfo *out);
 
+/* host_update.c: the new worker of an update published its VM / left. */
+void migd__host_update_ready(struct migd_worker *nw);
+void migd__host_update_lost(struct migd_worker *nw);
+
 #endif

@@ -65,6 +65,8 @@ struct migd_vm {
 	/* Dirty-rate monitor (monitor.h); NULL while a migration owns the
 	 * dirty log or when monitoring is off. Owned. */
 	struct hv_dirtyrate *mon;
+	/* Local live updates it went through (vmm/update.c). */
+	uint32_t updates;
 };
 
 /* A name held for a VM arriving by migration. */

@@ -154,7 +154,7 @@ int migd_worker_init(struct migd *d)
 {
 	d->srv.on_conns = on_conns;
 	d->srv.after_call = after_call;
-	return 0;
+	return migd_worker_takeover_start(d);
 }
 
 /* ---- calls ------------------------------------------------------------- */
@@ -303,8 +303,3 @@ int migd_worker_claim_name(struct migd *d, const char *name, char *why,
 	return ret;
 }
 
-void migd_call_worker_handover(struct migd_call *call)
-{
-	migd_call_fail(call, MIGD__STATUS__STATUS_UNAVAILABLE,
-		       "local live update is not built yet");
-}

@@ -42,6 +42,10 @@ void migd_worker_check_idle(struct migd *d);
 int migd_worker_claim_name(struct migd *d, const char *name, char *why,
 			   size_t why_len);
 
+/* update.c: with --takeover-fd, receive the VM of the worker this one
+ * replaces (a thread; the loop registers it). 0 or -errno. */
+int migd_worker_takeover_start(struct migd *d);
+
 /* The worker-only calls (server.c's table). */
 void migd_call_worker_info(struct migd_call *call);
 void migd_call_worker_handover(struct migd_call *call);
