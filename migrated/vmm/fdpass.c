@@ -250,7 +250,8 @@ int migd_fdpass_recv(int sock, void **buf, size_t *len, size_t max_len,
 		ret = -EPROTO;
 		goto err;
 	}
-	memcpy(fds, got, sizeof(int) * nfds);
+	if (nfds)
+		memcpy(fds, got, sizeof(int) * nfds);
 	*buf = p;
 	*len = n;
 	return 0;

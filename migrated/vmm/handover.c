@@ -303,7 +303,7 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 		hv_vm_resume(vm);
 	t2 = now_ns();
 	r.start_ns = t2 - t1;
-	r.started_at_ns = t2;
+	r.started_at_ns = start ? t2 : 0;
 	ret = send_reply(sock, phase, 0, why, &r, timeout_ms);
 	if (ret)
 		hv_warn("handover",

@@ -58,7 +58,8 @@ struct migd_handover_times {
 	uint64_t create_ns;	/* hv_vm_create adopting the memfd */
 	uint64_t restore_ns;	/* hv_vm_state_restore + threads parked */
 	uint64_t start_ns;	/* Go -> vCPUs resumed */
-	/* pause -> the receiver's vCPUs resumed: the guest's pause */
+	/* pause -> the receiver's vCPUs resumed: the guest's pause (0
+	 * when the receiver was asked not to start) */
 	uint64_t pause_ns;
 	uint64_t state_bytes;	/* the VM state blob */
 	/* out: why it failed ("" on success) */
