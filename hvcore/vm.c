@@ -201,9 +201,10 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 
 	ret = check_cfg(cfg);
 	if (ret) {
+		bool no_fd = cfg->adopt_mem && cfg->mem_fd < 0;
+
 		hv_err("vm", "op=create err=%d reason=%s", ret,
-		       cfg->adopt_mem && cfg->mem_fd < 0 ? "adopt_mem_without_fd"
-							 : "bad_cfg");
+		       no_fd ? "adopt_mem_without_fd" : "bad_cfg");
 		return ret;
 	}
 	if (!accel_ops[cfg->accel]) {

@@ -143,8 +143,8 @@ struct hv_vm {
 
 /*
  * Fill @cfg with defaults for @accel, @mem_bytes and @nr_vcpus: one slot,
- * anonymous memfd backing, no dirty ring (bitmap mode), whole-range
- * clears, and each vCPU sweeping an equal share of
+ * anonymous memfd backing (a fresh one: mem_fd -1), no dirty ring (bitmap
+ * mode), whole-range clears, and each vCPU sweeping an equal share of
  * [HV_VM_WL_BASE, mem_bytes) flat out, stamp-only content, 100% writes.
  * The caller adjusts fields afterwards.
  */
@@ -154,8 +154,9 @@ void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
 /*
  * Create a VM: memory, memslots, accelerator, vCPUs (not yet running), the
  * guest image loaded and the workload params page written (neither when
- * cfg.adopt_mem: see there). -EINVAL for a bad cfg or adopted fd, -ENODEV when the accelerator is unavailable, -EOPNOTSUPP when a
- * required capability is missing (logged by name), -ENOMEM.
+ * cfg.adopt_mem: see there). -EINVAL for a bad cfg or adopted fd,
+ * -ENODEV when the accelerator is unavailable, -EOPNOTSUPP when a required
+ * capability is missing (logged by name), -ENOMEM.
  * *out untouched on failure.
  */
 int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out);

@@ -20,9 +20,11 @@
 
 #define HANDOVER_MAGIC 0x52564f48u /* "HOVR" */
 #define HANDOVER_VERSION 1u
+#define STATE_MAGIC 0x54534f48u /* "HOST" */
 #define GO_MAGIC 0x4f474f48u /* "HOGO" */
-/* The state blob (at most 8 MiB, hvcore/vm.c), the metadata, the rest. */
-#define HANDOVER_MSG_MAX ((8u << 20) + MIGD_HANDOVER_META_MAX + (64u << 10))
+/* The metadata and the cfg; the state blob (at most 8 MiB, hvcore/vm.c). */
+#define HANDOVER_MSG_MAX (MIGD_HANDOVER_META_MAX + (64u << 10))
+#define STATE_MSG_MAX ((8u << 20) + 4096u)
 #define SMALL_MSG_MAX (4096u)
 #define WHY_LEN 192
 
@@ -65,7 +67,8 @@ static void wl_to_msg(const struct hv_wl_vcpu_params *w, Migh__WlVcpuParams *m)
 	m->stop = w->stop;
 }
 
-static void wl_from_msg(const Migh__WlVcpuParams *m, struct hv_wl_vcpu_params *w)
+static void wl_from_msg(const Migh__WlVcpuParams *m,
+			struct hv_wl_vcpu_params *w)
 {
 	w->pattern = m->pattern;
 	w->content = m->content;
@@ -181,6 +184,13 @@ static int cfg_from_msg(const Migh__Handover *m, int memfd,
 	return 0;
 }
 
+/* Receive one small frame without fds; *buf malloc'd. */
+static int recv_small(int sock, size_t max, unsigned timeout_ms, void **buf,
+		      size_t *len)
+{
+	return migd_fdpass_recv(sock, buf, len, max, NULL, 0, timeout_ms);
+}
+
 /* The Go frame, or an error. */
 static int wait_go(int sock, unsigned timeout_ms, char *why)
 {
@@ -189,8 +199,7 @@ static int wait_go(int sock, unsigned timeout_ms, char *why)
 	size_t len;
 	int ret;
 
-	ret = migd_fdpass_recv(sock, &buf, &len, SMALL_MSG_MAX, NULL, 0,
-			       timeout_ms);
+	ret = recv_small(sock, SMALL_MSG_MAX, timeout_ms, &buf, &len);
 	if (ret) {
 		say(why, "no Go from the sender: %s", strerror(-ret));
 		return ret;
@@ -207,87 +216,127 @@ static int wait_go(int sock, unsigned timeout_ms, char *why)
 	return 0;
 }
 
-int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
-		       void **meta, size_t *meta_len, bool start)
+/* The State frame restored into @vm, its threads parked when @start. */
+static int recv_state(int sock, struct hv_vm *vm, bool start,
+		      unsigned timeout_ms, uint64_t *took, char *why)
 {
-	Migh__HandoverReply r = MIGH__HANDOVER_REPLY__INIT;
-	Migh__Phase phase = MIGH__PHASE__PHASE_PREPARED;
-	Migh__Handover *m = NULL;
-	struct hv_vm_cfg cfg;
-	struct hv_vm *vm = NULL;
-	char why[WHY_LEN] = "";
-	void *buf = NULL, *md = NULL;
-	size_t len, md_len = 0;
-	uint64_t t0, t1, t2;
-	int memfd = -1, ret;
+	Migh__HandoverState *m;
+	void *buf;
+	size_t len;
+	int ret;
 
-	*out = NULL;
-	*meta = NULL;
-	*meta_len = 0;
-	t0 = now_ns();
-	ret = migd_fdpass_recv(sock, &buf, &len, HANDOVER_MSG_MAX, &memfd, 1,
-			       timeout_ms);
+	ret = recv_small(sock, STATE_MSG_MAX, timeout_ms, &buf, &len);
 	if (ret) {
-		say(why, "receive Handover frame with the guest memfd: %s",
-		    strerror(-ret));
-		goto fail;
+		say(why, "no State frame from the sender: %s", strerror(-ret));
+		return ret;
 	}
-	m = migh__handover__unpack(NULL, len, buf);
+	*took = now_ns();
+	m = migh__handover_state__unpack(NULL, len, buf);
 	free(buf);
-	if (!m) {
-		ret = -EPROTO;
-		say(why, "Handover frame of %zu bytes does not decode", len);
-		goto fail;
+	if (!m || m->magic != STATE_MAGIC) {
+		say(why, "the sender's State frame is malformed");
+		if (m)
+			migh__handover_state__free_unpacked(m, NULL);
+		return -EPROTO;
 	}
-	ret = cfg_from_msg(m, memfd, &cfg, why);
-	if (ret)
-		goto fail;
-	if (m->meta.len) {
-		md = malloc(m->meta.len);
-		if (!md) {
-			ret = -ENOMEM;
-			say(why, "no memory for %zu bytes of metadata",
-			    m->meta.len);
-			goto fail;
-		}
-		memcpy(md, m->meta.data, m->meta.len);
-		md_len = m->meta.len;
-	}
-	t1 = now_ns();
-	r.recv_ns = t1 - t0;
-	ret = hv_vm_create(&cfg, &vm);
-	/* The VM holds its own dup (or nothing on failure). */
-	close(memfd);
-	memfd = -1;
-	if (ret) {
-		say(why, "create %s VM over the received memfd: %s",
-		    hv_accel_kind_name(cfg.accel), strerror(-ret));
-		goto fail;
-	}
-	t2 = now_ns();
-	r.create_ns = t2 - t1;
 	{
 		struct hv_blob b = { m->vm_state.data, m->vm_state.len };
 
 		ret = hv_vm_state_restore(vm, &b);
 	}
-	if (ret) {
+	if (ret)
 		say(why, "restore VM state (%zu bytes): %s%s",
 		    m->vm_state.len, strerror(-ret),
 		    ret == -EINVAL ? " (malformed or mismatched state blob)"
 				   : "");
-		goto fail;
-	}
-	if (start) {
+	migh__handover_state__free_unpacked(m, NULL);
+	if (!ret && start) {
 		ret = hv_vm_start_paused(vm);
-		if (ret) {
+		if (ret)
 			say(why, "start the vCPU threads: %s", strerror(-ret));
-			goto fail;
+	}
+	*took = now_ns() - *took;
+	return ret;
+}
+
+/* The Handover frame: a VM created over its memfd, and its metadata. */
+static int recv_offer(int sock, unsigned timeout_ms, struct hv_vm **vm,
+		      void **md, size_t *md_len, uint64_t *took, char *why)
+{
+	Migh__Handover *m;
+	struct hv_vm_cfg cfg;
+	void *buf;
+	size_t len;
+	int memfd = -1, ret;
+
+	ret = migd_fdpass_recv(sock, &buf, &len, HANDOVER_MSG_MAX, &memfd, 1,
+			       timeout_ms);
+	if (ret) {
+		say(why, "receive Handover frame with the guest memfd: %s",
+		    strerror(-ret));
+		return ret;
+	}
+	*took = now_ns();
+	m = migh__handover__unpack(NULL, len, buf);
+	free(buf);
+	if (!m) {
+		close(memfd);
+		say(why, "Handover frame of %zu bytes does not decode", len);
+		return -EPROTO;
+	}
+	ret = cfg_from_msg(m, memfd, &cfg, why);
+	if (!ret && m->meta.len) {
+		*md = malloc(m->meta.len);
+		if (*md) {
+			memcpy(*md, m->meta.data, m->meta.len);
+			*md_len = m->meta.len;
+		} else {
+			ret = -ENOMEM;
+			say(why, "no memory for %zu bytes of metadata",
+			    m->meta.len);
 		}
 	}
-	r.restore_ns = now_ns() - t2;
 	migh__handover__free_unpacked(m, NULL);
-	m = NULL;
+	if (!ret) {
+		ret = hv_vm_create(&cfg, vm);
+		if (ret)
+			say(why, "create %s VM over the received memfd: %s",
+			    hv_accel_kind_name(cfg.accel), strerror(-ret));
+	}
+	/* The VM holds its own dup (or nothing on failure). */
+	close(memfd);
+	*took = now_ns() - *took;
+	return ret;
+}
+
+int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
+		       void **meta, size_t *meta_len, bool start)
+{
+	Migh__HandoverReply r = MIGH__HANDOVER_REPLY__INIT;
+	Migh__Phase phase = MIGH__PHASE__PHASE_CREATED;
+	struct hv_vm *vm = NULL;
+	char why[WHY_LEN] = "";
+	void *md = NULL;
+	size_t md_len = 0;
+	uint64_t t0, t1;
+	int ret;
+
+	*out = NULL;
+	*meta = NULL;
+	*meta_len = 0;
+	ret = recv_offer(sock, timeout_ms, &vm, &md, &md_len, &r.create_ns,
+			 why);
+	if (ret)
+		goto fail;
+	ret = send_reply(sock, phase, 0, why, &r, timeout_ms);
+	if (ret) {
+		say(why, "send CREATED reply: %s", strerror(-ret));
+		goto fail;
+	}
+	phase = MIGH__PHASE__PHASE_PREPARED;
+	ret = recv_state(sock, vm, start, timeout_ms, &r.restore_ns, why);
+	if (ret)
+		goto fail;
 	ret = send_reply(sock, phase, 0, why, &r, timeout_ms);
 	if (ret) {
 		say(why, "send PREPARED reply: %s", strerror(-ret));
@@ -298,12 +347,12 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 	if (ret)
 		goto fail;
 	/* Committed: from here on the guest is ours, nothing fails. */
-	t1 = now_ns();
+	t0 = now_ns();
 	if (start)
 		hv_vm_resume(vm);
-	t2 = now_ns();
-	r.start_ns = t2 - t1;
-	r.started_at_ns = start ? t2 : 0;
+	t1 = now_ns();
+	r.start_ns = t1 - t0;
+	r.started_at_ns = start ? t1 : 0;
 	ret = send_reply(sock, phase, 0, why, &r, timeout_ms);
 	if (ret)
 		hv_warn("handover",
@@ -311,12 +360,8 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 			"reason=reply_lost_guest_runs_here",
 			(void *)vm, ret);
 	hv_info("handover",
-		"op=recv vm=%p accel=%s mem=%llu vcpus=%u recv_us=%llu "
-		"create_us=%llu restore_us=%llu start_us=%llu",
-		(void *)vm, hv_accel_kind_name(cfg.accel),
-		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus,
-		(unsigned long long)(r.recv_ns / 1000),
-		(unsigned long long)(r.create_ns / 1000),
+		"op=recv vm=%p create_us=%llu restore_us=%llu start_us=%llu",
+		(void *)vm, (unsigned long long)(r.create_ns / 1000),
 		(unsigned long long)(r.restore_ns / 1000),
 		(unsigned long long)(r.start_ns / 1000));
 	*out = vm;
@@ -326,21 +371,31 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 
 fail:
 	hv_err("handover", "op=recv phase=%s err=%d reason=\"%s\"",
-	       phase == MIGH__PHASE__PHASE_PREPARED ? "prepare" : "go", ret,
-	       why);
+	       phase == MIGH__PHASE__PHASE_CREATED	? "create"
+	       : phase == MIGH__PHASE__PHASE_PREPARED ? "prepare"
+						      : "go",
+	       ret, why);
 	/* Tell the sender (it resumes its VM); a broken socket cannot. */
 	if (ret != -ECONNRESET && ret != -EPIPE)
 		send_reply(sock, phase, ret, why, &r, timeout_ms);
-	if (m)
-		migh__handover__free_unpacked(m, NULL);
-	if (memfd >= 0)
-		close(memfd);
 	hv_vm_destroy(vm);
 	free(md);
 	return ret;
 }
 
 /* ---- sender --------------------------------------------------------- */
+
+static const char *phase_name(Migh__Phase phase)
+{
+	switch (phase) {
+	case MIGH__PHASE__PHASE_CREATED:
+		return "CREATED";
+	case MIGH__PHASE__PHASE_PREPARED:
+		return "PREPARED";
+	default:
+		return "STARTED";
+	}
+}
 
 /*
  * Receive the reply of @phase. 0 with *out set, or an error in @why;
@@ -349,25 +404,23 @@ fail:
 static int wait_reply(int sock, Migh__Phase phase, unsigned timeout_ms,
 		      Migh__HandoverReply **out, bool *remote, char *why)
 {
-	const char *name = phase == MIGH__PHASE__PHASE_PREPARED ? "PREPARED"
-								: "STARTED";
 	Migh__HandoverReply *r;
 	void *buf;
 	size_t len;
 	int ret;
 
 	*remote = false;
-	ret = migd_fdpass_recv(sock, &buf, &len, SMALL_MSG_MAX, NULL, 0,
-			       timeout_ms);
+	ret = recv_small(sock, SMALL_MSG_MAX, timeout_ms, &buf, &len);
 	if (ret) {
-		say(why, "no %s reply from the receiver: %s", name,
-		    strerror(-ret));
+		say(why, "no %s reply from the receiver: %s",
+		    phase_name(phase), strerror(-ret));
 		return ret;
 	}
 	r = migh__handover_reply__unpack(NULL, len, buf);
 	free(buf);
 	if (!r || r->phase != phase) {
-		say(why, "the receiver's %s reply is malformed", name);
+		say(why, "the receiver's %s reply is malformed",
+		    phase_name(phase));
 		if (r)
 			migh__handover_reply__free_unpacked(r, NULL);
 		return -EPROTO;
@@ -384,28 +437,43 @@ static int wait_reply(int sock, Migh__Phase phase, unsigned timeout_ms,
 	return 0;
 }
 
-/* Save @vm's state and send it with the memfd. */
-static int send_handover(int sock, struct hv_vm *vm, const void *meta,
-			 size_t meta_len, uint64_t paused_at,
-			 unsigned timeout_ms, struct migd_handover_times *t,
-			 char *why)
+static void finish(struct hv_vm *vm, const char *op, int ret,
+		   struct migd_handover_times *t, const char *why)
+{
+	if (ret) {
+		snprintf(t->error, sizeof(t->error), "%s", why);
+		hv_err("handover", "op=%s vm=%p err=%d reason=\"%s\"", op,
+		       (void *)vm, ret, why);
+	}
+}
+
+int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
+			size_t meta_len, unsigned timeout_ms,
+			struct migd_handover_times *t)
 {
 	Migh__Handover m = MIGH__HANDOVER__INIT;
 	Migh__WlVcpuParams wl[HV_WL_MAX_VCPUS];
 	Migh__WlVcpuParams *wlp[HV_WL_MAX_VCPUS];
 	const struct hv_vm_cfg *c = &vm->cfg;
-	struct hv_blob state = { 0 };
-	uint64_t t0 = now_ns();
+	struct migd_handover_times local;
+	Migh__HandoverReply *r = NULL;
+	char why[WHY_LEN] = "";
 	int fd = hv_vm_mem_fd(vm);
+	bool remote;
+	uint64_t t0 = now_ns(), paused_at;
 	int ret;
 
-	ret = hv_vm_state_save(vm, &state);
-	if (ret) {
-		say(why, "save VM state: %s", strerror(-ret));
-		return ret;
+	if (!t)
+		t = &local;
+	paused_at = t->paused_at_ns;
+	memset(t, 0, sizeof(*t));
+	t->paused_at_ns = paused_at;
+	if (meta_len > MIGD_HANDOVER_META_MAX || (meta_len && !meta)) {
+		ret = -EINVAL;
+		say(why, "metadata of %zu bytes (at most %u)", meta_len,
+		    MIGD_HANDOVER_META_MAX);
+		goto out;
 	}
-	t->save_ns = now_ns() - t0;
-	t->state_bytes = state.len;
 	m.magic = HANDOVER_MAGIC;
 	m.version = HANDOVER_VERSION;
 	m.accel = c->accel == HV_ACCEL_KVM ? MIGH__ACCEL__ACCEL_KVM
@@ -422,40 +490,45 @@ static int send_handover(int sock, struct hv_vm *vm, const void *meta,
 	}
 	m.n_wl = c->nr_vcpus;
 	m.wl = wlp;
-	m.vm_state.data = state.data;
-	m.vm_state.len = state.len;
 	m.meta.data = (uint8_t *)meta;
 	m.meta.len = meta_len;
-	m.paused_ns = paused_at;
 	ret = send_msg(sock, &m.base, &fd, 1, timeout_ms);
-	free(state.data);
-	if (ret)
+	if (ret) {
 		say(why, "send Handover frame with the guest memfd: %s",
 		    strerror(-ret));
+		goto out;
+	}
+	ret = wait_reply(sock, MIGH__PHASE__PHASE_CREATED, timeout_ms, &r,
+			 &remote, why);
+	if (ret)
+		goto out;
+	t->create_ns = r->create_ns;
+	t->offer_ns = now_ns() - t0;
+	migh__handover_reply__free_unpacked(r, NULL);
+out:
+	finish(vm, "offer", ret, t, why);
 	return ret;
 }
 
-int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
-		       size_t meta_len, unsigned timeout_ms,
-		       struct migd_handover_times *t)
+int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
+			 struct migd_handover_times *t)
 {
+	Migh__HandoverState ms = MIGH__HANDOVER_STATE__INIT;
 	Migh__HandoverGo go = MIGH__HANDOVER_GO__INIT;
-	struct migd_handover_times local;
+	struct migd_handover_times local = { 0 };
 	Migh__HandoverReply *r = NULL;
+	struct hv_blob state = { 0 };
 	enum hv_vm_state st;
 	enum hv_dirty_mode dm;
-	bool remote = false;
-	uint64_t paused_at;
 	char why[WHY_LEN] = "";
+	bool remote = false;
+	uint64_t paused_at, t0 = now_ns();
 	int ret;
 
 	if (!t)
 		t = &local;
-	paused_at = t->paused_at_ns;
-	memset(t, 0, sizeof(*t));
-	t->paused_at_ns = paused_at;
-	if (!paused_at)
-		paused_at = now_ns();
+	t->error[0] = 0;
+	paused_at = t->paused_at_ns ? t->paused_at_ns : t0;
 	st = hv_vm_get_state(vm);
 	dm = hv_vm_dirty_mode(vm);
 	if (st != HV_VM_PAUSED) {
@@ -469,24 +542,29 @@ int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 		    hv_dirty_mode_name(dm));
 		goto out;
 	}
-	if (meta_len > MIGD_HANDOVER_META_MAX || (meta_len && !meta)) {
-		ret = -EINVAL;
-		say(why, "metadata of %zu bytes (at most %u)", meta_len,
-		    MIGD_HANDOVER_META_MAX);
+	ret = hv_vm_state_save(vm, &state);
+	if (ret) {
+		say(why, "save VM state: %s", strerror(-ret));
 		goto out;
 	}
-	ret = send_handover(sock, vm, meta, meta_len, paused_at, timeout_ms,
-			    t, why);
-	if (ret)
+	t->save_ns = now_ns() - t0;
+	t->state_bytes = state.len;
+	ms.magic = STATE_MAGIC;
+	ms.vm_state.data = state.data;
+	ms.vm_state.len = state.len;
+	ms.paused_ns = paused_at;
+	ret = send_msg(sock, &ms.base, NULL, 0, timeout_ms);
+	free(state.data);
+	if (ret) {
+		say(why, "send State frame: %s", strerror(-ret));
 		goto out;
+	}
 	t->sent_ns = now_ns() - paused_at;
 	ret = wait_reply(sock, MIGH__PHASE__PHASE_PREPARED, timeout_ms, &r,
 			 &remote, why);
 	if (ret)
 		goto out;
 	t->prepared_ns = now_ns() - paused_at;
-	t->recv_ns = r->recv_ns;
-	t->create_ns = r->create_ns;
 	t->restore_ns = r->restore_ns;
 	migh__handover_reply__free_unpacked(r, NULL);
 	r = NULL;
@@ -517,20 +595,47 @@ int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 	if (r->started_at_ns > paused_at)
 		t->pause_ns = r->started_at_ns - paused_at;
 	migh__handover_reply__free_unpacked(r, NULL);
-
+	hv_info("handover",
+		"op=commit vm=%p state_bytes=%llu sent_us=%llu pause_us=%llu "
+		"total_us=%llu",
+		(void *)vm, (unsigned long long)t->state_bytes,
+		(unsigned long long)(t->sent_ns / 1000),
+		(unsigned long long)(t->pause_ns / 1000),
+		(unsigned long long)(t->total_ns / 1000));
 out:
-	if (ret) {
-		snprintf(t->error, sizeof(t->error), "%s", why);
-		hv_err("handover", "op=send vm=%p err=%d reason=\"%s\"",
-		       (void *)vm, ret, why);
-	} else {
-		hv_info("handover",
-			"op=send vm=%p state_bytes=%llu sent_us=%llu "
-			"pause_us=%llu total_us=%llu",
-			(void *)vm, (unsigned long long)t->state_bytes,
-			(unsigned long long)(t->sent_ns / 1000),
-			(unsigned long long)(t->pause_ns / 1000),
-			(unsigned long long)(t->total_ns / 1000));
-	}
+	finish(vm, "commit", ret, t, why);
 	return ret;
+}
+
+int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
+		       size_t meta_len, unsigned timeout_ms,
+		       struct migd_handover_times *t)
+{
+	struct migd_handover_times local = { 0 };
+	enum hv_vm_state st = hv_vm_get_state(vm);
+	enum hv_dirty_mode dm = hv_vm_dirty_mode(vm);
+	int ret;
+
+	if (!t)
+		t = &local;
+	if (!t->paused_at_ns)
+		t->paused_at_ns = now_ns();
+	/* Refuse before anything goes out: the receiver holds nothing. */
+	if (st != HV_VM_PAUSED || dm != HV_DIRTY_INVALID) {
+		if (st != HV_VM_PAUSED)
+			snprintf(t->error, sizeof(t->error),
+				 "the VM is not paused (state %d)", st);
+		else
+			snprintf(t->error, sizeof(t->error),
+				 "dirty logging is on (mode %s): stop it "
+				 "first",
+				 hv_dirty_mode_name(dm));
+		hv_err("handover", "op=send vm=%p err=%d reason=\"%s\"",
+		       (void *)vm, -EBUSY, t->error);
+		return -EBUSY;
+	}
+	ret = migd_handover_offer(sock, vm, meta, meta_len, timeout_ms, t);
+	if (ret)
+		return ret;
+	return migd_handover_commit(sock, vm, timeout_ms, t);
 }

@@ -8,15 +8,23 @@
  * process (KVM refuses ioctls from a different mm), hence a new VM.
  *
  * Exchange (proto/handover.proto has the messages):
- *   send: Handover + memfd   ->  recv: create adopting it, restore,
- *                                      start its vCPU threads parked
- *         PREPARED           <-        (or an error; then holds nothing)
- *         Go                 ->        resume the vCPUs
- *         STARTED            <-
+ *   offer:  Handover + memfd  ->  recv: create a VM adopting it (nothing
+ *                                       is written to guest RAM)
+ *           CREATED           <-        (or an error; then holds nothing)
+ *   commit: State             ->        restore, vCPU threads parked
+ *           PREPARED          <-        (or an error; then holds nothing)
+ *           Go                ->        resume the vCPUs
+ *           STARTED           <-
  * The sender resumes its VM only before Go or when the receiver said it
  * failed; the receiver runs the guest only after Go. So the guest never
  * runs in two processes: the worst case (sender gone or silent after Go)
  * is a guest that runs nowhere, with its RAM intact.
+ *
+ * Since adopting writes nothing, the offer may be made while the guest
+ * still runs: migd_handover_offer(), then hv_vm_pause(), then
+ * migd_handover_commit() keeps the receiver's VM creation (the largest
+ * part on KVM) out of the pause. migd_handover_send() does both on a
+ * paused VM.
  *
  * Threads: each call runs on one thread and blocks for at most a few
  * times @timeout_ms (every wait for the peer has @timeout_ms; 0 = none).
@@ -49,14 +57,14 @@ struct migd_handover_times {
 	 * entry is taken instead) */
 	uint64_t paused_at_ns;
 	/* out, sender */
+	uint64_t offer_ns;	/* offer: Handover sent -> CREATED received */
 	uint64_t save_ns;	/* hv_vm_state_save */
-	uint64_t sent_ns;	/* pause -> Handover frame sent */
+	uint64_t sent_ns;	/* pause -> State frame sent */
 	uint64_t prepared_ns;	/* pause -> PREPARED received */
 	uint64_t total_ns;	/* pause -> STARTED received */
 	/* out, from the receiver's replies */
-	uint64_t recv_ns;	/* its wait + decode of the Handover frame */
-	uint64_t create_ns;	/* hv_vm_create adopting the memfd */
-	uint64_t restore_ns;	/* hv_vm_state_restore + threads parked */
+	uint64_t create_ns;	/* Handover frame in -> VM created over it */
+	uint64_t restore_ns;	/* State frame in -> restored, threads parked */
 	uint64_t start_ns;	/* Go -> vCPUs resumed */
 	/* pause -> the receiver's vCPUs resumed: the guest's pause (0
 	 * when the receiver was asked not to start) */
@@ -67,10 +75,21 @@ struct migd_handover_times {
 };
 
 /*
- * Hand @vm over through @sock. @vm must be PAUSED and not dirty logging
- * (-EBUSY otherwise, nothing sent). @meta (0 .. MIGD_HANDOVER_META_MAX
- * bytes, may be NULL when @meta_len is 0) travels opaquely. @t may be
- * NULL.
+ * Step 1: offer @vm (running or not) through @sock: its cfg, @meta (0 ..
+ * MIGD_HANDOVER_META_MAX bytes, may be NULL when @meta_len is 0) and the
+ * memfd; the receiver creates its VM over the memfd and answers CREATED.
+ * 0, or < 0 (-EINVAL, -ENOMEM, -ETIMEDOUT, -ECONNRESET, -EPROTO, the
+ * receiver's error): the receiver holds nothing then. @t may be NULL;
+ * its results are reset here (t->paused_at_ns kept).
+ */
+int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
+			size_t meta_len, unsigned timeout_ms,
+			struct migd_handover_times *t);
+
+/*
+ * Step 2, after a successful offer on @sock and within the receiver's
+ * @timeout_ms: @vm must be PAUSED and not dirty logging (-EBUSY, nothing
+ * sent: pause and call again). Saves the state, sends it, then Go.
  *   0: the receiver runs the guest now. The caller destroys its hv_vm;
  *      the memfd contents survive (the receiver has its own fd/mapping).
  *   MIGD_HANDOVER_UNCONFIRMED (1): see above; do not resume.
@@ -78,13 +97,20 @@ struct migd_handover_times {
  *      one: -EBUSY, -ENOMEM, -ETIMEDOUT, -ECONNRESET, -EPROTO, ...); @vm is
  *      untouched and still PAUSED: the caller resumes it.
  */
+int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
+			 struct migd_handover_times *t);
+
+/*
+ * Offer and commit in one: @vm must be PAUSED and not dirty logging
+ * (-EBUSY, nothing sent). Returns as migd_handover_commit().
+ */
 int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 		       size_t meta_len, unsigned timeout_ms,
 		       struct migd_handover_times *t);
 
 /*
  * Receive a VM through @sock: create it over the received memfd, restore
- * its state, and after the sender's Go resume it (@start) or leave it
+ * the state that follows, and after the sender's Go resume it (@start) or leave it
  * CREATED for the caller's hv_vm_start() (!@start). On 0, *out is the VM
  * and *meta / *meta_len the sender's metadata (malloc'd, the caller
  * frees; NULL / 0 when empty). On failure (< 0) an error reply went to

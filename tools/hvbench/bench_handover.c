@@ -4,7 +4,10 @@
  * handover.h). The sender is this process, the receiver a forked child,
  * the guest sweeps its memory flat out with stamp writes. Per run: a
  * fresh VM is started and written for --warmup-ms, then paused and handed
- * over; the child resumes it and runs it briefly.
+ * over; the child resumes it and runs it briefly. Two ways, one table
+ * each: "send" (migd_handover_send on the paused VM: the receiver creates
+ * its VM inside the pause) and "live" (migd_handover_offer while the
+ * guest runs, then pause and migd_handover_commit).
  *
  * pause = the sender's hv_vm_pause() call to the receiver's vCPUs
  * resumed (CLOCK_MONOTONIC, one host). Its parts: park (hv_vm_pause),
@@ -51,7 +54,7 @@ static const char *const metric_names[M_COUNT] = {
 	[M_PARK] = "park (hv_vm_pause)",
 	[M_SAVE] = "state save",
 	[M_SENT] = "pause -> sent",
-	[M_CREATE] = "recv: create over memfd",
+	[M_CREATE] = "recv: create over memfd (in pause: send only)",
 	[M_RESTORE] = "recv: restore + threads",
 	[M_START] = "recv: Go -> resumed",
 	[M_PAUSE] = "**pause** (pause -> resumed)",
@@ -153,7 +156,8 @@ static double guest_gap_ns(struct hv_vm *vm, unsigned n, const uint64_t *before)
 	return (double)gap * 1e6 / (double)vm->tsc_khz;
 }
 
-static int one_run(const struct ho_opts *o, uint64_t mem, double *m)
+static int one_run(const struct ho_opts *o, uint64_t mem, bool live,
+		   double *m)
 {
 	struct migd_handover_times t = { 0 };
 	uint64_t before[HV_VM_MAX_VCPUS];
@@ -183,6 +187,14 @@ static int one_run(const struct ho_opts *o, uint64_t mem, double *m)
 	if (ret)
 		goto out;
 	sleep_ms(o->warmup_ms);
+	if (live) {
+		ret = migd_handover_offer(sv[0], vm, NULL, 0, TMO_MS, &t);
+		if (ret) {
+			fprintf(stderr, "handover: offer err=%d %s\n", ret,
+				t.error);
+			goto out;
+		}
+	}
 	t0 = hvbench_now_ns();
 	ret = hv_vm_pause(vm);
 	if (ret)
@@ -191,7 +203,8 @@ static int one_run(const struct ho_opts *o, uint64_t mem, double *m)
 	for (unsigned v = 0; v < o->vcpus; v++)
 		before[v] = last_tsc(vm, v);
 	t.paused_at_ns = t0;
-	ret = migd_handover_send(sv[0], vm, NULL, 0, TMO_MS, &t);
+	ret = live ? migd_handover_commit(sv[0], vm, TMO_MS, &t)
+		   : migd_handover_send(sv[0], vm, NULL, 0, TMO_MS, &t);
 	if (ret) {
 		fprintf(stderr, "handover: err=%d %s\n", ret, t.error);
 		if (ret < 0)
@@ -213,6 +226,45 @@ out:
 	if (waitpid(pid, &st, 0) == pid && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		ret = ret ? ret : -EIO;
 	return ret;
+}
+
+/* Runs of one size and way, and their table. */
+static int one_table(const struct ho_opts *o, uint64_t mem, bool live)
+{
+	double *v[M_COUNT];
+	unsigned ok = 0;
+
+	for (unsigned k = 0; k < M_COUNT; k++)
+		v[k] = calloc(o->runs, sizeof(double));
+	for (unsigned r = 0; r < o->runs; r++) {
+		double m[M_COUNT] = { 0 };
+
+		if (one_run(o, mem, live, m)) {
+			fprintf(stderr, "handover: run %u of %llu MiB failed\n",
+				r, (unsigned long long)(mem >> 20));
+			continue;
+		}
+		for (unsigned k = 0; k < M_COUNT; k++)
+			v[k][ok] = m[k];
+		ok++;
+	}
+	printf("\n%llu MiB, %s: %u of %u runs\n\n| step | median ms | "
+	       "max ms |\n|---|---|---|\n",
+	       (unsigned long long)(mem >> 20),
+	       live ? "live (offer, pause, commit)" : "send (pause, send)", ok,
+	       o->runs);
+	for (unsigned k = 0; k < M_COUNT && ok; k++) {
+		double max = 0;
+
+		for (unsigned r = 0; r < ok; r++)
+			if (v[k][r] > max)
+				max = v[k][r];
+		printf("| %s | %.3f | %.3f |\n", metric_names[k],
+		       hvbench_median(v[k], ok) / 1e6, max / 1e6);
+	}
+	for (unsigned k = 0; k < M_COUNT; k++)
+		free(v[k]);
+	return ok < o->runs;
 }
 
 static int bench_handover(int argc, char **argv)
@@ -258,43 +310,10 @@ static int bench_handover(int argc, char **argv)
 	printf("handover: accel=%s vcpus=%u runs=%u warmup=%ums, guest "
 	       "sweeping flat out (stamp writes); receiver = forked child\n",
 	       hv_accel_kind_name(o.accel), o.vcpus, o.runs, o.warmup_ms);
-	for (unsigned s = 0; s < o.nr_sizes; s++) {
-		double *v[M_COUNT];
-		double med[M_COUNT], max[M_COUNT];
-		unsigned ok = 0;
-
-		for (unsigned k = 0; k < M_COUNT; k++)
-			v[k] = calloc(o.runs, sizeof(double));
-		for (unsigned r = 0; r < o.runs; r++) {
-			double m[M_COUNT] = { 0 };
-
-			if (one_run(&o, o.sizes[s], m)) {
-				fprintf(stderr, "handover: run %u of %llu MiB "
-					"failed\n", r,
-					(unsigned long long)(o.sizes[s] >> 20));
-				continue;
-			}
-			for (unsigned k = 0; k < M_COUNT; k++)
-				v[k][ok] = m[k];
-			ok++;
-		}
-		printf("\n%llu MiB: %u of %u runs\n\n| step | median ms | "
-		       "max ms |\n|---|---|---|\n",
-		       (unsigned long long)(o.sizes[s] >> 20), ok, o.runs);
-		for (unsigned k = 0; k < M_COUNT && ok; k++) {
-			max[k] = 0;
-			for (unsigned r = 0; r < ok; r++)
-				if (v[k][r] > max[k])
-					max[k] = v[k][r];
-			med[k] = hvbench_median(v[k], ok);
-			printf("| %s | %.3f | %.3f |\n", metric_names[k],
-			       med[k] / 1e6, max[k] / 1e6);
-		}
-		for (unsigned k = 0; k < M_COUNT; k++)
-			free(v[k]);
-		if (ok < o.runs)
-			return 1;
-	}
+	for (unsigned s = 0; s < o.nr_sizes; s++)
+		for (int live = 0; live < 2; live++)
+			if (one_table(&o, o.sizes[s], live))
+				return 1;
 	return 0;
 
 usage:

@@ -9,7 +9,8 @@
  * PREPARED holds nothing afterwards and the sender resumes its VM, whose
  * stamps stay clean; a receiver that goes silent after Go leaves the
  * sender UNCONFIRMED (not resuming); a running or dirty-logging VM is
- * refused.
+ * refused. The offer may also go out while the guest runs (the receiver
+ * creates its VM before the pause), the commit after the pause.
  */
 #include "tests/harness/hv_test.h"
 
@@ -227,7 +228,11 @@ static struct hv_vm *paused_vm(enum hv_accel_kind accel, struct meta *m)
 	return vm;
 }
 
-static void handover_across(enum hv_accel_kind accel, bool start)
+/*
+ * @live: offer while the guest runs, then pause and commit (the VM is
+ * created over there before the pause); else one send on a paused VM.
+ */
+static void handover_across(enum hv_accel_kind accel, bool start, bool live)
 {
 	struct migd_handover_times t = { 0 };
 	struct hv_vm *vm;
@@ -241,8 +246,25 @@ static void handover_across(enum hv_accel_kind accel, bool start)
 	CU_ASSERT_FATAL(pid > 0);
 	vm = paused_vm(accel, &m);
 	CU_ASSERT_FATAL(vm != NULL);
-	t.paused_at_ns = now_ns();
-	ret = migd_handover_send(sv[0], vm, &m, sizeof(m), TMO, &t);
+	if (live) {
+		CU_ASSERT_FATAL(hv_vm_resume(vm) == 0);
+		CU_ASSERT_EQUAL_FATAL(migd_handover_offer(sv[0], vm, &m,
+							  sizeof(m), TMO, &t),
+				      0);
+		CU_ASSERT(t.create_ns > 0 && t.offer_ns >= t.create_ns);
+		/* Not paused yet: refused, nothing sent, try again. */
+		CU_ASSERT_EQUAL(migd_handover_commit(sv[0], vm, TMO, &t),
+				-EBUSY);
+		sleep_ms(50);
+		t.paused_at_ns = now_ns();
+		CU_ASSERT_FATAL(hv_vm_pause(vm) == 0);
+		for (uint32_t v = 0; v < NR; v++)
+			m.seq[v] = status_seq(vm, v);
+		ret = migd_handover_commit(sv[0], vm, TMO, &t);
+	} else {
+		t.paused_at_ns = now_ns();
+		ret = migd_handover_send(sv[0], vm, &m, sizeof(m), TMO, &t);
+	}
 	CU_ASSERT_EQUAL(ret, 0);
 	if (ret)
 		fprintf(stderr, "handover: %d %s\n", ret, t.error);
@@ -253,9 +275,10 @@ static void handover_across(enum hv_accel_kind accel, bool start)
 	CU_ASSERT(t.create_ns > 0);
 	if (start)
 		CU_ASSERT(t.pause_ns > 0 && t.pause_ns <= t.total_ns);
-	printf("\n    %s: state=%lluB save=%lluus sent=%lluus create=%lluus "
+	printf("\n    %s%s: state=%lluB save=%lluus sent=%lluus create=%lluus "
 	       "restore=%lluus start=%lluus pause=%lluus total=%lluus ",
-	       hv_accel_kind_name(accel), (unsigned long long)t.state_bytes,
+	       hv_accel_kind_name(accel), live ? " live offer" : "",
+	       (unsigned long long)t.state_bytes,
 	       (unsigned long long)(t.save_ns / 1000),
 	       (unsigned long long)(t.sent_ns / 1000),
 	       (unsigned long long)(t.create_ns / 1000),
@@ -273,18 +296,29 @@ static void handover_across(enum hv_accel_kind accel, bool start)
 
 static void test_soft_across_processes(void)
 {
-	handover_across(HV_ACCEL_SOFT, true);
+	handover_across(HV_ACCEL_SOFT, true, false);
 }
 
 static void test_soft_receiver_starts_itself(void)
 {
-	handover_across(HV_ACCEL_SOFT, false);
+	handover_across(HV_ACCEL_SOFT, false, false);
+}
+
+static void test_soft_live_offer(void)
+{
+	handover_across(HV_ACCEL_SOFT, true, true);
 }
 
 static void test_kvm_across_processes(void)
 {
 	HV_TEST_REQUIRE_KVM();
-	handover_across(HV_ACCEL_KVM, true);
+	handover_across(HV_ACCEL_KVM, true, false);
+}
+
+static void test_kvm_live_offer(void)
+{
+	HV_TEST_REQUIRE_KVM();
+	handover_across(HV_ACCEL_KVM, true, true);
 }
 
 /* ---- failures ------------------------------------------------------- */
@@ -319,29 +353,31 @@ static int relay_frame(int from, int to, unsigned nfds)
 static void *relay_thread(void *arg)
 {
 	struct relay *rl = arg;
-	Migh__Handover *m;
+	Migh__HandoverState *m;
 	void *buf, *out;
 	size_t len;
-	int fd = -1;
 
-	rl->ret = migd_fdpass_recv(rl->s, &buf, &len, 16u << 20, &fd, 1, TMO);
+	rl->ret = relay_frame(rl->s, rl->r, 1); /* Handover + memfd */
+	if (!rl->ret)
+		rl->ret = relay_frame(rl->r, rl->s, 0); /* CREATED */
+	if (!rl->ret)
+		rl->ret = migd_fdpass_recv(rl->s, &buf, &len, 16u << 20, NULL,
+					   0, TMO);
 	if (rl->ret)
 		return NULL;
-	m = migh__handover__unpack(NULL, len, buf);
+	m = migh__handover_state__unpack(NULL, len, buf);
 	free(buf);
 	if (!m) {
 		rl->ret = -EPROTO;
-		close(fd);
 		return NULL;
 	}
 	if (rl->mode == RELAY_CORRUPT_STATE)
 		m->vm_state.data[m->vm_state.len / 2] ^= 0x20;
-	out = malloc(migh__handover__get_packed_size(m));
-	len = migh__handover__pack(m, out);
-	migh__handover__free_unpacked(m, NULL);
-	rl->ret = migd_fdpass_send(rl->r, out, len, &fd, 1, TMO);
+	out = malloc(migh__handover_state__get_packed_size(m));
+	len = migh__handover_state__pack(m, out);
+	migh__handover_state__free_unpacked(m, NULL);
+	rl->ret = migd_fdpass_send(rl->r, out, len, NULL, 0, TMO);
 	free(out);
-	close(fd);
 	if (rl->ret)
 		return NULL;
 	if (rl->mode == RELAY_CORRUPT_STATE) {
@@ -406,17 +442,27 @@ static void test_bad_state_blob_sender_resumes(void)
 
 static void test_cut_before_go_sender_resumes(void)
 {
-	/* The receiver's PREPARED never reaches the sender. */
+	/* The receiver's PREPARED never reaches the sender; no Go. */
 	sender_resumes_after(RELAY_CUT_AFTER_PREPARED, -ECONNRESET,
 			     "no PREPARED reply");
+}
+
+static int fake_reply(int sock, Migh__Phase phase)
+{
+	Migh__HandoverReply r = MIGH__HANDOVER_REPLY__INIT;
+	uint8_t out[64];
+	size_t len;
+
+	r.phase = phase;
+	r.ok = true;
+	len = migh__handover_reply__pack(&r, out);
+	return migd_fdpass_send(sock, out, len, NULL, 0, TMO);
 }
 
 /* A receiver that takes Go and vanishes: the sender must not resume. */
 static void *silent_after_go(void *arg)
 {
-	Migh__HandoverReply r = MIGH__HANDOVER_REPLY__INIT;
 	int sock = *(int *)arg, fd = -1;
-	uint8_t out[64];
 	void *buf;
 	size_t len;
 
@@ -424,10 +470,11 @@ static void *silent_after_go(void *arg)
 		return NULL;
 	free(buf);
 	close(fd);
-	r.phase = MIGH__PHASE__PHASE_PREPARED;
-	r.ok = true;
-	len = migh__handover_reply__pack(&r, out);
-	migd_fdpass_send(sock, out, len, NULL, 0, TMO);
+	fake_reply(sock, MIGH__PHASE__PHASE_CREATED);
+	if (migd_fdpass_recv(sock, &buf, &len, 16u << 20, NULL, 0, TMO))
+		return NULL;
+	free(buf);
+	fake_reply(sock, MIGH__PHASE__PHASE_PREPARED);
 	if (!migd_fdpass_recv(sock, &buf, &len, 4096, NULL, 0, TMO))
 		free(buf);
 	shutdown(sock, SHUT_RDWR);
@@ -496,7 +543,9 @@ static void test_refuses_running_or_logging_vm(void)
 static CU_TestInfo tests[] = {
 	{ "soft_across_processes", test_soft_across_processes },
 	{ "soft_receiver_starts_itself", test_soft_receiver_starts_itself },
+	{ "soft_live_offer", test_soft_live_offer },
 	{ "kvm_across_processes", test_kvm_across_processes },
+	{ "kvm_live_offer", test_kvm_live_offer },
 	{ "bad_state_blob_sender_resumes",
 	  test_bad_state_blob_sender_resumes },
 	{ "cut_before_go_sender_resumes", test_cut_before_go_sender_resumes },
