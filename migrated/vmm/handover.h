@@ -64,7 +64,7 @@ struct migd_handover_times {
 	uint64_t total_ns;	/* pause -> STARTED received */
 	/* out, from the receiver's replies */
 	uint64_t create_ns;	/* Handover frame in -> VM created over it */
-	uint64_t restore_ns;	/* State frame in -> restored, threads parked */
+	uint64_t restore_ns;	/* State frame in -> restored, threads up */
 	uint64_t start_ns;	/* Go -> vCPUs resumed */
 	/* pause -> the receiver's vCPUs resumed: the guest's pause (0
 	 * when the receiver was asked not to start) */
@@ -110,12 +110,13 @@ int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 
 /*
  * Receive a VM through @sock: create it over the received memfd, restore
- * the state that follows, and after the sender's Go resume it (@start) or leave it
- * CREATED for the caller's hv_vm_start() (!@start). On 0, *out is the VM
- * and *meta / *meta_len the sender's metadata (malloc'd, the caller
- * frees; NULL / 0 when empty). On failure (< 0) an error reply went to
- * the sender when the socket still worked, nothing is left behind (no
- * VM, no fd, no memory) and *out, *meta are NULL.
+ * the state that follows, and after the sender's Go resume it (@start)
+ * or leave it CREATED for the caller's hv_vm_start() (!@start). On 0,
+ * *out is the VM and *meta / *meta_len the sender's metadata (malloc'd,
+ * the caller frees; NULL / 0 when empty). On failure (< 0) an error reply
+ * went to the sender when the socket still worked, nothing is left
+ * behind (no VM, no fd, no memory) and *out, *meta are NULL. After Go it
+ * does not fail (a lost STARTED reply is logged; the guest runs here).
  */
 int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 		       void **meta, size_t *meta_len, bool start);

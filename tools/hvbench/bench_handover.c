@@ -16,7 +16,8 @@
  * restore (state + vCPU threads parked) and start (Go -> resumed).
  * guest gap: the largest jump of a vCPU's own clock (status.last_tsc)
  * between its last batch before the pause and its first batch after it,
- * seen through the sender's mapping of the same memory.
+ * seen through the sender's mapping of the same memory; and the host
+ * time from the pause until every vCPU had published that next batch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/vm.h"
 #include "migrated/vmm/handover.h"
 #include "tools/hvbench/hvbench.h"
@@ -47,6 +49,7 @@ enum metric {
 	M_PAUSE,
 	M_TOTAL,
 	M_GAP,
+	M_SEEN,
 	M_COUNT,
 };
 
@@ -60,12 +63,14 @@ static const char *const metric_names[M_COUNT] = {
 	[M_PAUSE] = "**pause** (pause -> resumed)",
 	[M_TOTAL] = "pause -> STARTED reply",
 	[M_GAP] = "guest-seen gap",
+	[M_SEEN] = "pause -> every vCPU's next batch (host clock)",
 };
 
 struct ho_opts {
 	enum hv_accel_kind accel;
 	uint64_t sizes[MAX_SIZES];
 	unsigned nr_sizes, runs, vcpus, warmup_ms;
+	bool populate;
 };
 
 static bool have_kvm(void)
@@ -132,8 +137,12 @@ last_tsc(struct hv_vm *vm, uint32_t v)
 	return hv_vm_wl_status(vm, v)->last_tsc;
 }
 
-/* Largest guest clock jump over the handover, in ns; 0 if none seen. */
-static double guest_gap_ns(struct hv_vm *vm, unsigned n, const uint64_t *before)
+/*
+ * Largest guest clock jump over the handover, in ns (0 if none seen);
+ * *seen_at: host time when the last vCPU published its next batch.
+ */
+static double guest_gap_ns(struct hv_vm *vm, unsigned n, const uint64_t *before,
+			   uint64_t *seen_at)
 {
 	uint64_t t0 = hvbench_now_ns(), gap = 0;
 	unsigned seen = 0;
@@ -147,6 +156,7 @@ static double guest_gap_ns(struct hv_vm *vm, unsigned n, const uint64_t *before)
 				continue;
 			done[v] = true;
 			seen++;
+			*seen_at = hvbench_now_ns();
 			if (now > before[v] && now - before[v] > gap)
 				gap = now - before[v];
 		}
@@ -182,6 +192,10 @@ static int one_run(const struct ho_opts *o, uint64_t mem, bool live,
 	for (unsigned v = 0; v < o->vcpus; v++)
 		cfg.wl[v].heartbeat_us = 1000;
 	ret = hv_vm_create(&cfg, &vm);
+	/* A VM that ran a while has its RAM allocated: fault it all in, so
+	 * that the guest's writes are not host page faults. */
+	if (!ret && o->populate)
+		ret = hv_guest_mem_populate(vm->mem);
 	if (!ret)
 		ret = hv_vm_start(vm);
 	if (ret)
@@ -212,7 +226,12 @@ static int one_run(const struct ho_opts *o, uint64_t mem, bool live,
 		ret = ret < 0 ? ret : -EIO;
 		goto out;
 	}
-	m[M_GAP] = guest_gap_ns(vm, o->vcpus, before);
+	{
+		uint64_t seen_at = 0;
+
+		m[M_GAP] = guest_gap_ns(vm, o->vcpus, before, &seen_at);
+		m[M_SEEN] = seen_at ? (double)(seen_at - t0) : 0;
+	}
 	m[M_SAVE] = (double)t.save_ns;
 	m[M_SENT] = (double)t.sent_ns;
 	m[M_CREATE] = (double)t.create_ns;
@@ -275,16 +294,18 @@ static int bench_handover(int argc, char **argv)
 		{ "accel", required_argument, NULL, 'a' },
 		{ "vcpus", required_argument, NULL, 'v' },
 		{ "warmup-ms", required_argument, NULL, 'w' },
+		{ "no-populate", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ho_opts o = {
 		.accel = have_kvm() ? HV_ACCEL_KVM : HV_ACCEL_SOFT,
 		.sizes = { 1ULL << 30, 3ULL << 30 },
 		.nr_sizes = 2, .runs = 5, .vcpus = 2, .warmup_ms = 300,
+		.populate = true,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "m:r:a:v:w:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:r:a:v:w:n", lo, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (parse_sizes(&o, optarg))
@@ -293,6 +314,7 @@ static int bench_handover(int argc, char **argv)
 		case 'r': o.runs = (unsigned)atoi(optarg); break;
 		case 'v': o.vcpus = (unsigned)atoi(optarg); break;
 		case 'w': o.warmup_ms = (unsigned)atoi(optarg); break;
+		case 'n': o.populate = false; break;
 		case 'a':
 			if (!strcmp(optarg, "kvm"))
 				o.accel = HV_ACCEL_KVM;
@@ -307,9 +329,11 @@ static int bench_handover(int argc, char **argv)
 	}
 	if (!o.runs || !o.vcpus || o.vcpus > HV_VM_MAX_VCPUS)
 		goto usage;
-	printf("handover: accel=%s vcpus=%u runs=%u warmup=%ums, guest "
-	       "sweeping flat out (stamp writes); receiver = forked child\n",
-	       hv_accel_kind_name(o.accel), o.vcpus, o.runs, o.warmup_ms);
+	printf("handover: accel=%s vcpus=%u runs=%u warmup=%ums, RAM %s, "
+	       "guest sweeping flat out (stamp writes); receiver = forked "
+	       "child\n",
+	       hv_accel_kind_name(o.accel), o.vcpus, o.runs, o.warmup_ms,
+	       o.populate ? "populated" : "not populated");
 	for (unsigned s = 0; s < o.nr_sizes; s++)
 		for (int live = 0; live < 2; live++)
 			if (one_table(&o, o.sizes[s], live))
@@ -319,7 +343,7 @@ static int bench_handover(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: hvbench handover [--mem SIZES (e.g. 1G,3G)] "
 		"[--runs N] [--accel kvm|soft] [--vcpus N] "
-		"[--warmup-ms MS]\n");
+		"[--warmup-ms MS] [--no-populate]\n");
 	return 2;
 }
 HVBENCH_CMD("handover", "local live update pause: memfd + state to a "
