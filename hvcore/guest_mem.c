@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hvcore/guest_mem.h"
@@ -57,16 +58,49 @@ static void *reserve_aligned(uint64_t bytes)
 	return a;
 }
 
+/* Map @bytes of @fd shared at a 2 MiB aligned address into @mem. */
+static int map_fd(struct hv_guest_mem *mem, int fd, uint64_t bytes,
+		  enum hv_mem_backing backing)
+{
+	void *want, *p;
+	int ret;
+
+	want = reserve_aligned(bytes);
+	if (!want)
+		return -ENOMEM;
+	p = mmap(want, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fd, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		munmap(want, bytes);
+		hv_err("guest_mem", "op=mmap bytes=%llu backing=%s err=%d",
+		       (unsigned long long)bytes, hv_mem_backing_name(backing),
+		       ret);
+		return ret;
+	}
+	if (backing == HV_BACKING_THP && madvise(p, bytes, MADV_HUGEPAGE) < 0)
+		hv_warn("guest_mem", "op=madvise_hugepage err=%d", -errno);
+	mem->fd = fd;
+	mem->hva = p;
+	mem->bytes = bytes;
+	mem->backing = backing;
+	return 0;
+}
+
+static bool args_ok(uint64_t bytes, enum hv_mem_backing backing)
+{
+	return bytes && bytes % HUGE_2M == 0 &&
+	       backing != HV_BACKING_INVALID && backing < HV_BACKING_COUNT;
+}
+
 int hv_guest_mem_create(uint64_t bytes, enum hv_mem_backing backing,
 			struct hv_guest_mem **out)
 {
 	struct hv_guest_mem *mem;
 	unsigned mfd_flags = MFD_CLOEXEC;
-	void *want, *p;
 	int fd, ret;
 
-	if (!bytes || bytes % HUGE_2M || backing == HV_BACKING_INVALID ||
-	    backing >= HV_BACKING_COUNT)
+	if (!args_ok(bytes, backing))
 		return -EINVAL;
 	if (backing == HV_BACKING_HUGETLB)
 		mfd_flags |= MFD_HUGETLB | MFD_HUGE_2MB;
@@ -86,27 +120,9 @@ int hv_guest_mem_create(uint64_t bytes, enum hv_mem_backing backing,
 		       (unsigned long long)bytes, ret);
 		goto err_close;
 	}
-	want = reserve_aligned(bytes);
-	if (!want) {
-		ret = -ENOMEM;
+	ret = map_fd(mem, fd, bytes, backing);
+	if (ret)
 		goto err_close;
-	}
-	p = mmap(want, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		 fd, 0);
-	if (p == MAP_FAILED) {
-		ret = -errno;
-		munmap(want, bytes);
-		hv_err("guest_mem", "op=mmap bytes=%llu backing=%s err=%d",
-		       (unsigned long long)bytes, hv_mem_backing_name(backing),
-		       ret);
-		goto err_close;
-	}
-	if (backing == HV_BACKING_THP && madvise(p, bytes, MADV_HUGEPAGE) < 0)
-		hv_warn("guest_mem", "op=madvise_hugepage err=%d", -errno);
-	mem->fd = fd;
-	mem->hva = p;
-	mem->bytes = bytes;
-	mem->backing = backing;
 	*out = mem;
 	return 0;
 
@@ -115,6 +131,57 @@ err_close:
 err_free:
 	free(mem);
 	return ret;
+}
+
+int hv_guest_mem_adopt(int fd, uint64_t bytes, enum hv_mem_backing backing,
+		       struct hv_guest_mem **out)
+{
+	struct hv_guest_mem *mem;
+	struct stat st;
+	int own, ret;
+
+	if (!args_ok(bytes, backing))
+		return -EINVAL;
+	if (fd < 0) {
+		hv_err("guest_mem", "op=adopt fd=%d err=%d reason=no_fd", fd,
+		       -EINVAL);
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		hv_err("guest_mem", "op=adopt fd=%d err=%d reason=fstat", fd,
+		       ret);
+		return ret == -EBADF ? -EINVAL : ret;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes) {
+		hv_err("guest_mem",
+		       "op=adopt fd=%d size=%lld want=%llu err=%d "
+		       "reason=%s",
+		       fd, (long long)st.st_size, (unsigned long long)bytes,
+		       -EINVAL,
+		       S_ISREG(st.st_mode) ? "size_mismatch" : "not_a_memfd");
+		return -EINVAL;
+	}
+	mem = calloc(1, sizeof(*mem));
+	if (!mem)
+		return -ENOMEM;
+	own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (own < 0) {
+		ret = -errno;
+		hv_err("guest_mem", "op=adopt fd=%d err=%d reason=dup", fd,
+		       ret);
+		free(mem);
+		return ret;
+	}
+	ret = map_fd(mem, own, bytes, backing);
+	if (ret) {
+		close(own);
+		free(mem);
+		return ret;
+	}
+	mem->adopted = true;
+	*out = mem;
+	return 0;
 }
 
 void hv_guest_mem_destroy(struct hv_guest_mem *mem)

@@ -85,6 +85,7 @@ void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
 	cfg->mem_bytes = mem_bytes;
 	cfg->nr_vcpus = nr_vcpus;
 	cfg->backing = HV_BACKING_ANON;
+	cfg->mem_fd = -1;
 	if (!nr_vcpus || nr_vcpus > HV_VM_MAX_VCPUS ||
 	    mem_bytes <= HV_VM_WL_BASE)
 		return;
@@ -121,6 +122,8 @@ static int check_cfg(const struct hv_vm_cfg *c)
 	    (c->dirty_ring_entries & (c->dirty_ring_entries - 1)))
 		return -EINVAL;
 	if (c->clear_chunk_pages % HV_DIRTY_WORD_PAGES)
+		return -EINVAL;
+	if (c->adopt_mem && c->mem_fd < 0)
 		return -EINVAL;
 	for (uint32_t i = 0; i < c->nr_vcpus; i++) {
 		const struct hv_wl_vcpu_params *w = &c->wl[i];
@@ -198,7 +201,10 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 
 	ret = check_cfg(cfg);
 	if (ret) {
-		hv_err("vm", "op=create err=%d reason=bad_cfg", ret);
+		bool no_fd = cfg->adopt_mem && cfg->mem_fd < 0;
+
+		hv_err("vm", "op=create err=%d reason=%s", ret,
+		       no_fd ? "adopt_mem_without_fd" : "bad_cfg");
 		return ret;
 	}
 	if (!accel_ops[cfg->accel]) {
@@ -211,6 +217,8 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 		return -ENOMEM;
 	vm->ops = accel_ops[cfg->accel];
 	vm->cfg = *cfg;
+	vm->cfg.adopt_mem = false;
+	vm->cfg.mem_fd = -1;
 	vm->state = HV_VM_CREATED;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_mutex_init(&vm->dirty_lock, NULL);
@@ -219,7 +227,12 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	ret = hv_guest_mem_create(cfg->mem_bytes, cfg->backing, &vm->mem);
+	if (cfg->adopt_mem)
+		ret = hv_guest_mem_adopt(cfg->mem_fd, cfg->mem_bytes,
+					 cfg->backing, &vm->mem);
+	else
+		ret = hv_guest_mem_create(cfg->mem_bytes, cfg->backing,
+					  &vm->mem);
 	if (ret)
 		goto err_free;
 	ret = hv_memslots_create(&vm->slots);
@@ -238,16 +251,18 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 		if (ret)
 			goto err_vcpus;
 	}
-	/* After the vCPUs: the accelerator may learn tsc_khz from one. */
-	ret = write_params(vm);
+	/* After the vCPUs: the accelerator may learn tsc_khz from one. An
+	 * adopted RAM holds the params its guest runs with already. */
+	ret = vm->mem->adopted ? 0 : write_params(vm);
 	if (ret)
 		goto err_vcpus;
 	hv_info("vm",
 		"op=create vm=%p accel=%s mem=%llu vcpus=%u slots=%u "
-		"backing=%s ring=%u",
+		"backing=%s ring=%u adopted=%d",
 		(void *)vm, vm->ops->name, (unsigned long long)cfg->mem_bytes,
 		cfg->nr_vcpus, hv_vm_slot_count(vm),
-		hv_mem_backing_name(cfg->backing), cfg->dirty_ring_entries);
+		hv_mem_backing_name(cfg->backing), cfg->dirty_ring_entries,
+		vm->mem->adopted);
 	*out = vm;
 	return 0;
 
@@ -283,7 +298,7 @@ void hv_vm_destroy(struct hv_vm *vm)
 	free(vm);
 }
 
-int hv_vm_start(struct hv_vm *vm)
+static int start_threads(struct hv_vm *vm, bool paused)
 {
 	int ret = 0;
 
@@ -293,7 +308,7 @@ int hv_vm_start(struct hv_vm *vm)
 		goto out;
 	}
 	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
-		ret = hv_vcpu_start(vm->vcpus[i], false);
+		ret = hv_vcpu_start(vm->vcpus[i], paused);
 		if (ret) {
 			/* Threads already started are stopped by stop. */
 			vm->state = HV_VM_RUNNING;
@@ -302,10 +317,22 @@ int hv_vm_start(struct hv_vm *vm)
 			return ret;
 		}
 	}
-	vm->state = HV_VM_RUNNING;
+	for (uint32_t i = 0; paused && i < vm->cfg.nr_vcpus; i++)
+		hv_vcpu_wait_parked(vm->vcpus[i]);
+	vm->state = paused ? HV_VM_PAUSED : HV_VM_RUNNING;
 out:
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
+}
+
+int hv_vm_start(struct hv_vm *vm)
+{
+	return start_threads(vm, false);
+}
+
+int hv_vm_start_paused(struct hv_vm *vm)
+{
+	return start_threads(vm, true);
 }
 
 int hv_vm_pause(struct hv_vm *vm)
@@ -401,13 +428,20 @@ uint64_t hv_vm_vcpu_dirty_logged(struct hv_vm *vm, uint32_t idx)
 				    memory_order_relaxed);
 }
 
-bool hv_vm_dirty_per_vcpu(struct hv_vm *vm)
+enum hv_dirty_mode hv_vm_dirty_mode(struct hv_vm *vm)
 {
 	enum hv_dirty_mode mode;
 
 	pthread_mutex_lock(&vm->dirty_lock);
 	mode = vm->dirty_mode;
 	pthread_mutex_unlock(&vm->dirty_lock);
+	return mode;
+}
+
+bool hv_vm_dirty_per_vcpu(struct hv_vm *vm)
+{
+	enum hv_dirty_mode mode = hv_vm_dirty_mode(vm);
+
 	return mode == HV_DIRTY_RING || mode == HV_DIRTY_WP ||
 	       mode == HV_DIRTY_PML;
 }
@@ -604,6 +638,16 @@ int hv_vm_set_clear_chunk(struct hv_vm *vm, uint64_t pages)
 	vm->cfg.clear_chunk_pages = pages;
 	pthread_mutex_unlock(&vm->dirty_lock);
 	return 0;
+}
+
+int hv_vm_mem_fd(struct hv_vm *vm)
+{
+	return hv_guest_mem_fd(vm->mem);
+}
+
+bool hv_vm_mem_adopted(struct hv_vm *vm)
+{
+	return vm->mem->adopted;
 }
 
 unsigned hv_vm_slot_count(struct hv_vm *vm)

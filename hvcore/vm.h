@@ -14,7 +14,8 @@
  * Life cycle (vm->lock; one control thread drives it):
  *
  *   CREATED --start--> RUNNING --pause--> PAUSED --resume--> RUNNING
- *      |                  |                  |
+ *      |  |               |                  |  ^
+ *      |  +----------start_paused------------|--+
  *      +------------------+--------stop------+--> STOPPED --destroy
  *
  * pause returns once every vCPU is parked outside guest code with any
@@ -86,6 +87,20 @@ struct hv_vm_cfg {
 	uint64_t clear_chunk_pages;
 	/* kvm: guest image; NULL = the one built with the project. */
 	const char *guest_elf;
+	/*
+	 * Adopt an existing guest memfd instead of creating one (local live
+	 * update, migrated/vmm/handover.h). Only when adopt_mem is true is
+	 * mem_fd looked at, so a zeroed cfg never adopts fd 0; cfg_init sets
+	 * mem_fd = -1. mem_fd is dup'd (the caller keeps its own) and must
+	 * be exactly mem_bytes long (-EINVAL). Its contents are the guest's
+	 * RAM as they stand: nothing is zeroed or populated, no guest image
+	 * is loaded, the workload params and status pages are not written.
+	 * Only hv_vm_state_restore() of the state saved with that RAM makes
+	 * such a VM runnable. vm->cfg keeps adopt_mem = false, mem_fd = -1
+	 * (a copy of it creates a fresh VM); hv_vm_mem_adopted() tells.
+	 */
+	bool adopt_mem;
+	int mem_fd;
 	/* Workload of each vCPU (only [0, nr_vcpus) used). */
 	struct hv_wl_vcpu_params wl[HV_WL_MAX_VCPUS];
 };
@@ -128,8 +143,8 @@ struct hv_vm {
 
 /*
  * Fill @cfg with defaults for @accel, @mem_bytes and @nr_vcpus: one slot,
- * anonymous memfd backing, no dirty ring (bitmap mode), whole-range
- * clears, and each vCPU sweeping an equal share of
+ * anonymous memfd backing (a fresh one: mem_fd -1), no dirty ring (bitmap
+ * mode), whole-range clears, and each vCPU sweeping an equal share of
  * [HV_VM_WL_BASE, mem_bytes) flat out, stamp-only content, 100% writes.
  * The caller adjusts fields afterwards.
  */
@@ -138,9 +153,10 @@ void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
 
 /*
  * Create a VM: memory, memslots, accelerator, vCPUs (not yet running), the
- * guest image loaded and the workload params page written. -EINVAL for a
- * bad cfg, -ENODEV when the accelerator is unavailable, -EOPNOTSUPP when a
- * required capability is missing (logged by name), -ENOMEM.
+ * guest image loaded and the workload params page written (neither when
+ * cfg.adopt_mem: see there). -EINVAL for a bad cfg or adopted fd,
+ * -ENODEV when the accelerator is unavailable, -EOPNOTSUPP when a required
+ * capability is missing (logged by name), -ENOMEM.
  * *out untouched on failure.
  */
 int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out);
@@ -150,6 +166,10 @@ void hv_vm_destroy(struct hv_vm *vm);
 
 /* CREATED -> RUNNING: start one thread per vCPU. -EBUSY otherwise. */
 int hv_vm_start(struct hv_vm *vm);
+/* CREATED -> PAUSED: every vCPU thread started and parked before any runs
+ * guest code; hv_vm_resume() then runs them all. On a failure all are
+ * stopped (STOPPED) and no guest code ran. -EBUSY when not CREATED. */
+int hv_vm_start_paused(struct hv_vm *vm);
 /* RUNNING -> PAUSED, waiting until every vCPU is parked. */
 int hv_vm_pause(struct hv_vm *vm);
 /* PAUSED -> RUNNING. */
@@ -188,6 +208,11 @@ int64_t hv_vm_dirty_fetch_clear(struct hv_vm *vm, uint32_t slot_id,
  * next fetch_clear calls: -EINVAL otherwise. Any thread. */
 int hv_vm_set_clear_chunk(struct hv_vm *vm, uint64_t pages);
 
+/* The guest memfd, owned by @vm (closed by destroy; dup it to keep it),
+ * and whether it was adopted (cfg.adopt_mem). */
+int hv_vm_mem_fd(struct hv_vm *vm);
+bool hv_vm_mem_adopted(struct hv_vm *vm);
+
 /* Memslot layout: count, and id/base/npages of slot @idx (gfn order). */
 unsigned hv_vm_slot_count(struct hv_vm *vm);
 int hv_vm_slot_info(struct hv_vm *vm, unsigned idx, uint32_t *id,
@@ -219,6 +244,8 @@ const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
  */
 uint64_t hv_vm_vcpu_dirty_logged(struct hv_vm *vm, uint32_t idx);
 bool hv_vm_dirty_per_vcpu(struct hv_vm *vm);
+/* The current dirty mode, HV_DIRTY_INVALID when not logging. Any thread. */
+enum hv_dirty_mode hv_vm_dirty_mode(struct hv_vm *vm);
 
 struct hv_vcpu_stats;
 /* Copy vCPU @idx's counters (exits by kind, heartbeats, assert). */

@@ -2,7 +2,8 @@
 /*
  * KVM accelerator: VM creation, the required-capability table, memslots,
  * and the ops table. The guest image is loaded here (PVH, arch/x86/pvh.h)
- * together with the start_info page and the APs' page tables.
+ * together with the start_info page and the APs' page tables, except into
+ * adopted RAM (hv_vm_cfg.adopt_mem).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -240,7 +241,10 @@ static int kvm_vm_init(struct hv_vm *vm)
 		if (r > 0)
 			vm->tsc_khz = (uint64_t)r;
 	}
-	ret = load_guest(vm, k);
+	/* Adopted RAM (hv_vm_cfg.adopt_mem) holds a running guest: loading
+	 * the image would overwrite it; the restored registers, not the
+	 * entry points, continue it. */
+	ret = vm->mem->adopted ? 0 : load_guest(vm, k);
 	if (ret)
 		goto err_cpuid;
 	vm->accel = k;
