@@ -31,6 +31,7 @@ struct migd_update {
 	uint64_t start_ns;
 	char name[MIGD_NAME_MAX + 1];
 	Migd__VmUpdateResult res; /* the old worker's figures */
+	bool asking; /* WorkerHandover outstanding: handed() owns @u */
 	bool handed;
 };
 
@@ -82,6 +83,9 @@ void migd__host_update_lost(struct migd_worker *nw)
 	if (!u)
 		return;
 	nw->update = NULL;
+	u->new_wid = 0;
+	if (u->asking)
+		return; /* handed() answers when the old worker does */
 	migd_defer_fail(u->df, MIGD__STATUS__STATUS_INTERNAL,
 			"the new worker of VM '%s' exited during the update%s",
 			u->name, u->handed ? " (after the handover: the guest "
@@ -92,8 +96,10 @@ void migd__host_update_lost(struct migd_worker *nw)
 static void handed(struct migd_worker *ow, Migd__Response *resp, void *arg)
 {
 	struct migd_update *u = arg;
-	struct migd_worker *nw = migd_host_find_wid(u->d, u->new_wid);
+	struct migd_worker *nw =
+		u->new_wid ? migd_host_find_wid(u->d, u->new_wid) : NULL;
 
+	u->asking = false;
 	if (!resp || (resp->error &&
 		      resp->error->status != MIGD__STATUS__STATUS_OK) ||
 	    resp->result_case != MIGD__RESPONSE__RESULT_VM_UPDATE) {
@@ -179,6 +185,7 @@ void migd_host_vm_update(struct migd_call *call)
 	req.call_case = MIGD__REQUEST__CALL_WORKER_HANDOVER;
 	req.worker_handover = &ho;
 	ret = migd_worker_call(ow, &req, handed, u);
+	u->asking = !ret;
 	if (ret) {
 		nw->update = NULL;
 		migd_defer_fail(u->df, MIGD__STATUS__STATUS_UNAVAILABLE,
