@@ -276,6 +276,9 @@ static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 		s->passes = st->passes;
 		s->reads = st->reads;
 		s->running = st->running != 0;
+		if (v->vm->tsc_khz)
+			s->guest_max_gap_us =
+				st->max_gap_tsc * 1000 / v->vm->tsc_khz;
 	}
 	s->region_offset = p->region_gpa;
 	s->region_bytes = p->region_pages * HV_PAGE_SIZE;
