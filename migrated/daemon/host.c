@@ -104,10 +104,13 @@ int migd__record_write(struct migd_worker *w)
 	f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
+	/* vm: the VM it runs (a crash of it is reported); reserved: a name
+	 * held for a VM still arriving (nothing to report if it dies). */
 	fprintf(f, "wid=%llu\npid=%d\nstart_time=%llu\nsocket=%s\nvm=%s\n"
-		   "crashed=%s\n",
+		   "reserved=%s\ncrashed=%s\n",
 		(unsigned long long)w->wid, w->pid,
-		(unsigned long long)w->start_time, w->sock, w->name,
+		(unsigned long long)w->start_time, w->sock,
+		w->has_vm ? w->name : "", w->has_vm ? "" : w->name,
 		w->crashed ? w->exit_reason : "");
 	if (fclose(f) || rename(tmp, w->rec)) {
 		unlink(tmp);

@@ -59,6 +59,7 @@ struct rec {
 	uint64_t wid, start_time;
 	int pid;
 	char vm[MIGD_NAME_MAX + 1];
+	char reserved[MIGD_NAME_MAX + 1];
 	char crashed[128];
 };
 
@@ -87,6 +88,8 @@ static int rec_read(const char *path, struct rec *r)
 			r->start_time = x;
 		else if (!strcmp(line, "vm"))
 			snprintf(r->vm, sizeof(r->vm), "%s", v);
+		else if (!strcmp(line, "reserved"))
+			snprintf(r->reserved, sizeof(r->reserved), "%s", v);
 		else if (!strcmp(line, "crashed"))
 			snprintf(r->crashed, sizeof(r->crashed), "%s", v);
 	}
@@ -207,8 +210,8 @@ static void adopt_one(struct migd *d, const char *path)
 		return;
 	w->pid = r.pid;
 	w->start_time = r.start_time;
-	snprintf(w->name, sizeof(w->name), "%s", r.vm);
-	w->has_vm = r.vm[0] != '\0';
+	snprintf(w->name, sizeof(w->name), "%s", r.vm[0] ? r.vm : r.reserved);
+	w->has_vm = r.vm[0] != '\0'; /* WorkerInfo confirms */
 	if (migd__worker_connect(w)) {
 		hv_warn(COMP, "event=adopt_failed wid=%llu why=connect",
 			(unsigned long long)w->wid);

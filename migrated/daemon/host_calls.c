@@ -253,9 +253,16 @@ static void h_vm_destroy(struct migd_call *call)
 	forward(call, w, &req, destroyed, 0);
 }
 
+/* A VM list waits for every worker's answer, at most LIST_WAIT_MS: a
+ * worker that does not answer (stopped, hung) is listed as last seen. */
+#define LIST_WAIT_MS 2000
+
 struct gather {
-	struct migd_defer *df;
-	unsigned left;
+	struct migd *d;
+	struct migd_defer *df; /* NULL once answered */
+	unsigned left;	       /* answers outstanding, + the timer */
+	bool timer_ref;	       /* the timer holds one of @left */
+	uv_timer_t timer;
 };
 
 static int by_worker_id(const void *a, const void *b)
@@ -266,13 +273,18 @@ static int by_worker_id(const void *a, const void *b)
 	return x->worker_id < y->worker_id ? -1 : x->worker_id > y->worker_id;
 }
 
-static void list_answer(struct migd *d, struct migd_defer *df)
+static void list_answer(struct gather *g)
 {
+	struct migd *d = g->d;
 	Migd__Response resp = MIGD__RESPONSE__INIT;
 	Migd__VmListResult res = MIGD__VM_LIST_RESULT__INIT;
 	Migd__VmInfo *infos, **ptrs;
+	struct migd_defer *df = g->df;
 	size_t n = 0;
 
+	if (!df)
+		return;
+	g->df = NULL;
 	infos = calloc(d->host->nr_workers + 1, sizeof(*infos));
 	ptrs = calloc(d->host->nr_workers + 1, sizeof(*ptrs));
 	if (!infos || !ptrs) {
@@ -300,18 +312,45 @@ static void list_answer(struct migd *d, struct migd_defer *df)
 	free(ptrs);
 }
 
+static void gather_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void gather_put(struct gather *g)
+{
+	if (--g->left)
+		return;
+	list_answer(g);
+	uv_close((uv_handle_t *)&g->timer, gather_closed);
+}
+
 static void listed(struct migd_worker *w, Migd__Response *resp, void *arg)
 {
 	struct gather *g = arg;
 
 	if (resp && resp_ok(resp) &&
 	    resp->result_case == MIGD__RESPONSE__RESULT_VM_LIST &&
-	    resp->vm_list->n_vms == 1)
+	    resp->vm_list->n_vms == 1 && !w->update)
 		migd__host_set_info(w, resp->vm_list->vms[0]);
-	if (--g->left)
-		return;
-	list_answer(w->d, g->df);
-	free(g);
+	if (g->timer_ref && g->left == 2) { /* the last answer */
+		list_answer(g);
+		uv_timer_stop(&g->timer);
+		g->timer_ref = false;
+		gather_put(g);
+	}
+	gather_put(g);
+}
+
+static void list_timeout(uv_timer_t *t)
+{
+	struct gather *g = t->data;
+
+	hv_warn(COMP, "event=vm_list_slow_workers waiting=%u ms=%u",
+		g->left - 1, LIST_WAIT_MS);
+	g->timer_ref = false;
+	list_answer(g);
+	gather_put(g);
 }
 
 /* Refresh what each worker says of its VM, then answer from that. */
@@ -325,12 +364,16 @@ static void h_vm_list(struct migd_call *call)
 			       "out of memory");
 		return;
 	}
+	g->d = call->d;
 	g->df = migd_call_defer(call);
 	if (!g->df) {
 		free(g);
 		return;
 	}
-	g->left = 1; /* ours, dropped below */
+	uv_timer_init(call->d->loop, &g->timer);
+	g->timer.data = g;
+	g->left = 2; /* the timer's and ours, dropped below */
+	g->timer_ref = true;
 	for (struct migd_worker *w = call->d->host->workers; w; w = w->next) {
 		Migd__Request req = MIGD__REQUEST__INIT;
 
@@ -341,9 +384,12 @@ static void h_vm_list(struct migd_call *call)
 		if (!migd_worker_call(w, &req, listed, g))
 			g->left++;
 	}
-	if (--g->left == 0) {
-		list_answer(call->d, g->df);
-		free(g);
+	uv_timer_start(&g->timer, list_timeout, LIST_WAIT_MS, 0);
+	gather_put(g); /* ours */
+	if (g->left == 1) { /* nobody to wait for */
+		uv_timer_stop(&g->timer);
+		g->timer_ref = false;
+		gather_put(g);
 	}
 }
 
