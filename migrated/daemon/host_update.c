@@ -170,7 +170,10 @@ void migd_host_vm_update(struct migd_call *call)
 	ret = migd_worker_spawn(call->d, true, &nw, err, sizeof(err));
 	if (ret) {
 		free(u);
-		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL, "%s", err);
+		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,
+			       "cannot start a new worker for VM '%s' (%s); it "
+			       "keeps running in the old one",
+			       ow->name, err);
 		return;
 	}
 	u->new_wid = nw->wid;

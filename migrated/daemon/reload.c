@@ -273,7 +273,9 @@ static int tls_material_check(const char *ca, const char *cert,
 		goto out;
 	}
 	if (X509_verify_cert(vctx) != 1) {
-		snprintf(why, n, "%s does not verify against %s: %s", cert, ca,
+		/* (paths cut to fit: the reason matters most) */
+		snprintf(why, n, "%.200s does not verify against %.200s: %.100s",
+			 cert, ca,
 			 X509_verify_cert_error_string(
 				 X509_STORE_CTX_get_error(vctx)));
 		goto out;
