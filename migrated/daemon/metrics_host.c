@@ -68,8 +68,8 @@ static void dirty_family(struct migd *d, struct migd_mbuf *b, const char *name,
 		esc(w->name, n, sizeof(n));
 		esc(source_of(s), src, sizeof(src));
 		if (s->n_windows == 0) {
-			put(b, "%s{vm=\"%s\",window=\"migration\",source=\"%s\"} "
-			       "%llu\n",
+			put(b, "%s{vm=\"%s\",window=\"migration\","
+			       "source=\"%s\"} %llu\n",
 			    name, n, src,
 			    (unsigned long long)(bytes ? s->bytes_per_s
 						       : s->pages_per_s));
@@ -124,7 +124,8 @@ void migd__metrics_vms(struct migd *d, struct migd_mbuf *b)
 	    (unsigned long long)d->vms_created);
 
 	dirty_family(d, b, "migd_vm_dirty_pages_per_second",
-		     "Pages dirtied per second (distinct per sample), by window.",
+		     "Pages dirtied per second (distinct per sample), by "
+		     "window.",
 		     false);
 	dirty_family(d, b, "migd_vm_dirty_bytes_per_second",
 		     "Bytes dirtied per second, by window.", true);
@@ -136,12 +137,15 @@ void migd__metrics_vms(struct migd *d, struct migd_mbuf *b)
 		if (!s)
 			continue;
 		esc(w->name, n, sizeof(n));
-		for (size_t i = 0; i < s->n_windows; i++)
+		for (size_t i = 0; i < s->n_windows; i++) {
+			const Migd__DirtyRateWindow *x = s->windows[i];
+
 			put(b,
 			    "migd_vm_working_set_pages{vm=\"%s\","
 			    "window=\"%us\"} %llu\n",
-			    n, s->windows[i]->seconds,
-			    (unsigned long long)s->windows[i]->working_set_pages);
+			    n, x->seconds,
+			    (unsigned long long)x->working_set_pages);
+		}
 	}
 	family(b, "migd_vcpu_dirty_pages_per_second", "gauge",
 	       "Per-vCPU dirty pages per second (split estimated from the "
@@ -198,8 +202,8 @@ void migd__metrics_workers(struct migd *d, struct migd_mbuf *b)
 		if (!vm_listed(w))
 			continue;
 		esc(w->name, n, sizeof(n));
-		put(b, "migd_vm_worker_info{vm=\"%s\",pid=\"%d\",worker=\"%llu\"} "
-		       "1\n",
+		put(b, "migd_vm_worker_info{vm=\"%s\",pid=\"%d\","
+		       "worker=\"%llu\"} 1\n",
 		    n, w->pid, (unsigned long long)w->wid);
 	}
 }
@@ -277,10 +281,9 @@ static double mig_value(size_t f, const Migd__MigProgress *p)
 static void mig_series(struct migd_mbuf *b, size_t f, const struct migd_hmig *m)
 {
 	const Migd__MigProgress *p = progress_of(m);
-	const char *dir = m->info->direction ==
-					  MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING
-				  ? "outgoing"
-				  : "incoming";
+	bool out = m->info->direction ==
+		   MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING;
+	const char *dir = out ? "outgoing" : "incoming";
 	char vm[160], peer[300];
 
 	esc(m->info->vm, vm, sizeof(vm));
@@ -316,7 +319,8 @@ void migd__metrics_migs(struct migd *d, struct migd_mbuf *b)
 
 		for (struct migd_hmig *m = migs; m; m = m->next)
 			c += m->info && phase_of(progress_of(m)) == ph;
-		put(b, "migd_migrations{phase=\"%s\"} %u\n", phase_label[ph], c);
+		put(b, "migd_migrations{phase=\"%s\"} %u\n", phase_label[ph],
+		    c);
 	}
 	family(b, "migd_migration_errors_total", "counter",
 	       "Outgoing migrations that failed (not cancelled).");

@@ -48,7 +48,7 @@ static void monitor_sample(struct fake_vm *v, double pps)
 	v->dr.vm = v->w.name;
 	v->dr.source = (char *)"monitor";
 	for (int k = 0; k < 3; k++) {
-		double r = pps / (1 << (k * 1));
+		double r = pps / (1 << k);
 
 		migd__dirty_rate_window__init(&v->win[k]);
 		v->win[k].seconds = secs[k];
@@ -311,24 +311,25 @@ static void test_migrations_come_from_the_hosts_records(void)
 			      "direction=\"outgoing\",phase=\"setup\"} 0"));
 	CU_ASSERT(has_line(f, "migd_migration_iteration{id=\"7\",vm=\"a\","
 			      "direction=\"outgoing\",peer=\"10.0.0.2\"} 3"));
-	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{id=\"7\",vm=\"a\","
-			      "direction=\"outgoing\",peer=\"10.0.0.2\"} 0.75"));
+	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{id=\"7\","
+			      "vm=\"a\",direction=\"outgoing\","
+			      "peer=\"10.0.0.2\"} 0.75"));
 	CU_ASSERT(has_line(f, "migd_migration_bytes_wire{id=\"7\",vm=\"a\","
 			      "direction=\"outgoing\",peer=\"10.0.0.2\"} "
 			      "123456"));
 	CU_ASSERT(has_line(f, "migd_migration_remaining_bytes{id=\"7\","
-			      "vm=\"a\",direction=\"outgoing\",peer=\"10.0.0.2\"}"
-			      " 1.024e+06"));
+			      "vm=\"a\",direction=\"outgoing\","
+			      "peer=\"10.0.0.2\"} 1.024e+06"));
 	CU_ASSERT(has_line(f, "migd_migration_phase{id=\"6\",vm=\"x\","
 			      "direction=\"incoming\",phase=\"completed\"} 1"));
 	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{id=\"6\",vm=\"x\","
 			      "direction=\"incoming\",peer=\"0.0.0.0\"} 1"));
 	CU_ASSERT(has_line(f, "migd_migration_downtime_seconds{id=\"6\","
-			      "vm=\"x\",direction=\"incoming\",peer=\"0.0.0.0\"}"
-			      " 0.042"));
+			      "vm=\"x\",direction=\"incoming\","
+			      "peer=\"0.0.0.0\"} 0.042"));
 	CU_ASSERT(has_line(f, "migd_migration_guest_downtime_seconds{id=\"6\","
-			      "vm=\"x\",direction=\"incoming\",peer=\"0.0.0.0\"}"
-			      " 0.05"));
+			      "vm=\"x\",direction=\"incoming\","
+			      "peer=\"0.0.0.0\"} 0.05"));
 	CU_ASSERT_FALSE(has(f, "id=\"5\""));
 	CU_ASSERT(has_line(f, "migd_migrations{phase=\"iterate\"} 1"));
 	CU_ASSERT(has_line(f, "migd_migrations{phase=\"completed\"} 1"));
