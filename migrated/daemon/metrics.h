@@ -48,8 +48,10 @@ int migd_metrics_render(struct migd *d, char **out, size_t *len);
  * COMPLETED with an error or a verification failure, as an error (the
  * latter also as a verification failure); CANCELLED is no error.
  * Incoming migrations count nothing. Reads only direction, finished and
- * progress phase, error and verify_failed. The host calls it for every
- * MigInfo a worker reports, before the record takes it.
+ * progress phase, error and verify_failed. For the host: call it with
+ * every MigInfo a worker reports (and a crash that fails a record),
+ * before the record takes it; not with what re-adoption finds (an
+ * earlier daemon counted that).
  */
 void migd_metrics_mig_seen(struct migd *d, const Migd__MigInfo *prev,
 			   const Migd__MigInfo *now);
