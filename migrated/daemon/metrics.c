@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * migd_metrics: Prometheus text over HTTP/1.1 (metrics.h).
+ * migd_metrics: Prometheus text over HTTP/1.1 (metrics.h); the VM, worker
+ * and migration families are metrics_host.c's.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,8 +13,7 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/http_head.h"
 #include "migrated/daemon/metrics.h"
-#include "migrated/daemon/migration.h"
-#include "migrated/daemon/monitor.h"
+#include "migrated/daemon/metrics_priv.h"
 
 #define COMP "migd.metrics"
 #define HEAD_MAX 8192u
@@ -44,14 +44,7 @@ struct scrape {
 
 /* ---- text builder ------------------------------------------------------ */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void __attribute__((format(printf, 2, 3)))
-put(struct buf *b, const char *fmt, ...)
+void migd__mput(struct migd_mbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -84,19 +77,19 @@ put(struct buf *b, const char *fmt, ...)
 	}
 }
 
-static void family(struct buf *b, const char *name, const char *type,
+void migd__mfamily(struct migd_mbuf *b, const char *name, const char *type,
 		   const char *help)
 {
-	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	migd__mput(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Label values: VM names are [A-Za-z0-9._-] (parse.h), peers host:port;
  * escape anyway, as the format requires. */
-static const char *esc(const char *s, char *out, size_t size)
+const char *migd__mesc(const char *s, char *out, size_t size)
 {
 	size_t o = 0;
 
-	for (; *s && o + 3 < size; s++) {
+	for (; s && *s && o + 3 < size; s++) {
 		if (*s == '\\' || *s == '"') {
 			out[o++] = '\\';
 			out[o++] = *s;
@@ -111,266 +104,39 @@ static const char *esc(const char *s, char *out, size_t size)
 	return out;
 }
 
-static const char *const win_label[HV_DR_NR_WINDOWS] = {"1s", "10s", "60s"};
-
-/*
- * One dirty-rate family (pages or bytes per second) for every VM: the
- * monitor's windows, or the running migration's own measurement.
- */
-static void dirty_family(struct migd *d, struct buf *b, struct migd_dr_msg *dm,
-			 const char *name, const char *help, bool bytes)
-{
-	char n[160];
-
-	family(b, name, "gauge", help);
-	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
-		migd_dirty_fill(d, v, dm);
-		esc(v->name, n, sizeof(n));
-		if (dm->s.n_windows == 0) {
-			put(b, "%s{vm=\"%s\",window=\"migration\",source=\"%s\"} "
-			       "%llu\n",
-			    name, n, dm->s.source,
-			    (unsigned long long)(bytes ? dm->s.bytes_per_s
-						       : dm->s.pages_per_s));
-			continue;
-		}
-		for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++)
-			put(b,
-			    "%s{vm=\"%s\",window=\"%s\",source=\"monitor\"} "
-			    "%.1f\n",
-			    name, n, win_label[w],
-			    bytes ? dm->win[w].bytes_per_s
-				  : dm->win[w].pages_per_s);
-	}
-}
-
-static void render_vms(struct migd *d, struct buf *b, struct migd_dr_msg *dm)
-{
-	static const struct {
-		Migd__VmState st;
-		const char *name;
-	} states[] = {
-		{MIGD__VM_STATE__VM_STATE_CREATED, "created"},
-		{MIGD__VM_STATE__VM_STATE_RUNNING, "running"},
-		{MIGD__VM_STATE__VM_STATE_PAUSED, "paused"},
-		{MIGD__VM_STATE__VM_STATE_MIGRATING, "migrating"},
-		{MIGD__VM_STATE__VM_STATE_STOPPED, "stopped"},
-		{MIGD__VM_STATE__VM_STATE_UNRESOLVED, "unresolved"},
-	};
-	char n[160];
-
-	family(b, "migd_vms", "gauge", "VMs owned by this daemon, by state.");
-	for (size_t i = 0; i < HV_ARRAY_SIZE(states); i++) {
-		unsigned c = 0;
-
-		for (struct migd_vm *v = d->reg.head; v; v = v->next)
-			c += migd_vm_api_state(v) == states[i].st;
-		put(b, "migd_vms{state=\"%s\"} %u\n", states[i].name, c);
-	}
-	family(b, "migd_vms_created_total", "counter",
-	       "VMs created through the API since start.");
-	put(b, "migd_vms_created_total %llu\n",
-	    (unsigned long long)d->vms_created);
-
-	dirty_family(d, b, dm, "migd_vm_dirty_pages_per_second",
-		     "Pages dirtied per second (distinct per sample), by window.",
-		     false);
-	dirty_family(d, b, dm, "migd_vm_dirty_bytes_per_second",
-		     "Bytes dirtied per second, by window.", true);
-	family(b, "migd_vm_working_set_pages", "gauge",
-	       "Distinct pages dirtied in the window.");
-	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
-		migd_dirty_fill(d, v, dm);
-		esc(v->name, n, sizeof(n));
-		for (unsigned w = 0; w < dm->s.n_windows; w++)
-			put(b,
-			    "migd_vm_working_set_pages{vm=\"%s\","
-			    "window=\"%s\"} %llu\n",
-			    n, win_label[w],
-			    (unsigned long long)dm->win[w].working_set_pages);
-	}
-	family(b, "migd_vcpu_dirty_pages_per_second", "gauge",
-	       "Per-vCPU dirty pages per second (split estimated from the "
-	       "guest's write counters).");
-	for (struct migd_vm *v = d->reg.head; v; v = v->next) {
-		migd_dirty_fill(d, v, dm);
-		esc(v->name, n, sizeof(n));
-		for (size_t i = 0; i < dm->s.n_vcpus; i++)
-			for (unsigned w = 0; w < HV_DR_NR_WINDOWS; w++)
-				put(b,
-				    "migd_vcpu_dirty_pages_per_second{vm="
-				    "\"%s\",vcpu=\"%zu\",window=\"%s\","
-				    "estimated=\"%s\"} %.1f\n",
-				    n, i, win_label[w],
-				    dm->s.vcpu_split_estimated ? "true"
-							       : "false",
-				    dm->vc_rates[i][w]);
-	}
-}
-
-static void render_migs(struct migd *d, struct buf *b)
-{
-	static const char *const phases[MIG_PHASE_COUNT] = {
-		"invalid", "setup",	"iterate", "switchover",
-		"commit",  "completed", "failed",  "cancelled",
-		"unresolved",
-	};
-	static const struct {
-		const char *name, *type, *help;
-	} fams[] = {
-		{"migd_migration_phase", "gauge",
-		 "1 for the migration's current phase."},
-		{"migd_migration_iteration", "gauge", "Precopy iteration."},
-		{"migd_migration_progress_ratio", "gauge",
-		 "1 - remaining / RAM (1 when completed)."},
-		{"migd_migration_bytes_wire", "counter",
-		 "Bytes on the wire, compressed and framed."},
-		{"migd_migration_pages_sent", "counter", "Pages sent."},
-		{"migd_migration_remaining_bytes", "gauge",
-		 "Dirty bytes left to send."},
-		{"migd_migration_bandwidth_bytes_per_second", "gauge",
-		 "Bandwidth of the last iteration."},
-		{"migd_migration_dirty_bytes_per_second", "gauge",
-		 "Dirty rate the engine measured in the last iteration."},
-		{"migd_migration_downtime_seconds", "gauge",
-		 "Downtime measured by the source (sum of its parts)."},
-		{"migd_migration_guest_downtime_seconds", "gauge",
-		 "Largest heartbeat gap the guest saw."},
-	};
-	char vm[160], peer[300];
-
-	for (size_t f = 0; f < HV_ARRAY_SIZE(fams); f++) {
-		family(b, fams[f].name, fams[f].type, fams[f].help);
-		for (struct migd_mig *m = d->migs; m; m = m->next) {
-			struct mig_progress p;
-			const char *dir =
-				m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING
-					? "outgoing"
-					: "incoming";
-			double v = 0;
-
-			if (m->finished) {
-				p = m->final;
-			} else {
-				pthread_mutex_lock(&m->lock);
-				p = m->latest;
-				pthread_mutex_unlock(&m->lock);
-			}
-			esc(m->vm, vm, sizeof(vm));
-			esc(m->prm.host, peer, sizeof(peer));
-			if (f == 0) {
-				for (unsigned ph = 1; ph < MIG_PHASE_COUNT;
-				     ph++)
-					put(b,
-					    "migd_migration_phase{id=\"%llu\","
-					    "vm=\"%s\",direction=\"%s\","
-					    "phase=\"%s\"} %d\n",
-					    (unsigned long long)m->id, vm, dir,
-					    phases[ph], p.phase == ph);
-				continue;
-			}
-			switch (f) {
-			case 1:
-				v = p.iteration;
-				break;
-			case 2:
-				v = p.phase == MIG_PHASE_COMPLETED ? 1
-				    : p.ram_bytes
-					    ? 1 - (double)p.remaining_bytes /
-							      (double)p
-								      .ram_bytes
-					    : 0;
-				if (v < 0)
-					v = 0;
-				break;
-			case 3:
-				v = (double)p.bytes_wire;
-				break;
-			case 4:
-				v = (double)p.pages_sent;
-				break;
-			case 5:
-				v = (double)p.remaining_bytes;
-				break;
-			case 6:
-				v = (double)p.bandwidth;
-				break;
-			case 7:
-				v = (double)p.dirty_rate;
-				break;
-			case 8:
-				v = p.downtime.total_ns / 1e9;
-				break;
-			case 9:
-				v = p.guest_downtime_ns / 1e9;
-				break;
-			}
-			put(b,
-			    "%s{id=\"%llu\",vm=\"%s\",direction=\"%s\","
-			    "peer=\"%s\"} %.6g\n",
-			    fams[f].name, (unsigned long long)m->id, vm, dir,
-			    peer, v);
-		}
-	}
-	family(b, "migd_migrations", "gauge",
-	       "Migrations known (running and the last finished), by phase.");
-	for (unsigned ph = 1; ph < MIG_PHASE_COUNT; ph++) {
-		unsigned c = 0;
-
-		for (struct migd_mig *m = d->migs; m; m = m->next)
-			c += (m->finished ? m->final.phase : m->latest.phase) ==
-			     ph;
-		put(b, "migd_migrations{phase=\"%s\"} %u\n", phases[ph], c);
-	}
-	family(b, "migd_migration_errors_total", "counter",
-	       "Outgoing migrations that failed (not cancelled).");
-	put(b, "migd_migration_errors_total %llu\n",
-	    (unsigned long long)d->mig_errors);
-	family(b, "migd_migration_unresolved_total", "counter",
-	       "Outgoing migrations whose commit had no answer (source VM "
-	       "kept paused until resolved).");
-	put(b, "migd_migration_unresolved_total %llu\n",
-	    (unsigned long long)d->mig_unresolved);
-	family(b, "migd_migration_verify_failures_total", "counter",
-	       "Outgoing migrations whose post-commit verification found "
-	       "pages that differ (also in migd_migration_errors_total).");
-	put(b, "migd_migration_verify_failures_total %llu\n",
-	    (unsigned long long)d->mig_verify_failures);
-}
-
 int migd_metrics_render(struct migd *d, char **out, size_t *len)
 {
-	struct buf b = {0};
-	struct migd_dr_msg *dm = malloc(sizeof(*dm));
+	struct migd_mbuf b = {0};
 
-	if (!dm)
-		return -ENOMEM;
-	family(&b, "migd_up", "gauge", "1 while the daemon serves.");
-	put(&b, "migd_up 1\n");
-	family(&b, "migd_uptime_seconds", "gauge", "Seconds since start.");
-	put(&b, "migd_uptime_seconds %.3f\n",
-	    (migd_now_ns() - d->start_ns) / 1e9);
-	render_vms(d, &b, dm);
-	render_migs(d, &b);
-	family(&b, "migd_rpc_connections", "gauge",
-	       "Open control connections (Unix and TLS).");
-	put(&b, "migd_rpc_connections %u\n", d->srv.nr_conns);
-	family(&b, "migd_rpc_requests_total", "counter",
-	       "Control requests served.");
-	put(&b, "migd_rpc_requests_total %llu\n",
-	    (unsigned long long)d->srv.requests);
-	family(&b, "migd_rpc_tls_refused_total", "counter",
-	       "TLS handshakes refused (no, foreign or expired certificate).");
-	put(&b, "migd_rpc_tls_refused_total %llu\n",
-	    (unsigned long long)d->srv.tls_refused);
-	family(&b, "migd_rpc_timeouts_total", "counter",
-	       "TCP control connections closed by a deadline: before the TLS "
-	       "handshake completed, or idle without a subscription.");
-	put(&b, "migd_rpc_timeouts_total{kind=\"handshake\"} %llu\n",
-	    (unsigned long long)d->srv.handshake_timeouts);
-	put(&b, "migd_rpc_timeouts_total{kind=\"idle\"} %llu\n",
-	    (unsigned long long)d->srv.idle_timeouts);
-	free(dm);
+	migd__mfamily(&b, "migd_up", "gauge", "1 while the daemon serves.");
+	migd__mput(&b, "migd_up 1\n");
+	migd__mfamily(&b, "migd_uptime_seconds", "gauge",
+		      "Seconds since start.");
+	migd__mput(&b, "migd_uptime_seconds %.3f\n",
+		   (migd_now_ns() - d->start_ns) / 1e9);
+	migd__metrics_vms(d, &b);
+	migd__metrics_workers(d, &b);
+	migd__metrics_migs(d, &b);
+	migd__mfamily(&b, "migd_rpc_connections", "gauge",
+		      "Open control connections (Unix and TLS).");
+	migd__mput(&b, "migd_rpc_connections %u\n", d->srv.nr_conns);
+	migd__mfamily(&b, "migd_rpc_requests_total", "counter",
+		      "Control requests served.");
+	migd__mput(&b, "migd_rpc_requests_total %llu\n",
+		   (unsigned long long)d->srv.requests);
+	migd__mfamily(&b, "migd_rpc_tls_refused_total", "counter",
+		      "TLS handshakes refused (no, foreign or expired "
+		      "certificate).");
+	migd__mput(&b, "migd_rpc_tls_refused_total %llu\n",
+		   (unsigned long long)d->srv.tls_refused);
+	migd__mfamily(&b, "migd_rpc_timeouts_total", "counter",
+		      "TCP control connections closed by a deadline: before "
+		      "the TLS handshake completed, or idle without a "
+		      "subscription.");
+	migd__mput(&b, "migd_rpc_timeouts_total{kind=\"handshake\"} %llu\n",
+		   (unsigned long long)d->srv.handshake_timeouts);
+	migd__mput(&b, "migd_rpc_timeouts_total{kind=\"idle\"} %llu\n",
+		   (unsigned long long)d->srv.idle_timeouts);
 	if (b.oom) {
 		free(b.p);
 		return -ENOMEM;

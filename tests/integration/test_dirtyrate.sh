@@ -48,7 +48,9 @@ sample = re.compile(r'^(%s)(\{%s(?:,%s)*\})? (-?[0-9.e+\-]+|NaN|[+-]Inf)$' % (na
 typed, seen_fams, cur = {}, set(), None
 need = {"migd_vms", "migd_vm_dirty_pages_per_second",
         "migd_vcpu_dirty_pages_per_second", "migd_vm_working_set_pages",
-        "migd_rpc_requests_total", "migd_migration_errors_total"}
+        "migd_rpc_requests_total", "migd_migration_errors_total",
+        "migd_workers", "migd_vm_worker_info", "migd_vm_crashes_total",
+        "migd_workers_adopted_total", "migd_workers_spawned_total"}
 lines = open(sys.argv[1]).read().splitlines()
 for i, l in enumerate(lines, 1):
     if l.startswith("# HELP "):
@@ -70,6 +72,55 @@ assert not missing, missing
 vals = [l for l in lines if l.startswith('migd_vm_dirty_pages_per_second{vm="w",window="1s"')]
 assert vals and float(vals[0].rsplit(" ", 1)[1]) > 0, vals
 print("  %d lines, %d families" % (len(lines), len(typed)))
+PYEOF
+# The values: the VM's dirty rates come from its worker (the daemon runs
+# no VM), per window and per vCPU, and the worker is the one vm list names.
+expect_rc 0 "vm list" ctl --json vm list
+WPID=$(echo "$LAST_OUT" | jq -r '.vms[] | select(.name == "w") | .worker_pid')
+WID=$(echo "$LAST_OUT" | jq -r '.vms[] | select(.name == "w") | .worker_id')
+"$PY" - "$TMP/metrics.txt" "$WPID" "$WID" <<'PYEOF' && ok "metrics values" || fail "metrics values"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+pid, wid = sys.argv[2], sys.argv[3]
+def series(name):
+    out = {}
+    for l in lines:
+        m = re.match(r'^%s(\{(.*)\})? (\S+)$' % re.escape(name), l)
+        if m:
+            labs = dict(re.findall(r'([a-z_]+)="([^"]*)"', m.group(2) or ""))
+            out[tuple(sorted(labs.items()))] = float(m.group(3))
+    return out
+def get(name, **labs):
+    return series(name).get(tuple(sorted(labs.items())))
+assert get("migd_workers") == 1, series("migd_workers")
+assert get("migd_workers_spawned_total") == 1
+assert get("migd_workers_adopted_total") == 0
+assert get("migd_vm_crashes_total") == 0
+assert get("migd_vms", state="running") == 1, series("migd_vms")
+assert get("migd_vm_worker_info", vm="w", pid=pid, worker=wid) == 1, \
+    (pid, wid, series("migd_vm_worker_info"))
+# 2 vCPUs at 2500 pages/s, 10000 since set-rate 1.5 s before the scrape.
+for win in ("1s", "10s", "60s"):
+    pg = get("migd_vm_dirty_pages_per_second", vm="w", window=win,
+             source="monitor")
+    by = get("migd_vm_dirty_bytes_per_second", vm="w", window=win,
+             source="monitor")
+    ws = get("migd_vm_working_set_pages", vm="w", window=win)
+    assert pg is not None and by is not None and ws is not None, win
+    assert 2500 <= pg <= 30000, (win, pg)
+    assert abs(by - pg * 4096) <= 0.1 * 4096 + 1, (win, pg, by)
+    assert ws >= pg * 0.5, (win, ws, pg)
+    vc = [v for k, v in series("migd_vcpu_dirty_pages_per_second").items()
+          if ("vm", "w") in k and ("window", win) in k]
+    assert len(vc) == 2 and all(v > 0 for v in vc), (win, vc)
+    assert abs(sum(vc) - pg) <= 0.1 * pg + 1, (win, vc, pg)
+pg1 = get("migd_vm_dirty_pages_per_second", vm="w", window="1s",
+          source="monitor")
+pg60 = get("migd_vm_dirty_pages_per_second", vm="w", window="60s",
+           source="monitor")
+# The 1 s window saw the faster rate; the 60 s one mostly the slower.
+assert pg1 > 1.3 * pg60, (pg1, pg60)
+print("  worker pid %s, 1s %.0f pages/s, 60s %.0f pages/s" % (pid, pg1, pg60))
 PYEOF
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$MPORT/nope")
 [ "$code" = 404 ] && ok "other paths: 404" || fail "other path gave $code"
