@@ -151,6 +151,7 @@ static void h_set_workload(struct migd_call *call)
 static void created(struct migd_worker *w, Migd__Response *resp, struct fwd *f)
 {
 	if (resp_ok(resp) && resp->result_case == MIGD__RESPONSE__RESULT_VM) {
+		w->d->vms_created++;
 		migd__host_set_info(w, resp->vm);
 		return;
 	}

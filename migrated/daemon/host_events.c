@@ -11,6 +11,7 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
 #include "migrated/daemon/host_priv.h"
+#include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/server.h"
 
@@ -157,14 +158,21 @@ void migd__host_vm_crashed(struct migd_worker *w)
 	migd_server_publish(&w->d->srv, &ev, w->name, 0, false);
 	/* Migrations it ran and did not finish ended with it. */
 	for (struct migd_hmig *m = w->d->host->migs; m; m = m->next) {
+		Migd__MigInfo was;
+		Migd__MigProgress was_p;
+
 		if (m->wid != w->wid || m->finished || !m->info ||
 		    !m->info->progress)
 			continue;
+		was = *m->info;
+		was_p = *m->info->progress;
+		was.progress = &was_p;
 		m->info->progress->phase = MIGD__MIG_PHASE__MIG_PHASE_FAILED;
 		m->info->finished = true;
 		m->finished = true;
 		free(m->info->progress->message);
 		m->info->progress->message = strdup(w->exit_reason);
+		migd_metrics_mig_seen(w->d, &was, m->info);
 	}
 }
 
@@ -214,6 +222,8 @@ void migd__host_event(struct migd_worker *w, const Migd__Event *ev_in)
 		if (!mi)
 			break;
 		mig_id = mi->id;
+		m = migd_hmig_find(d, mi->id, NULL);
+		migd_metrics_mig_seen(d, m ? m->info : NULL, mi);
 		m = migd_hmig_add(d, mi->id, w->wid, mi);
 		final = m && m->info && m->info->finished;
 		if (mi->direction == MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING &&

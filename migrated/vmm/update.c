@@ -142,8 +142,8 @@ void migd_call_worker_handover(struct migd_call *call)
 	ret = migd_handover_offer(fd, v->vm, meta, meta_len, timeout, &t);
 	free(meta);
 	if (!ret) {
-		ret = hv_vm_pause(v->vm);
 		t.paused_at_ns = now_ns();
+		ret = hv_vm_pause(v->vm);
 		paused = !ret;
 		if (!ret)
 			ret = migd_handover_commit(fd, v->vm, timeout, &t);
