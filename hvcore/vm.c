@@ -2,7 +2,8 @@
 /*
  * hv_vm: generic VM object over an accelerator ops table (see vm.h).
  * Guest memory, memslots and their dirty bitmaps, vCPU life cycle, the
- * workload ABI pages and the composed VM state live here; no ioctls.
+ * workload ABI pages live here, the composed VM state in vm_state.c; no
+ * ioctls.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -17,7 +18,6 @@
 #include "hvcore/memslots.h"
 #include "hvcore/vcpu.h"
 #include "hvcore/vm.h"
-#include "proto/vmstate.pb-c.h"
 
 #ifdef HV_HAVE_KVM
 #include "hvcore/kvm/kvm.h"
@@ -25,11 +25,6 @@
 #ifdef HV_HAVE_SOFT
 #include "hvcore/soft/soft.h"
 #endif
-
-#define VMSTATE_MAGIC 0x54534d48u /* "HMST" */
-#define VMSTATE_VERSION 1u
-/* Decode limit: 64 vCPUs with XSAVE areas of a few KiB and MSR lists. */
-#define VMSTATE_MAX_BYTES (8u << 20)
 
 static const struct hv_accel_ops *const accel_ops[HV_ACCEL_COUNT] = {
 #ifdef HV_HAVE_KVM
@@ -747,130 +742,4 @@ const volatile struct hv_wl_status *hv_vm_wl_status(struct hv_vm *vm,
 	return hv_vm_gpa_to_hva(
 		vm, HV_WL_STATUS_GPA + idx * sizeof(struct hv_wl_status),
 		sizeof(struct hv_wl_status));
-}
-
-/* ---- state ---------------------------------------------------------- */
-
-static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static uint64_t state_digest(const ProtobufCBinaryData *vm,
-			     const ProtobufCBinaryData *vcpus, size_t n)
-{
-	uint64_t h = fnv1a(0xcbf29ce484222325ULL, vm->data, vm->len);
-
-	for (size_t i = 0; i < n; i++)
-		h = fnv1a(h, vcpus[i].data, vcpus[i].len);
-	return h;
-}
-
-static bool state_allowed(struct hv_vm *vm)
-{
-	enum hv_vm_state s = hv_vm_get_state(vm);
-
-	return s == HV_VM_CREATED || s == HV_VM_PAUSED;
-}
-
-int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
-{
-	Hvstate__VmState msg = HVSTATE__VM_STATE__INIT;
-	uint32_t n = vm->cfg.nr_vcpus;
-	struct hv_blob vb = {0};
-	struct hv_blob *cb;
-	ProtobufCBinaryData *bins;
-	size_t len;
-	int ret = 0;
-
-	if (!state_allowed(vm))
-		return -EBUSY;
-	cb = calloc(n, sizeof(*cb));
-	bins = calloc(n, sizeof(*bins));
-	if (!cb || !bins) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = vm->ops->vm_state_save(vm, &vb);
-	for (uint32_t i = 0; i < n && !ret; i++)
-		ret = vm->ops->vcpu_state_save(vm->vcpus[i], &cb[i]);
-	if (ret)
-		goto out;
-	msg.magic = VMSTATE_MAGIC;
-	msg.version = VMSTATE_VERSION;
-	msg.accel = vm->cfg.accel == HV_ACCEL_KVM ? HVSTATE__ACCEL__ACCEL_KVM
-						  : HVSTATE__ACCEL__ACCEL_SOFT;
-	msg.nr_vcpus = n;
-	msg.mem_bytes = vm->cfg.mem_bytes;
-	msg.vm.data = vb.data;
-	msg.vm.len = vb.len;
-	for (uint32_t i = 0; i < n; i++) {
-		bins[i].data = cb[i].data;
-		bins[i].len = cb[i].len;
-	}
-	msg.n_vcpus = n;
-	msg.vcpus = bins;
-	msg.digest = state_digest(&msg.vm, bins, n);
-	len = hvstate__vm_state__get_packed_size(&msg);
-	out->data = malloc(len ? len : 1);
-	if (!out->data) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	out->len = hvstate__vm_state__pack(&msg, out->data);
-out:
-	free(vb.data);
-	for (uint32_t i = 0; cb && i < n; i++)
-		free(cb[i].data);
-	free(cb);
-	free(bins);
-	if (ret)
-		hv_err("vm", "vm=%p op=state_save err=%d", (void *)vm, ret);
-	return ret;
-}
-
-int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
-{
-	Hvstate__VmState *msg;
-	int ret = 0;
-
-	if (!state_allowed(vm))
-		return -EBUSY;
-	if (!in->len || in->len > VMSTATE_MAX_BYTES)
-		return -EINVAL;
-	msg = hvstate__vm_state__unpack(NULL, in->len, in->data);
-	if (!msg)
-		return -EINVAL;
-	if (msg->magic != VMSTATE_MAGIC ||
-	    (msg->version != VMSTATE_VERSION &&
-	     msg->version != VMSTATE_VERSION - 1) ||
-	    msg->version == 0 || msg->nr_vcpus != vm->cfg.nr_vcpus ||
-	    msg->n_vcpus != vm->cfg.nr_vcpus ||
-	    msg->mem_bytes != vm->cfg.mem_bytes ||
-	    msg->accel != (vm->cfg.accel == HV_ACCEL_KVM
-				   ? HVSTATE__ACCEL__ACCEL_KVM
-				   : HVSTATE__ACCEL__ACCEL_SOFT) ||
-	    msg->digest != state_digest(&msg->vm, msg->vcpus, msg->n_vcpus)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	{
-		struct hv_blob b = {msg->vm.data, msg->vm.len};
-
-		ret = vm->ops->vm_state_restore(vm, &b);
-	}
-	for (uint32_t i = 0; i < msg->n_vcpus && !ret; i++) {
-		struct hv_blob b = {msg->vcpus[i].data, msg->vcpus[i].len};
-
-		ret = vm->ops->vcpu_state_restore(vm->vcpus[i], &b);
-	}
-out:
-	hvstate__vm_state__free_unpacked(msg, NULL);
-	if (ret)
-		hv_err("vm", "vm=%p op=state_restore err=%d", (void *)vm, ret);
-	return ret;
 }

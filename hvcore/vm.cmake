@@ -6,6 +6,7 @@
 # libraries on the link line.
 add_library(hvcore_vm STATIC
 	${CMAKE_CURRENT_SOURCE_DIR}/vm.c
+	${CMAKE_CURRENT_SOURCE_DIR}/vm_state.c
 	${CMAKE_CURRENT_SOURCE_DIR}/vcpu.c
 	${CMAKE_CURRENT_SOURCE_DIR}/guest_mem.c
 	${CMAKE_CURRENT_SOURCE_DIR}/dirtyrate.c)

@@ -399,6 +399,7 @@ static void sender_resumes_after(enum relay_mode mode, int want_err,
 	struct migd_handover_times t = { 0 };
 	struct relay rl = { .mode = mode };
 	struct hv_vm *vm;
+	uint8_t *ram;
 	struct meta m;
 	pthread_t th;
 	int s[2], r[2], ret;
@@ -414,6 +415,9 @@ static void sender_resumes_after(enum relay_mode mode, int want_err,
 	rl.r = r[0];
 	vm = paused_vm(HV_ACCEL_SOFT, &m);
 	CU_ASSERT_FATAL(vm != NULL);
+	ram = malloc(MEM);
+	CU_ASSERT_FATAL(ram != NULL);
+	memcpy(ram, hv_vm_gpa_to_hva(vm, 0, MEM), MEM);
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, relay_thread, &rl) == 0);
 	ret = migd_handover_send(s[0], vm, &m, sizeof(m), TMO, &t);
 	pthread_join(th, NULL);
@@ -422,6 +426,9 @@ static void sender_resumes_after(enum relay_mode mode, int want_err,
 	if (!strstr(t.error, want_why))
 		fprintf(stderr, "error: %d \"%s\"\n", ret, t.error);
 	CU_ASSERT_EQUAL(child_status(pid), CHILD_OK);
+	/* The receiver never ran the guest: not a byte of RAM changed. */
+	CU_ASSERT_EQUAL(memcmp(hv_vm_gpa_to_hva(vm, 0, MEM), ram, MEM), 0);
+	free(ram);
 	/* Still ours and paused: it resumes and keeps its stamps. */
 	CU_ASSERT_EQUAL(hv_vm_get_state(vm), HV_VM_PAUSED);
 	CU_ASSERT_EQUAL(hv_vm_resume(vm), 0);
