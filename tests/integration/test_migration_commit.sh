@@ -2,7 +2,7 @@
 # The commit handshake between real daemons, with a message lost or a
 # daemon killed at an exact step (MIGRATED_FAULTPOINTS, one daemon at a
 # time; migrated/mig/faultpoint.h):
-#   1. destination killed when the Commit arrives (dst.commit=kill): no
+#   1. destination (its worker) killed when the Commit arrives (dst.commit=kill): no
 #      word reaches the source -> UNRESOLVED, migrate-send exits 6, the VM
 #      paused on the source; resolve --resume-source runs it again;
 #   2. Resumed lost (dst.resumed.send=drop): the destination runs the VM
@@ -111,9 +111,16 @@ migrate k1
 	fail "k1: migrate-send exit $SEND_RC: $(tail -5 "$TMP/k1.out")"
 grep -q "resolve" "$TMP/k1.out" && ok "k1: the report says how to resolve" ||
 	fail "k1: report: $(cat "$TMP/k1.out")"
+# The fault kills the process that runs the migration: the destination's
+# worker. Its daemon lives on and reports that worker's migration failed;
+# it never had the VM.
+dworkers() { pgrep -f -- "migrated-vmm .*--state-dir $TMP/dst1/" || true; }
+for _ in $(seq 50); do [ -z "$(dworkers)" ] && break; sleep 0.1; done
+[ -z "$(dworkers)" ] && ok "k1: destination worker died at dst.commit" ||
+	fail "k1: destination worker still alive: $(dworkers)"
+SOCK=$DST expect_rc 3 "k1: the destination has no k1" ctl vm inspect k1
+kill -9 "$DST_PID" 2>/dev/null
 wait "$DST_PID" 2>/dev/null
-kill -0 "$DST_PID" 2>/dev/null && fail "k1: destination still alive" ||
-	ok "k1: destination died at dst.commit"
 DST=
 [ "$(state "$SRC" k1)" = VM_STATE_UNRESOLVED ] && ok "k1: source VM unresolved" ||
 	fail "k1: source VM state $(state "$SRC" k1)"
@@ -170,10 +177,14 @@ grep -q "no commit within" "$TMP/c2.out" && ok "c2: the destination's reason is 
 SOCK=$DST expect_rc 3 "c2: the destination holds no c2" ctl vm inspect c2
 
 
-# 4. A page changed behind the engine's back after the Ack. The source
-#    daemon of step 3, whose only VM is then v4: its memfd is the one.
+# 4. A page changed behind the engine's back after the Ack. A source
+#    daemon of its own (fault points count per worker process, and each
+#    VM has its own); v4's worker process holds its memfd.
 SOCK=$SRC expect_rc 0 "v4: c2 destroyed" ctl vm destroy c2
+src_daemon src4 "src.acked@1=sleep:1000"
+dst_daemon dst4 ""
 guest v4
+spid=$(SOCK=$SRC ctl --json vm inspect v4 | jq -r .info.worker_pid)
 port=$("$RECV" --socket "$DST" --name v4 127.0.0.1:0) || fail "migrate-recv v4: $port"
 "$SEND" --socket "$SRC" --json v4 "127.0.0.1:$port" >"$TMP/v4.out" 2>&1 &
 sp=$!
@@ -181,7 +192,6 @@ for _ in $(seq 100); do
 	[ "$(grep -c 'op=faultpoint name=src.acked action=sleep' "$SRC_LOG")" -ge 1 ] && break
 	sleep 0.02
 done
-spid=$(pgrep -f -- "--state-dir $TMP/src3 " | head -1)
 fd=$(ls -l /proc/"$spid"/fd 2>/dev/null | awk '/memfd:hv-guest-ram/ { print $9; exit }')
 if [ -n "$fd" ] &&
 	printf 'changed after the ack' | dd of=/proc/"$spid"/fd/"$fd" bs=4096 \
