@@ -53,9 +53,12 @@ accel=kvm
 [ -r /dev/kvm ] && [ -w /dev/kvm ] || accel=soft
 
 # start NAME LISTEN: one daemon, its own state dir and migration port.
+# Each VM runs in its own worker process; --stop-vms: the demo's SIGTERM
+# takes the VMs along (by default they outlive the daemon).
 start() {
 	"$MIGRATED" --state-dir "$TMP/$1" --dev-tls --tls-dir "$TMP/tls" \
 		--accel "$accel" --migration-listen "$2" --log-level info \
+		--stop-vms \
 		>"$TMP/$1.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 100); do
