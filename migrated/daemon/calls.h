@@ -8,6 +8,8 @@
 #ifndef MIGD_CALLS_H
 #define MIGD_CALLS_H
 
+#include <stdbool.h>
+
 #include "migrated/daemon/registry.h"
 #include "migrated/daemon/server.h"
 
@@ -35,6 +37,11 @@ void migd_call_converge_estimate(struct migd_call *call);
 void migd_call_vm_set_workload(struct migd_call *call);
 /* calls_check.c: the page-stamp oracle over one VM. */
 void migd_call_vm_check(struct migd_call *call);
+
+/* A MigRef names something (else the call fails INVALID_ARGUMENT);
+ * fail the call NOT_FOUND for @r. (calls_mig.c, host_calls.c) */
+bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r);
+void migd_mig_ref_missing(struct migd_call *call, const Migd__MigRef *r);
 
 /* A VmInfo of @v in @call's arena (NULL: call failed). */
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);

@@ -170,26 +170,35 @@ void migd_call_mig_start(struct migd_call *call)
 	call->resp->mig_start = res;
 }
 
+bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r)
+{
+	if (r && (r->id || (r->vm && *r->vm)))
+		return true;
+	migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+		       "migration id or VM name missing");
+	return false;
+}
+
+void migd_mig_ref_missing(struct migd_call *call, const Migd__MigRef *r)
+{
+	if (r->id)
+		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
+			       "no migration %llu", (unsigned long long)r->id);
+	else
+		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
+			       "no migration of VM '%s'", r->vm);
+}
+
 /* Resolve a MigRef; fails the call when it names nothing. */
 static struct migd_mig *ref_mig(struct migd_call *call, const Migd__MigRef *r)
 {
 	struct migd_mig *m;
 
-	if (!r || (!r->id && (!r->vm || !*r->vm))) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "migration id or VM name missing");
+	if (!migd_mig_ref_check(call, r))
 		return NULL;
-	}
 	m = migd_mig_find(call->d, r->id, r->vm);
-	if (!m) {
-		if (r->id)
-			migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-				       "no migration %llu",
-				       (unsigned long long)r->id);
-		else
-			migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-				       "no migration of VM '%s'", r->vm);
-	}
+	if (!m)
+		migd_mig_ref_missing(call, r);
 	return m;
 }
 

@@ -464,21 +464,11 @@ static struct migd_hmig *ref_hmig(struct migd_call *call,
 {
 	struct migd_hmig *m;
 
-	if (!r || (!r->id && (!r->vm || !*r->vm))) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "migration id or VM name missing");
+	if (!migd_mig_ref_check(call, r))
 		return NULL;
-	}
 	m = migd_hmig_find(call->d, r->id, r->vm);
-	if (!m) {
-		if (r->id)
-			migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-				       "no migration %llu",
-				       (unsigned long long)r->id);
-		else
-			migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-				       "no migration of VM '%s'", r->vm);
-	}
+	if (!m)
+		migd_mig_ref_missing(call, r);
 	return m;
 }
 
