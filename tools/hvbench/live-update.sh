@@ -44,8 +44,9 @@ DPID=$!
 for _ in $(seq 100); do [ -S "$TMP/s/control.sock" ] && break; sleep 0.05; done
 ctl() { "$CTL" --socket "$TMP/s/control.sock" "$@"; }
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-max() { sort -n | tail -1; }
+# ns in, ms out (awk: no integer overflow, no exponent for bc to choke on)
+median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", ((NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2) / 1e6}'; }
+max() { sort -n | tail -1 | awk '{printf "%.2f", $1 / 1e6}'; }
 
 printf '%-6s %-5s %4s | %12s %12s | %10s %11s | %11s | %s\n' SIZE ACCEL RUNS \
 	"PAUSE med" "PAUSE max" "SAVE med" "RESTORE med" "CALL med" \
@@ -77,10 +78,8 @@ for size in $SIZES; do
 	sm=$(cut -d' ' -f2 "$TMP/runs" | median)
 	rm_=$(cut -d' ' -f3 "$TMP/runs" | median)
 	tm=$(cut -d' ' -f4 "$TMP/runs" | median)
-	printf '%-6s %-5s %4s | %9.2f ms %9.2f ms | %7.2f ms %8.2f ms | %8.1f ms | %.1f ms / %s\n' \
-		"$size" "$ACCEL" "$RUNS" "$(bc -l <<<"$pm/1000000")" \
-		"$(bc -l <<<"$px/1000000")" "$(bc -l <<<"$sm/1000000")" \
-		"$(bc -l <<<"$rm_/1000000")" "$(bc -l <<<"$tm/1000000")" \
-		"$(bc -l <<<"$gap/1000")" "${chk:-?}"
+	printf '%-6s %-5s %4s | %9s ms %9s ms | %7s ms %8s ms | %8s ms | %s ms / %s\n' \
+		"$size" "$ACCEL" "$RUNS" "$pm" "$px" "$sm" "$rm_" "$tm" \
+		"$(awk -v g="$gap" 'BEGIN {printf "%.1f", g / 1000}')" "${chk:-?}"
 	ctl vm destroy "$vm" >/dev/null
 done
