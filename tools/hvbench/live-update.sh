@@ -5,9 +5,10 @@
 # times through one daemon. Per update: the vCPU pause (old worker's
 # pause until the new worker's vCPUs run: nothing else can run the guest
 # in between), the state save and restore, the whole call (new worker
-# started, VM created over the memfd, handover); after the runs, the
-# largest gap between two write batches the guest itself saw (its TSC,
-# kept in guest memory) and `vm check` of every page. Prints a table.
+# started, VM created over the memfd, handover); the largest gap between
+# two write batches the guest itself saw (its TSC, kept in guest memory,
+# since boot) before the first update and after the last, and `vm check`
+# of every page. Prints a table.
 # Not a test: a benchmark (docs/benchmarks.md, "Local live update").
 #
 # usage: tools/hvbench/live-update.sh [BUILD_DIR]   (build/release)
@@ -50,7 +51,7 @@ max() { sort -n | tail -1 | awk '{printf "%.2f", $1 / 1e6}'; }
 
 printf '%-6s %-5s %4s | %12s %12s | %10s %11s | %11s | %s\n' SIZE ACCEL RUNS \
 	"PAUSE med" "PAUSE max" "SAVE med" "RESTORE med" "CALL med" \
-	"guest max gap / check"
+	"guest max gap before -> after / check"
 for size in $SIZES; do
 	vm=u$size
 	ctl vm create "$vm" --accel "$ACCEL" --mem "$size" --vcpus "$VCPUS" \
@@ -64,6 +65,7 @@ for size in $SIZES; do
 	[ "${p:-0}" -ge 1 ] || { echo "$vm: not populated after 600 s" >&2; exit 1; }
 	ctl vm set-rate "$vm" "$RATE" >/dev/null
 	sleep 1
+	gap0=$(ctl --json vm inspect "$vm" | jq '[.vcpus[].guest_max_gap_us] | max')
 	: >"$TMP/runs"
 	for _ in $(seq "$RUNS"); do
 		ctl --json vm update "$vm" |
@@ -80,6 +82,6 @@ for size in $SIZES; do
 	tm=$(cut -d' ' -f4 "$TMP/runs" | median)
 	printf '%-6s %-5s %4s | %9s ms %9s ms | %7s ms %8s ms | %8s ms | %s ms / %s\n' \
 		"$size" "$ACCEL" "$RUNS" "$pm" "$px" "$sm" "$rm_" "$tm" \
-		"$(awk -v g="$gap" 'BEGIN {printf "%.1f", g / 1000}')" "${chk:-?}"
+		"$(awk -v a="$gap0" -v g="$gap" 'BEGIN {printf "%.1f -> %.1f", a / 1000, g / 1000}')" "${chk:-?}"
 	ctl vm destroy "$vm" >/dev/null
 done
