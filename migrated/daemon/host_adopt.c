@@ -200,6 +200,18 @@ static void adopt_one(struct migd *d, const char *path)
 		return;
 	}
 	if (!worker_alive(&r)) {
+		uint64_t st = 0;
+
+		if (kill(r.pid, 0) == 0 &&
+		    !migd__proc_start_time(r.pid, &st) &&
+		    st != r.start_time)
+			hv_warn(COMP, "event=record_not_adopted wid=%llu pid=%d "
+				      "why=\"pid %d is another process now "
+				      "(start time %llu, the worker's was "
+				      "%llu): the pid was recycled\"",
+				(unsigned long long)r.wid, r.pid, r.pid,
+				(unsigned long long)st,
+				(unsigned long long)r.start_time);
 		load_outcome(d, &r);
 		if (r.vm[0]) {
 			/* It ran a VM and is gone: report, keep the record. */
