@@ -27,11 +27,12 @@ TLS=(--dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL")
 # The largest heartbeat gap a guest may show across a daemon's death and
 # re-adoption. The guests beat every 2 ms (--heartbeat-us 2000); the
 # daemon is not on the path (its worker counts the beats), so any gap is
-# scheduling: the ASan build, two cores shared with other builds and
-# tests, a vCPU thread preempted. 200 ms is tens of scheduler slices: a
-# guest that stopped while no daemon ran, or was paused for re-adoption,
-# shows at least the 1.5 s the daemon stays dead.
-MAX_GAP_US=${MIGD_IT_MAX_GAP_US:-200000}
+# scheduling: the ASan build, four vCPU threads and the daemons' start-up
+# on two cores shared with other builds. Measured there at load average
+# 12: 40-60 ms typical, spikes to 210 ms. 500 ms stays clear of those and
+# well below the 1.5 s the daemon stays dead: a guest that stopped while
+# no daemon ran shows at least that.
+MAX_GAP_US=${MIGD_IT_MAX_GAP_US:-500000}
 DEAD_S=1.5
 
 vm_json() { ctl --json vm inspect "$1" 2>/dev/null; }
@@ -61,12 +62,12 @@ wait_log() {
 	return 1
 }
 
-# guest NAME [MEM]: a VM whose vCPUs sweep their regions with stamped
-# pages (vm check verifies them) and beat every 2 ms.
+# guest NAME [ACCEL]: a 64 MiB VM whose vCPUs sweep their regions with
+# stamped pages (vm check verifies them) and beat every 2 ms.
 guest() {
-	expect_rc 0 "create $1" ctl vm create "$1" --mem "${2:-64M}" \
+	expect_rc 0 "create $1 (${2:-$ACCEL})" ctl vm create "$1" --mem 64M \
 		--vcpus 2 --pattern sweep --content stamp --rate 5000 \
-		--heartbeat-us 2000
+		--heartbeat-us 2000 --accel "${2:-$ACCEL}"
 }
 
 # kill_daemon PID: SIGKILL a daemon and reap it.
@@ -185,8 +186,9 @@ if [ "$(ctl --json ping | jq -r .engine)" != true ]; then
 	echo "SKIP: migration engine not built"
 	exit 77
 fi
+# With KVM, w2 runs on the soft accelerator: both survive their daemon.
 guest w1
-guest w2
+guest w2 soft
 sleep 1
 P1=$(vm_pid w1)
 P2=$(vm_pid w2)
