@@ -133,6 +133,20 @@ start_send() {
 	ok "$1: migration $MIG_ID iterating, $sent pages sent, when the fault comes"
 }
 
+# send_fails DESC NAME: migrate-send (SP) exits non-zero within 30 s.
+send_fails() {
+	local rc
+	for _ in $(seq 300); do alive "$SP" || break; sleep 0.1; done
+	if alive "$SP"; then
+		fail "$1: migrate-send still runs 30 s after the fault"
+		kill "$SP"
+	fi
+	wait "$SP"
+	rc=$?
+	[ $rc -ne 0 ] && ok "$1: migrate-send fails (rc=$rc)" ||
+		fail "$1: migrate-send exited 0: $(cat "$TMP/$2.out")"
+}
+
 # runs_on_source NAME DESC: RUNNING on $SRC, its guest writing.
 runs_on_source() {
 	local state s1 s2
@@ -321,10 +335,7 @@ sleep 0.5
 PO=$(vm_pid o1)
 if start_send o1; then
 	kill_daemon "$SRC_PID"
-	wait "$SP"
-	rc=$?
-	[ $rc -ne 0 ] && ok "3: migrate-send fails (rc=$rc)" ||
-		fail "3: migrate-send exited 0: $(cat "$TMP/o1.out")"
+	send_fails 3 o1
 	wait_log "$TMP/src.log" \
 		"event=migration_cancelled mig=$MIG_ID why=\"daemon gone\"" && ok "3: the orphaned worker cancelled it" ||
 		fail "3: no cancel in the worker's log"
@@ -349,10 +360,7 @@ sleep 0.5
 if start_send i1; then
 	dw=$(pgrep -f -- "migrated-vmm .*--state-dir $TMP/dst4 " | head -1)
 	kill_daemon "$DST_PID"
-	wait "$SP"
-	rc=$?
-	[ $rc -ne 0 ] && ok "4: migrate-send fails (rc=$rc)" ||
-		fail "4: migrate-send exited 0: $(cat "$TMP/i1.out")"
+	send_fails 4 i1
 	runs_on_source i1 "4"
 	check_clean "$SRC" i1 "4: i1 on the source"
 	for _ in $(seq 50); do alive "$dw" || break; sleep 0.1; done
