@@ -205,10 +205,11 @@ static void adopt_one(struct migd *d, const char *path)
 		if (kill(r.pid, 0) == 0 &&
 		    !migd__proc_start_time(r.pid, &st) &&
 		    st != r.start_time)
-			hv_warn(COMP, "event=record_not_adopted wid=%llu pid=%d "
-				      "why=\"pid %d is another process now "
-				      "(start time %llu, the worker's was "
-				      "%llu): the pid was recycled\"",
+			hv_warn(COMP,
+				"event=record_not_adopted wid=%llu pid=%d "
+				"why=\"pid %d is another process now (start "
+				"time %llu, the worker's was %llu): the pid "
+				"was recycled\"",
 				(unsigned long long)r.wid, r.pid, r.pid,
 				(unsigned long long)st,
 				(unsigned long long)r.start_time);

@@ -248,14 +248,17 @@ S2b=$(seq_sum w2)
 	fail "1: seq: w1 $S1 -> $S1b, w2 $S2 -> $S2b"
 want=$(((H1 - H0) * DEAD_MS * 1000000 / (T1 - T0) / 2))
 [ $((H1b - H1)) -ge "$want" ] &&
-	ok "1: w1 beat $((H1b - H1)) times in ${DEAD_MS} ms without a daemon (>= $want)" ||
+	ok "1: w1 beat $((H1b - H1)) times in ${DEAD_MS} ms without a" \
+		"daemon (>= $want)" ||
 	fail "1: w1 beat $((H1b - H1)) times in ${DEAD_MS} ms (wanted >= $want)"
 for v in w1 w2; do
 	gap=$(vm_json "$v" | jq '[.vcpus[].max_heartbeat_gap_us] | max')
 	age=$(vm_json "$v" | jq '[.vcpus[].last_heartbeat_age_ms] | max')
 	[ "$gap" -lt "$MAX_GAP_US" ] && [ "$age" -lt $((MAX_GAP_US / 1000)) ] &&
-		ok "1: $v: largest heartbeat gap ${gap} us, last beat ${age} ms ago (< $MAX_GAP_US us)" ||
-		fail "1: $v: heartbeat gap ${gap} us, last ${age} ms ago (bound $MAX_GAP_US us)"
+		ok "1: $v: largest heartbeat gap ${gap} us, last beat" \
+			"${age} ms ago (< $MAX_GAP_US us)" ||
+		fail "1: $v: heartbeat gap ${gap} us, last ${age} ms ago" \
+			"(bound $MAX_GAP_US us)"
 done
 check_clean "$SRC" w2 "1: re-adopted w2"
 # A migration of a re-adopted VM to a second daemon.
@@ -268,7 +271,8 @@ expect_rc 0 "1: migrate the re-adopted w1" \
 echo "$LAST_OUT" >"$TMP/w1.out"
 assert_verified_zero "$TMP/w1.out" "1: w1"
 [ "$(SOCK=$DST vm_state w1)" = VM_STATE_RUNNING ] &&
-	ok "1: w1 runs on the destination" || fail "1: w1 on the destination: $(SOCK=$DST vm_state w1)"
+	ok "1: w1 runs on the destination" ||
+	fail "1: w1 on the destination: $(SOCK=$DST vm_state w1)"
 check_clean "$DST" w1 "1: w1 on the destination"
 SOCK=$SRC expect_rc 3 "1: the source no longer has w1" ctl vm inspect w1
 for _ in $(seq 50); do alive "$P1" || break; sleep 0.1; done
@@ -337,7 +341,8 @@ if start_send o1; then
 	kill_daemon "$SRC_PID"
 	send_fails 3 o1
 	wait_log "$TMP/src.log" \
-		"event=migration_cancelled mig=$MIG_ID why=\"daemon gone\"" && ok "3: the orphaned worker cancelled it" ||
+		"event=migration_cancelled mig=$MIG_ID why=\"daemon gone\"" &&
+		ok "3: the orphaned worker cancelled it" ||
 		fail "3: no cancel in the worker's log"
 	restart src
 	[ "$(vm_pid o1)" = "$PO" ] && ok "3: o1 re-adopted in worker $PO" ||
@@ -374,9 +379,13 @@ if start_send i1; then
 	DST=$SOCK
 	mig_ended "$DST" "" "4: new destination daemon"
 	st=$(SOCK=$DST ctl --json migration status)
-	jq -e '[.. | .direction? // empty] | index("MIG_DIRECTION_INCOMING")' \
-		<<<"$st" >/dev/null && ok "4: ... an incoming migration" ||
+	[ "$(jq -r '.migrations[0] | .direction + " " + .vm' <<<"$st")" = \
+		"MIG_DIRECTION_INCOMING i1" ] &&
+		ok "4: ... the incoming migration of i1" ||
 		fail "4: migration status: $st"
+	ls "$TMP/dst4/vms/"*.outcome >/dev/null 2>&1 &&
+		fail "4: the outcome file was not consumed" ||
+		ok "4: ... the outcome file consumed"
 	grep -q "event=migration_outcome .*how=\"finished while no daemon ran\"" \
 		"$TMP/dst4.log" && ok "4: ... read from the outcome file" ||
 		fail "4: no outcome line in the new daemon's log"
