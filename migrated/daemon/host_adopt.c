@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -97,13 +98,35 @@ static int rec_read(const char *path, struct rec *r)
 	return r->wid && r->pid > 0 ? 0 : -EINVAL;
 }
 
+/* A zombie (dead, not yet reaped: an orphaned worker's parent is init,
+ * which may reap late or never) still answers kill(0) with its start
+ * time, but it is gone. */
+static bool proc_zombie(int pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static bool worker_alive(const struct rec *r)
 {
 	uint64_t st;
 
 	return kill(r->pid, 0) == 0 &&
 	       migd__proc_start_time(r->pid, &st) == 0 &&
-	       st == r->start_time;
+	       st == r->start_time && !proc_zombie(r->pid);
 }
 
 /* Migrations an orphaned worker finished and wrote down before it
@@ -180,6 +203,19 @@ static void adopt_one(struct migd *d, const char *path)
 		return;
 	}
 	if (!worker_alive(&r)) {
+		uint64_t st = 0;
+
+		if (kill(r.pid, 0) == 0 &&
+		    !migd__proc_start_time(r.pid, &st) &&
+		    st != r.start_time)
+			hv_warn(COMP,
+				"event=record_not_adopted wid=%llu pid=%d "
+				"why=\"pid %d is another process now (start "
+				"time %llu, the worker's was %llu): the pid "
+				"was recycled\"",
+				(unsigned long long)r.wid, r.pid, r.pid,
+				(unsigned long long)st,
+				(unsigned long long)r.start_time);
 		load_outcome(d, &r);
 		if (r.vm[0]) {
 			/* It ran a VM and is gone: report, keep the record. */
