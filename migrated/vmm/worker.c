@@ -25,7 +25,8 @@
 
 static bool busy(struct migd *d)
 {
-	if (d->reg.count || d->reg.holds || d->takeover)
+	/* (A name hold lives only as long as its migration runs.) */
+	if (d->reg.count || d->takeover)
 		return true;
 	for (struct migd_mig *m = d->migs; m; m = m->next)
 		if (!m->finished || m->unresolved)
