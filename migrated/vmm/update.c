@@ -272,9 +272,11 @@ static void takeover_done(uv_async_t *a)
 	Migd__VmInspectResult *m = NULL;
 	struct migd_vm *v;
 	struct migd_wl wl;
-	int ret = in->result;
+	int ret;
 
+	/* The join orders the thread's writes before these reads. */
 	uv_thread_join(&in->thread);
+	ret = in->result;
 	close(in->lfd);
 	if (!ret) {
 		m = migd__vm_inspect_result__unpack(NULL, in->meta_len,
