@@ -366,6 +366,13 @@ static void settle(struct migd_mig *m)
 	if (m->result && !m->final.message[0])
 		snprintf(m->final.message, sizeof(m->final.message), "%s",
 			 strerror(-m->result));
+	if (m->result == -ECANCELED && m->cancel_why) {
+		char was[sizeof(m->final.message)];
+
+		memcpy(was, m->final.message, sizeof(was));
+		snprintf(m->final.message, sizeof(m->final.message), "%s: %.*s",
+			 m->cancel_why, (int)(sizeof(was) - 64), was);
+	}
 	if (m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING)
 		settle_outgoing(m);
 	else

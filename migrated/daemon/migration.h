@@ -101,6 +101,7 @@ struct migd_mig {
 	enum mig_phase published_phase;
 	bool finished;
 	bool unresolved; /* outgoing: @src kept for migd_mig_resolve() */
+	const char *cancel_why; /* static; prefixes the final message */
 	struct mig_progress final;
 };
 

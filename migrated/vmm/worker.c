@@ -126,6 +126,8 @@ static void on_conns(struct migd *d, unsigned n)
 	for (struct migd_mig *m = d->migs; m; m = m->next) {
 		if (m->finished)
 			continue;
+		m->cancel_why = "its daemon went away (the worker cancelled "
+				"it; the VM stays where it was)";
 		if (migd_mig_cancel(m) == 0)
 			hv_warn(COMP, "event=migration_cancelled mig=%llu "
 				      "why=\"daemon gone\"",
