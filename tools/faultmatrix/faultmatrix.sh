@@ -84,8 +84,17 @@ TMP=$(mktemp -d /tmp/faultmatrix.XXXXXX)
 NS_S=fm-s-$$ NS_D=fm-d-$$
 VS=fms$$ VD=fmd$$
 PIDS=()
+# Every VM runs in a worker process of its daemon (migrated-vmm, with the
+# daemon's --state-dir): a host's processes are the daemon and those.
+tree_pids() { echo "$1"; pgrep -f -- "migrated-vmm .*--state-dir $2/" || true; }
+# killtree SIG PID DIR: the daemon PID of state dir DIR and its workers,
+# as when the host itself dies or hangs.
+killtree() { local p; for p in $(tree_pids "$2" "$3"); do kill "$1" "$p" 2>/dev/null; done; }
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+	for p in $(pgrep -f -- "migrated-vmm .*--state-dir $TMP/" || true); do
+		kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+	done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	ip netns del "$NS_S" 2>/dev/null
 	ip netns del "$NS_D" 2>/dev/null
@@ -109,7 +118,7 @@ daemon() {
 	shift 3
 	ip netns exec "$ns" env "$@" "$MIGRATED" --state-dir "$dir/$name" \
 		--dev-tls --tls-dir "$TMP/tls" --accel kvm --log-level debug \
-		>"$dir/$name.log" 2>&1 &
+		--stop-vms >"$dir/$name.log" 2>&1 &
 	DPID=$!
 	PIDS+=("$DPID")
 	DSOCK=$dir/$name/control.sock
@@ -227,17 +236,17 @@ cell() {
 	else
 		case $fault in
 		drop) "$PY" "$PROXY" --ctl "$dir/proxy.sock" --send drop >/dev/null ;;
-		dstkill) kill -9 "$dpid"; wait "$dpid" 2>/dev/null ;;
-		srckill) kill -9 "$spid"; wait "$spid" 2>/dev/null ;;
+		dstkill) killtree -9 "$dpid" "$dir/dst"; wait "$dpid" 2>/dev/null ;;
+		srckill) killtree -9 "$spid" "$dir/src"; wait "$spid" 2>/dev/null ;;
 		dststop)
-			kill -STOP "$dpid"
+			killtree -STOP "$dpid" "$dir/dst"
 			# Past the engine's I/O timeout (10 s): the source must
 			# give up by itself while the destination is frozen.
 			for _ in $(seq 300); do
 				kill -0 "$sp" 2>/dev/null || break
 				sleep 0.1
 			done
-			kill -CONT "$dpid"
+			killtree -CONT "$dpid" "$dir/dst"
 			;;
 		srccancel)
 			ctl "$ssock" migration cancel fm >"$dir/cancel.out" 2>&1 ||
