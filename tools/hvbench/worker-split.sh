@@ -7,7 +7,9 @@
 # (base, new, then new, base, ...) so that machine noise hits both. Every
 # guest is fully populated first: it sweeps its whole region once
 # unthrottled with the cell's content, then dirties at the cell's rate
-# while it is migrated. Prints one row per migration and, per cell, the
+# while it is migrated. Guest-seen downtime (the largest heartbeat gap) is
+# "-" when the guest sent no heartbeat around the switchover: heartbeats
+# come once per batch of 64 page writes, so at rate 0 (1 page/s) none. Prints one row per migration and, per cell, the
 # medians of both builds and new/base ratios.
 # Not a test: a benchmark (docs/benchmarks.md, "Worker process per VM").
 #
@@ -156,7 +158,8 @@ one() {
 		[$c, $r, $k, $n, $f,
 		 (($p.elapsed_ns | tonumber) / 1e6 * 10 | round / 10),
 		 (($p.downtime.total_ns | tonumber) / 1e6 * 10 | round / 10),
-		 (($p.guest_downtime_ns | tonumber) / 1e6 * 10 | round / 10),
+		 (($p.guest_downtime_ns // 0 | tonumber) as $g |
+		  if $g > 0 then $g / 1e6 * 10 | round / 10 else "-" end),
 		 $p.pages_sent, $p.iteration, $v] | @tsv' |
 		awk -F'\t' '{ printf "%-6s %4s %-4s %3s | %6s %9s %9s %9s %8s %5s | %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11 }' |
 		tee -a "$TMP/rows"
@@ -197,12 +200,12 @@ for cell in $CELLS; do
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
 	function ratio(a, b) { return (a == "-" || b == "-" || a == 0) ? "-" : sprintf("%.3f", b / a) }
-	$1 == c && $2 == r && $3 == "base" { bt[++nb] = $7; bd[nb] = $8; bg[nb] = $9 }
-	$1 == c && $2 == r && $3 == "new" { nt[++nn] = $7; nd[nn] = $8; ng[nn] = $9 }
+	$1 == c && $2 == r && $3 == "base" { bt[++nb] = $7; bd[nb] = $8; if ($9 != "-") bg[++gb] = $9 }
+	$1 == c && $2 == r && $3 == "new" { nt[++nn] = $7; nd[nn] = $8; if ($9 != "-") ng[++gn] = $9 }
 	END {
 		t1 = med(bt, nb); t2 = med(nt, nn)
 		d1 = med(bd, nb); d2 = med(nd, nn)
-		g1 = med(bg, nb); g2 = med(ng, nn)
+		g1 = med(bg, gb); g2 = med(ng, gn)
 		printf "%-6s %4s | %7s %7s %6s | %7s %7s %6s | %7s %7s %6s | %d/%d\n",
 			c, r, t1, t2, ratio(t1, t2), d1, d2, ratio(d1, d2),
 			g1, g2, ratio(g1, g2), nb, nn
