@@ -5,14 +5,19 @@
 # RUNNING again (the workers re-adopted). Per N: REPS kill/restart cycles
 # on the same VMs; prints one row per cycle and the medians.
 # Columns: answer = exec of the new daemon to its first `vm list` answer;
-# running = exec to the first `vm list` with all N RUNNING (both polled
+# running = exec to the first `vm list` with all N RUNNING (PAUSED; both polled
 # with migratectl, a few ms per poll); adopt = the daemon's own
 # event=adopt_done ms= (its re-adoption from reading STATE/vms to the last
 # WorkerInfo answer, not counting its start-up before that).
 # Not a test: a benchmark (docs/benchmarks.md, "Worker process per VM").
 #
+# The VMs run the idle pattern, whose vCPUs spin (PAUSE) between
+# heartbeats: N VMs are N busy vCPU threads. PAUSED=1 creates them paused
+# (no vCPU runs) and waits for N PAUSED instead, which leaves the CPU to
+# the daemon.
+#
 # usage: tools/hvbench/restart.sh [BUILD_DIR]   (default build/release)
-# env:   COUNTS="1 20" REPS=5 MEM=64M VCPUS=1 ACCEL=kvm (or soft)
+# env:   COUNTS="1 20" REPS=5 MEM=64M VCPUS=1 ACCEL=kvm (or soft) PAUSED=0
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +27,10 @@ REPS=${REPS:-5}
 MEM=${MEM:-64M}
 VCPUS=${VCPUS:-1}
 ACCEL=${ACCEL:-kvm}
+PAUSED=${PAUSED:-0}
+WANT=RUNNING
+CREATE=()
+[ "$PAUSED" = 0 ] || { WANT=PAUSED; CREATE=(--paused); }
 MIGRATED=$B/migrated/daemon/migrated
 CTL=$B/tools/migratectl/migratectl
 for t in "$MIGRATED" "$B/migrated/daemon/migrated-vmm" "$CTL"; do
@@ -56,12 +65,13 @@ start_daemon() { # log name
 		--accel "$ACCEL" --log-level info >"$TMP/$1.log" 2>&1 &
 	DPID=$!
 }
-running() { # -> number of RUNNING VMs, or -1 when the daemon does not answer
+running() { # -> number of $WANT VMs, or -1 when the daemon does not answer
 	{ "$CTL" --socket "$TMP/st/control.sock" vm list 2>/dev/null || true; } |
-		awk 'NR > 1 && toupper($2) == "RUNNING" { n++ } END { print NR ? n + 0 : -1 }'
+		awk -v want="$WANT" 'NR > 1 && toupper($2) == want { n++ } END { print NR ? n + 0 : -1 }'
 }
 
-echo "restart: $ACCEL VMs of $MEM, $VCPUS vCPU(s), idle; $REPS restarts per N;" \
+echo "restart: $ACCEL VMs of $MEM, $VCPUS vCPU(s), idle, until $WANT;" \
+	"$REPS restarts per N;" \
 	"load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%3s %3s | %9s %10s %9s\n' N rep "answer ms" "running ms" "adopt ms"
 printf '%s\n' "$(printf '%.0s-' $(seq 40))"
@@ -75,14 +85,15 @@ for N in $COUNTS; do
 	done
 	for i in $(seq "$N"); do
 		"$CTL" --socket "$TMP/st/control.sock" vm create "v$i" \
-			--mem "$MEM" --vcpus "$VCPUS" --pattern idle >/dev/null
+			--mem "$MEM" --vcpus "$VCPUS" --pattern idle \
+			"${CREATE[@]}" >/dev/null
 	done
 	for _ in $(seq 600); do
 		[ "$(running)" = "$N" ] && break
 		sleep 0.1
 	done
 	[ "$(running)" = "$N" ] ||
-		{ echo "N=$N: the VMs are not all running" >&2; exit 1; }
+		{ echo "N=$N: the VMs are not all $WANT" >&2; exit 1; }
 	for rep in $(seq "$REPS"); do
 		kill -KILL "$DPID"
 		wait "$DPID" 2>/dev/null || true
@@ -97,7 +108,7 @@ for N in $COUNTS; do
 		done
 		t1=$(now_ns)
 		if [ "$c" != "$N" ]; then
-			echo "N=$N rep $rep: only $c of $N RUNNING; log $TMP/$log.log" >&2
+			echo "N=$N rep $rep: only $c of $N $WANT; log $TMP/$log.log" >&2
 			KEEP=1
 			exit 1
 		fi
