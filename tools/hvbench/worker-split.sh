@@ -17,10 +17,11 @@
 # env:   REPS=3 MEM=1G VCPUS=2 SETTLE=1 (s at the cell's rate before
 #        migrating) CELLS="stamp:50 random:50" (content:MB/s of the
 #        whole guest; 0 = 1 page/s per vCPU after the fill). The default
-#        two cells x REPS=3 x 2 builds take about 5 minutes here (a 1 GiB
-#        fill alone takes ~20 s on this nested host); the whole matrix:
+#        two cells x REPS=3 x 2 builds are the subset meant to take ~5
+#        minutes; on this shared nested host at load average 11 they took
+#        7.7 (the 1 GiB fill alone takes 15-45 s). The whole matrix:
 #        CELLS="stamp:0 stamp:50 stamp:200 text:0 text:50 text:200
-#        random:0 random:50 random:200" (about 30 minutes).
+#        random:0 random:50 random:200" (about 45 minutes there).
 #        BUILD=0 (use the existing builds) JOBS=2
 #        NEW=build/release BASE=build/base-COMMIT (source tree of the
 #        baseline, a detached git worktree; built in BASE/build/release)
