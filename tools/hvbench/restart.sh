@@ -5,16 +5,16 @@
 # RUNNING again (the workers re-adopted). Per N: REPS kill/restart cycles
 # on the same VMs; prints one row per cycle and the medians.
 # Columns: answer = exec of the new daemon to its first `vm list` answer;
-# running = exec to the first `vm list` with all N RUNNING (PAUSED; both polled
+# running = exec to the first `vm list` with all N RUNNING (CREATED; both polled
 # with migratectl, a few ms per poll); adopt = the daemon's own
 # event=adopt_done ms= (its re-adoption from reading STATE/vms to the last
 # WorkerInfo answer, not counting its start-up before that).
 # Not a test: a benchmark (docs/benchmarks.md, "Worker process per VM").
 #
 # The VMs run the idle pattern, whose vCPUs spin (PAUSE) between
-# heartbeats: N VMs are N busy vCPU threads. PAUSED=1 creates them paused
-# (no vCPU runs) and waits for N PAUSED instead, which leaves the CPU to
-# the daemon.
+# heartbeats: N VMs are N busy vCPU threads. PAUSED=1 creates them with
+# --paused (state CREATED, no vCPU ever runs) and waits for N CREATED
+# instead, which leaves the CPU to the daemon.
 #
 # usage: tools/hvbench/restart.sh [BUILD_DIR]   (default build/release)
 # env:   COUNTS="1 20" REPS=5 MEM=64M VCPUS=1 ACCEL=kvm (or soft) PAUSED=0
@@ -30,7 +30,7 @@ ACCEL=${ACCEL:-kvm}
 PAUSED=${PAUSED:-0}
 WANT=RUNNING
 CREATE=()
-[ "$PAUSED" = 0 ] || { WANT=PAUSED; CREATE=(--paused); }
+[ "$PAUSED" = 0 ] || { WANT=CREATED; CREATE=(--paused); }
 MIGRATED=$B/migrated/daemon/migrated
 CTL=$B/tools/migratectl/migratectl
 for t in "$MIGRATED" "$B/migrated/daemon/migrated-vmm" "$CTL"; do
