@@ -67,7 +67,8 @@ start_daemon() { # log name
 }
 running() { # -> number of $WANT VMs, or -1 when the daemon does not answer
 	{ "$CTL" --socket "$TMP/st/control.sock" vm list 2>/dev/null || true; } |
-		awk -v want="$WANT" 'NR > 1 && toupper($2) == want { n++ } END { print NR ? n + 0 : -1 }'
+		awk -v want="$WANT" 'NR > 1 && toupper($2) == want { n++ }
+			END { print NR ? n + 0 : -1 }'
 }
 
 echo "restart: $ACCEL VMs of $MEM, $VCPUS vCPU(s), idle, until $WANT;" \

@@ -9,8 +9,9 @@
 # unthrottled with the cell's content, then dirties at the cell's rate
 # while it is migrated. Guest-seen downtime (the largest heartbeat gap) is
 # "-" when the guest sent no heartbeat around the switchover: heartbeats
-# come once per batch of 64 page writes, so at rate 0 (1 page/s) none. Prints one row per migration and, per cell, the
-# medians of both builds and new/base ratios.
+# come once per batch of 64 page writes, so at rate 0 (1 page/s) none.
+# Prints one row per migration and, per cell, the medians of both builds
+# and new/base ratios.
 # Not a test: a benchmark (docs/benchmarks.md, "Worker process per VM").
 #
 # usage: tools/hvbench/worker-split.sh [BASE_COMMIT]   (default 2cb854d)
