@@ -47,7 +47,7 @@ trap cleanup EXIT
 
 start_daemon() { # name -> DPID
 	"$MIGRATED" --state-dir "$TMP/$1" --dev-tls --tls-dir "$TMP/tls" \
-		--accel kvm --log-level info >"$TMP/$1.log" 2>&1 &
+		--accel kvm --log-level info --stop-vms >"$TMP/$1.log" 2>&1 &
 	DPID=$!
 	PIDS+=("$DPID")
 	for _ in $(seq 100); do

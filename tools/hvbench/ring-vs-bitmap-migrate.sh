@@ -36,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 start_daemon() {
 	"$MIGRATED" --state-dir "$TMP/$1" --dev-tls --tls-dir "$TMP/tls" \
-		--accel kvm --log-level info >"$TMP/$1.log" 2>&1 &
+		--accel kvm --log-level info --stop-vms >"$TMP/$1.log" 2>&1 &
 	PIDS+=("$!")
 	for _ in $(seq 100); do
 		[ -S "$TMP/$1/control.sock" ] && return 0

@@ -104,7 +104,10 @@ def start_daemon(migrated, tmp, name, tls_dir, rpc_port):
     p = subprocess.Popen(
         [migrated, "--state-dir", os.path.join(tmp, name), "--tls-dir",
          tls_dir, "--dev-tls", "--rpc-listen", "127.0.0.1:%d" % rpc_port,
-         "--migration-listen", "127.0.0.1:0", "--log-level", "info"],
+         "--migration-listen", "127.0.0.1:0", "--log-level", "info",
+         # each VM is a worker process that outlives its daemon by
+         # default: SIGTERM must take them along here
+         "--stop-vms"],
         stdout=log, stderr=log)
     for _ in range(200):
         try:
