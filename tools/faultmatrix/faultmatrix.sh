@@ -86,7 +86,7 @@ VS=fms$$ VD=fmd$$
 PIDS=()
 # Every VM runs in a worker process of its daemon (migrated-vmm, with the
 # daemon's --state-dir): a host's processes are the daemon and those.
-tree_pids() { echo "$1"; pgrep -f -- "migrated-vmm .*--state-dir $2/" || true; }
+tree_pids() { echo "$1"; pgrep -f -- "migrated-vmm .*--state-dir $2 " || true; }
 # killtree SIG PID DIR: the daemon PID of state dir DIR and its workers,
 # as when the host itself dies or hangs.
 killtree() { local p; for p in $(tree_pids "$2" "$3"); do kill "$1" "$p" 2>/dev/null; done; }
