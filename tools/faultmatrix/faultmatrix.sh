@@ -374,7 +374,7 @@ cell() {
 	elif [ "$fault" = srckill ] && [ "$s" = dead ] &&
 		[ "$d" != RUNNING ]; then
 		verdict=KNOWN
-		why="VM lost with the source daemon (VMs live in their daemon)"
+		why="VM lost with the source host (its daemon and workers killed)"
 	else
 		why="runs NOWHERE (source $s, destination $d)"
 	fi
