@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * migd_server: control RPC over a Unix socket and TCP + mutual TLS
- * (server.h).
+ * (server.h): connections, requests, deferred calls. The listeners are in
+ * server_listen.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -163,7 +164,6 @@ struct write_req {
 	uint8_t *buf;
 };
 
-static void conn_close(struct migd_conn *conn, const char *why);
 
 static void write_done(uv_write_t *req, int status)
 {
@@ -191,7 +191,7 @@ static int write_raw(struct migd_conn *conn, uint8_t *buf, size_t len)
 	if (ret) {
 		free(w->buf);
 		free(w);
-		conn_close(conn, uv_err_name(ret));
+		migd__conn_close(conn, uv_err_name(ret));
 		return ret;
 	}
 	return 0;
@@ -218,7 +218,7 @@ int migd__conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
 		return -EPIPE;
 	if (uv_stream_get_write_queue_size(&conn->h.stream) >
 	    MIGD_CONN_WQ_MAX) {
-		conn_close(conn, "client not reading");
+		migd__conn_close(conn, "client not reading");
 		return -ENOBUFS;
 	}
 	ret = migd_frame_pack(msg, MIGD_FRAME_MAX, &buf, &len);
@@ -229,7 +229,7 @@ int migd__conn_send(struct migd_conn *conn, const ProtobufCMessage *msg)
 	ret = migd_tlsconn_write(conn->tls, buf, len);
 	free(buf);
 	if (ret) {
-		conn_close(conn, "tls write failed");
+		migd__conn_close(conn, "tls write failed");
 		return ret;
 	}
 	return tls_flush(conn);
@@ -331,7 +331,7 @@ static void refuse_malformed(struct migd_conn *conn, const char *why)
 	err.message = (char *)why;
 	resp.error = &err;
 	send_response(conn, &resp);
-	conn_close(conn, why);
+	migd__conn_close(conn, why);
 }
 
 /* ---- connections ------------------------------------------------------- */
@@ -355,7 +355,7 @@ static void conn_closed(uv_handle_t *h)
 	free(conn);
 }
 
-static void conn_close(struct migd_conn *conn, const char *why)
+void migd__conn_close(struct migd_conn *conn, const char *why)
 {
 	struct migd_server *srv = conn->srv;
 
@@ -407,7 +407,7 @@ static void conn_timer_cb(uv_timer_t *t)
 		hv_warn(COMP, "event=tls_handshake_timeout conn=%llu ms=%u",
 			(unsigned long long)conn->id,
 			srv->d->cfg.rpc_handshake_timeout_ms);
-		conn_close(conn, "tls handshake timeout");
+		migd__conn_close(conn, "tls handshake timeout");
 	} else if (!conn->nr_subs) {
 		srv->idle_timeouts++;
 		hv_info(COMP, "event=conn_idle_timeout conn=%llu peer=\"%s\" "
@@ -416,7 +416,7 @@ static void conn_timer_cb(uv_timer_t *t)
 			hv_log_escape(migd_tlsconn_peer(conn->tls), esc,
 				      sizeof(esc)),
 			srv->d->cfg.rpc_idle_timeout_ms);
-		conn_close(conn, "idle timeout");
+		migd__conn_close(conn, "idle timeout");
 	}
 }
 
@@ -466,7 +466,7 @@ static int conn_plain(void *arg, const void *data, size_t n)
 		return -EPIPE;
 	ret = n ? migd_framer_feed(&conn->framer, data, n) : 0;
 	if (ret) {
-		conn_close(conn, "out of memory");
+		migd__conn_close(conn, "out of memory");
 		return ret;
 	}
 	while (!conn->closing && !conn->defer &&
@@ -514,11 +514,11 @@ static void tls_read(struct migd_conn *conn, const void *data, size_t n)
 		hv_warn(COMP, "event=tls_refused conn=%llu why=\"%s\"",
 			(unsigned long long)conn->id,
 			migd_tlsconn_error(conn->tls));
-		conn_close(conn, "tls handshake refused");
+		migd__conn_close(conn, "tls handshake refused");
 	} else if (ret == -ECONNRESET) {
-		conn_close(conn, "tls close_notify");
+		migd__conn_close(conn, "tls close_notify");
 	} else if (ret == -EPROTO) {
-		conn_close(conn, migd_tlsconn_error(conn->tls));
+		migd__conn_close(conn, migd_tlsconn_error(conn->tls));
 	}
 }
 
@@ -529,9 +529,9 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (n < 0) {
 		free(buf->base);
 		if (n != UV_EOF)
-			conn_close(conn, uv_err_name((int)n));
+			migd__conn_close(conn, uv_err_name((int)n));
 		else
-			conn_close(conn, migd_framer_pending(&conn->framer)
+			migd__conn_close(conn, migd_framer_pending(&conn->framer)
 						 ? "eof inside a frame"
 						 : "eof");
 		return;
@@ -570,7 +570,7 @@ static void handshake_room(struct migd_server *srv)
 	srv->handshake_evictions++;
 	hv_dbg(COMP, "event=tls_handshake_evicted conn=%llu pending=%u",
 	       (unsigned long long)oldest->id, n);
-	conn_close(oldest, "evicted by a newer handshake");
+	migd__conn_close(oldest, "evicted by a newer handshake");
 }
 
 static void accept_common(struct migd_server *srv, uv_stream_t *listener,
@@ -621,10 +621,10 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 		srv->on_conns(srv->d, srv->nr_conns);
 	ret = uv_read_start(&conn->h.stream, alloc_cb, read_cb);
 	if (ret)
-		conn_close(conn, uv_err_name(ret));
+		migd__conn_close(conn, uv_err_name(ret));
 }
 
-static void accept_cb(uv_stream_t *listener, int status)
+void migd__accept_cb(uv_stream_t *listener, int status)
 {
 	if (status < 0) {
 		hv_warn(COMP, "event=accept_failed err=%s",
@@ -634,7 +634,7 @@ static void accept_cb(uv_stream_t *listener, int status)
 	accept_common(listener->data, listener, false);
 }
 
-static void accept_tcp_cb(uv_stream_t *listener, int status)
+void migd__accept_tcp_cb(uv_stream_t *listener, int status)
 {
 	if (status < 0) {
 		hv_warn(COMP, "event=accept_failed transport=tcp err=%s",
@@ -642,187 +642,6 @@ static void accept_tcp_cb(uv_stream_t *listener, int status)
 		return;
 	}
 	accept_common(listener->data, listener, true);
-}
-
-/* ---- listener ---------------------------------------------------------- */
-
-/* True when something accepts connections at @path. */
-static bool socket_alive(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool alive;
-
-	if (fd < 0)
-		return false;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return alive;
-}
-
-int migd_server_start(struct migd_server *srv, struct migd *d,
-		      const char *path)
-{
-	struct stat st;
-	mode_t old;
-	int ret;
-
-	memset(srv, 0, sizeof(*srv));
-	srv->d = d;
-	if (strlen(path) >= sizeof(srv->path))
-		return -ENAMETOOLONG;
-	strcpy(srv->path, path);
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return -EEXIST;
-		if (socket_alive(path))
-			return -EADDRINUSE;
-		unlink(path); /* stale, from a daemon that died */
-	}
-	ret = uv_pipe_init(d->loop, &srv->listener, 0);
-	if (ret)
-		return ret;
-	srv->listener.data = srv;
-	/* Born 0600: no window in which another user could connect. Start-up
-	 * is single-threaded, so the process-wide umask is safe to flip. */
-	old = umask(0177);
-	ret = uv_pipe_bind(&srv->listener, path);
-	umask(old);
-	if (!ret)
-		ret = chmod(path, 0600) ? -errno : 0;
-	if (!ret)
-		ret = uv_listen((uv_stream_t *)&srv->listener, 128, accept_cb);
-	if (ret) {
-		uv_close((uv_handle_t *)&srv->listener, NULL);
-		unlink(path);
-		return ret;
-	}
-	srv->listening = true;
-	hv_info(COMP, "event=listening socket=%s", path);
-	return 0;
-}
-
-int migd_server_listen_tcp(struct migd_server *srv, const char *host,
-			   uint16_t port, const char *ca_file,
-			   const char *cert_file, const char *key_file)
-{
-	struct mig_tls_cfg tcfg = {
-		.ca_file = ca_file,
-		.cert_file = cert_file,
-		.key_file = key_file,
-		.server = true,
-	};
-	struct sockaddr_storage ss;
-	int namelen = sizeof(ss);
-	char ip[64] = "";
-	int ret;
-
-	if (!host || !host[0])
-		host = "0.0.0.0";
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
-	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))
-		return -EINVAL;
-	ret = mig_tls_create(&tcfg, &srv->tls);
-	if (ret)
-		return ret;
-	ret = uv_tcp_init(srv->d->loop, &srv->tcp_listener);
-	if (ret)
-		goto fail_tls;
-	srv->tcp_listener.data = srv;
-	ret = uv_tcp_bind(&srv->tcp_listener, (struct sockaddr *)&ss, 0);
-	if (!ret)
-		ret = uv_listen((uv_stream_t *)&srv->tcp_listener, 256,
-				accept_tcp_cb);
-	if (!ret)
-		ret = uv_tcp_getsockname(&srv->tcp_listener,
-					 (struct sockaddr *)&ss, &namelen);
-	if (ret) {
-		uv_close((uv_handle_t *)&srv->tcp_listener, NULL);
-		goto fail_tls;
-	}
-	if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-
-		uv_ip6_name(s6, ip, sizeof(ip));
-		srv->tcp_port = ntohs(s6->sin6_port);
-		snprintf(srv->tcp_addr, sizeof(srv->tcp_addr), "[%s]:%u", ip,
-			 srv->tcp_port);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-
-		uv_ip4_name(s4, ip, sizeof(ip));
-		srv->tcp_port = ntohs(s4->sin_port);
-		snprintf(srv->tcp_addr, sizeof(srv->tcp_addr), "%s:%u", ip,
-			 srv->tcp_port);
-	}
-	srv->tcp_listening = true;
-	hv_info(COMP, "event=listening transport=tls addr=%s ca=%s",
-		srv->tcp_addr, ca_file);
-	return 0;
-fail_tls:
-	mig_tls_destroy(srv->tls);
-	srv->tls = NULL;
-	return ret;
-}
-
-int migd_server_reload_tls(struct migd_server *srv, const char *ca_file,
-			   const char *cert_file, const char *key_file)
-{
-	struct mig_tls_cfg tcfg = {
-		.ca_file = ca_file,
-		.cert_file = cert_file,
-		.key_file = key_file,
-		.server = true,
-	};
-	struct mig_tls *tls;
-	int ret;
-
-	if (!srv->tcp_listening)
-		return -ENOTCONN;
-	ret = mig_tls_create(&tcfg, &tls);
-	if (ret) {
-		hv_err(COMP, "event=rpc_tls_reload_failed addr=%s ca=%s "
-			     "cert=%s key=%s err=\"%s\" "
-			     "kept=\"the previous TLS context\"",
-		       srv->tcp_addr, ca_file, cert_file, key_file,
-		       ret == -EKEYREJECTED ? "the key does not match the "
-					      "certificate"
-			: ret == -ENOENT     ? "a file cannot be loaded"
-					     : strerror(-ret));
-		return ret;
-	}
-	/* Open connections hold references to the old SSL_CTX. */
-	mig_tls_destroy(srv->tls);
-	srv->tls = tls;
-	hv_info(COMP, "event=rpc_tls_reloaded addr=%s ca=%s conns=%u",
-		srv->tcp_addr, ca_file, srv->nr_conns);
-	return 0;
-}
-
-void migd_server_stop(struct migd_server *srv)
-{
-	srv->stopping = true;
-	while (srv->conns)
-		conn_close(srv->conns, "shutdown");
-	if (srv->tcp_listening) {
-		uv_close((uv_handle_t *)&srv->tcp_listener, NULL);
-		srv->tcp_listening = false;
-		hv_info(COMP, "event=tcp_closed addr=%s tls_refused=%llu",
-			srv->tcp_addr, (unsigned long long)srv->tls_refused);
-	}
-	/* Connections still closing hold SSL objects, not the context:
-	 * SSL_new took a reference to it. */
-	mig_tls_destroy(srv->tls);
-	srv->tls = NULL;
-	if (srv->listening) {
-		uv_close((uv_handle_t *)&srv->listener, NULL);
-		if (!srv->keep_path)
-			unlink(srv->path);
-		srv->listening = false;
-		hv_info(COMP, "event=socket_removed socket=%s requests=%llu",
-			srv->path, (unsigned long long)srv->requests);
-	}
 }
 
 /* ---- deferred calls ---------------------------------------------------- */
@@ -915,61 +734,3 @@ void migd_defer_fail(struct migd_defer *df, Migd__Status status,
 	migd_defer_finish(df, &resp);
 }
 
-/* ---- a listener handed over (workers) ---------------------------------- */
-
-int migd_server_start_fd(struct migd_server *srv, struct migd *d, int fd,
-			 const char *path)
-{
-	int ret;
-
-	memset(srv, 0, sizeof(*srv));
-	srv->d = d;
-	snprintf(srv->path, sizeof(srv->path), "%s", path);
-	ret = uv_pipe_init(d->loop, &srv->listener, 0);
-	if (ret)
-		return ret;
-	srv->listener.data = srv;
-	ret = uv_pipe_open(&srv->listener, fd);
-	if (!ret)
-		ret = uv_listen((uv_stream_t *)&srv->listener, 16, accept_cb);
-	if (ret) {
-		uv_close((uv_handle_t *)&srv->listener, NULL);
-		return ret;
-	}
-	srv->listening = true;
-	srv->keep_path = true; /* the daemon owns the socket file */
-	hv_dbg(COMP, "event=listening fd=%d socket=%s", fd, path);
-	return 0;
-}
-
-/* ---- drain ------------------------------------------------------------- */
-
-static void drain_shutdown_cb(uv_shutdown_t *req, int status)
-{
-	struct migd_conn *conn = req->data;
-
-	free(req);
-	conn_close(conn, "drained");
-}
-
-void migd_server_drain(struct migd_server *srv)
-{
-	srv->stopping = true;
-	if (srv->listening) {
-		uv_close((uv_handle_t *)&srv->listener, NULL);
-		srv->listening = false;
-	}
-	for (struct migd_conn *c = srv->conns, *next; c; c = next) {
-		uv_shutdown_t *req = calloc(1, sizeof(*req));
-
-		next = c->next;
-		uv_read_stop(&c->h.stream);
-		if (!req || c->tls ||
-		    uv_shutdown(req, &c->h.stream, drain_shutdown_cb)) {
-			free(req);
-			conn_close(c, "drained");
-			continue;
-		}
-		req->data = c;
-	}
-}

@@ -23,4 +23,10 @@ int migd__conn_send(struct migd_conn *conn, const ProtobufCMessage *msg);
  */
 void migd__conn_idle_arm(struct migd_conn *conn);
 
+/* server.c, for server_listen.c: accept on the Unix / TCP listener;
+ * close a connection (idempotent). */
+void migd__accept_cb(uv_stream_t *listener, int status);
+void migd__accept_tcp_cb(uv_stream_t *listener, int status);
+void migd__conn_close(struct migd_conn *conn, const char *why);
+
 #endif
