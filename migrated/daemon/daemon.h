@@ -153,6 +153,7 @@ struct migd {
 	bool was_orphaned;  /* ... since the last WorkerInfo */
 	bool had_work;	    /* it was given a VM or a migration */
 	struct migd_handover_in *takeover; /* vmm/worker.c */
+	bool takeover_started;
 };
 
 /* This process's worker id (0 in the daemon): VmInfo.worker_id. */

@@ -61,16 +61,10 @@ static void finish(struct migd_update *u, struct migd_worker *nw)
 void migd__host_update_ready(struct migd_worker *nw)
 {
 	struct migd_update *u = nw->update;
-	struct migd_worker *ow;
 
 	if (!u || !u->handed)
 		return;
-	ow = migd_host_find_wid(u->d, u->old_wid);
-	nw->updates = ow ? ow->updates + 1 : nw->updates + 1;
-	if (ow)
-		ow->retired = true;
-	snprintf(nw->name, sizeof(nw->name), "%s", u->name);
-	nw->has_vm = true;
+	/* (name, has_vm, updates: set by handed(), the old one retired) */
 	migd__record_write(nw);
 	finish(u, nw);
 }
@@ -120,6 +114,14 @@ static void handed(struct migd_worker *ow, Migd__Response *resp, void *arg)
 	u->res.save_ns = resp->vm_update->save_ns;
 	u->res.restore_ns = resp->vm_update->restore_ns;
 	u->handed = true;
+	/* The guest runs in the new worker now: the old one exits, and its
+	 * exit must not read as a crash, whatever comes first. */
+	ow->retired = true;
+	if (nw) {
+		snprintf(nw->name, sizeof(nw->name), "%s", u->name);
+		nw->has_vm = true;
+		nw->updates = ow->updates + 1;
+	}
 	if (!nw) { /* its exit was seen already */
 		migd_defer_fail(u->df, MIGD__STATUS__STATUS_INTERNAL,
 				"the new worker of VM '%s' exited after the "

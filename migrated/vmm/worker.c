@@ -138,6 +138,14 @@ static void on_conns(struct migd *d, unsigned n)
 
 static void after_call(struct migd *d, unsigned cs)
 {
+	/* A takeover starts once its daemon subscribed: the VM_STATE that
+	 * announces the VM must find the subscription (update.c). */
+	if (cs == MIGD__REQUEST__CALL_SUBSCRIBE && d->cfg.takeover_fd >= 0 &&
+	    !d->takeover_started) {
+		d->takeover_started = true;
+		if (migd_worker_takeover_start(d))
+			hv_err(COMP, "event=takeover_failed why=\"no thread\"");
+	}
 	switch (cs) {
 	case MIGD__REQUEST__CALL_VM_CREATE:
 	case MIGD__REQUEST__CALL_MIG_INCOMING:
@@ -157,7 +165,7 @@ int migd_worker_init(struct migd *d)
 {
 	d->srv.on_conns = on_conns;
 	d->srv.after_call = after_call;
-	return migd_worker_takeover_start(d);
+	return 0;
 }
 
 /* ---- calls ------------------------------------------------------------- */

@@ -43,7 +43,8 @@ int migd_worker_claim_name(struct migd *d, const char *name, char *why,
 			   size_t why_len);
 
 /* update.c: with --takeover-fd, receive the VM of the worker this one
- * replaces (a thread; the loop registers it). 0 or -errno. */
+ * replaces (a thread; the loop registers it). Started once the daemon's
+ * subscription is served (worker.c). 0 or -errno. */
 int migd_worker_takeover_start(struct migd *d);
 
 /* The worker-only calls (server.c's table). */
