@@ -131,9 +131,11 @@ void migd_call_worker_handover(struct migd_call *call)
 	fd = connect_path(r->path);
 	if (fd < 0) {
 		free(meta);
-		migd_call_fail(call, MIGD__STATUS__STATUS_UNAVAILABLE,
-			       "cannot reach the new worker at %s: %s", r->path,
-			       strerror(-fd));
+		/* The new worker is gone already: it did not take the VM. */
+		migd_call_fail(call, MIGD__STATUS__STATUS_ABORTED,
+			       "cannot reach the new worker at %s (%s); VM '%s' "
+			       "keeps running in the old one",
+			       r->path, strerror(-fd), v->name);
 		return;
 	}
 	/* The monitor harvests the dirty log: the handover needs it off.
