@@ -55,7 +55,8 @@ struct hv_dirtyrate {
 	uint64_t *ring_seq; /* ring_cap x nr_vcpus guest counters */
 	uint64_t *ring_log; /* ring_cap x nr_vcpus hv_vcpu.dirty_logged */
 	bool per_vcpu;	    /* the mode attributes pages to vCPUs */
-	uint64_t *hist;	    /* per gfn */
+	uint64_t *hist;	    /* per gfn, touched only where written */
+	bool *live;	    /* per block: some hist[] of it is non-zero */
 	uint64_t *buf;	    /* one block of fetched bits */
 	uint64_t sec_start_ns;
 	uint64_t ws[HV_DR_NR_WINDOWS];
@@ -129,8 +130,11 @@ static int64_t collect(struct hv_dirtyrate *dr, bool mark)
 						       w * 64 + bit;
 
 					bits &= bits - 1;
-					if (gfn < dr->max_gfn)
+					if (gfn < dr->max_gfn) {
 						dr->hist[gfn] |= 1;
+						dr->live[gfn /
+							 HV_DR_BLOCK_PAGES] = 1;
+					}
 				}
 			}
 		}
@@ -150,24 +154,34 @@ static void roll_second(struct hv_dirtyrate *dr)
 
 	for (unsigned i = 0; i < dr->nr_slots; i++) {
 		const struct dr_slot *sl = &dr->slots[i];
+		uint64_t n;
 
-		for (uint64_t p = 0; p < sl->npages; p++) {
-			uint64_t gfn = sl->base_gfn + p;
-			uint64_t h;
+		for (uint64_t first = 0; first < sl->npages; first += n) {
+			uint64_t gfn0 = sl->base_gfn + first;
+			uint64_t blk = gfn0 / HV_DR_BLOCK_PAGES;
+			bool keep = false;
 
-			if (!block_sampled(dr, gfn / HV_DR_BLOCK_PAGES)) {
-				/* skip the rest of this block */
-				p |= HV_DR_BLOCK_PAGES - 1;
+			n = HV_MIN(HV_DR_BLOCK_PAGES - gfn0 % HV_DR_BLOCK_PAGES,
+				   sl->npages - first);
+			/* Blocks not sampled, and blocks without history
+			 * (most of a large VM the guest never wrote) are
+			 * skipped without reading hist[], whose pages then
+			 * stay untouched (no RSS, no time). */
+			if (!block_sampled(dr, blk) || !dr->live[blk])
 				continue;
+			for (uint64_t gfn = gfn0; gfn < gfn0 + n; gfn++) {
+				uint64_t h = dr->hist[gfn];
+
+				if (!h)
+					continue;
+				ws1 += !!(h & m1);
+				ws10 += !!(h & m10);
+				ws60 += !!(h & m60);
+				hc[__builtin_popcountll(h & mh)]++;
+				dr->hist[gfn] = h << 1;
+				keep |= (h << 1) != 0;
 			}
-			h = dr->hist[gfn];
-			if (!h)
-				continue;
-			ws1 += !!(h & m1);
-			ws10 += !!(h & m10);
-			ws60 += !!(h & m60);
-			hc[__builtin_popcountll(h & mh)]++;
-			dr->hist[gfn] = h << 1;
+			dr->live[blk] = keep;
 		}
 	}
 	dr->ws[HV_DR_1S] = ws1 << scale;
@@ -347,6 +361,7 @@ static void dr_free(struct hv_dirtyrate *dr)
 	free(dr->ring_seq);
 	free(dr->ring_log);
 	free(dr->hist);
+	free(dr->live);
 	free(dr->buf);
 	pthread_cond_destroy(&dr->cond);
 	pthread_mutex_destroy(&dr->lock);
@@ -404,10 +419,15 @@ int hv_dirtyrate_create(struct hv_vm *vm, const struct hv_dirtyrate_cfg *cfg,
 		calloc((size_t)dr->ring_cap * dr->nr_vcpus, sizeof(uint64_t));
 	dr->ring_log =
 		calloc((size_t)dr->ring_cap * dr->nr_vcpus, sizeof(uint64_t));
+	/* calloc of this size is a fresh mapping: pages of hist[] the
+	 * guest's writes never reach (the MMIO hole's gfns, RAM never
+	 * written) are never touched and cost no memory. */
 	dr->hist = calloc(dr->max_gfn ? dr->max_gfn : 1, sizeof(uint64_t));
+	dr->live = calloc(HV_DIV_ROUND_UP(dr->max_gfn, HV_DR_BLOCK_PAGES) + 1,
+			  sizeof(bool));
 	dr->buf = calloc(HV_DR_BLOCK_PAGES / 64, sizeof(uint64_t));
 	if (!dr->ring || !dr->ring_seq || !dr->ring_log || !dr->hist ||
-	    !dr->buf)
+	    !dr->live || !dr->buf)
 		goto oom;
 
 	ret = hv_vm_dirty_log_start(vm, dr->cfg.mode);

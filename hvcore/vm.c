@@ -6,6 +6,7 @@
  * ioctls.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -88,10 +89,14 @@ void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
 	per = pages / nr_vcpus;
 	for (uint32_t i = 0; i < nr_vcpus; i++) {
 		struct hv_wl_vcpu_params *w = &cfg->wl[i];
+		struct hv_ram_layout l = hv_ram_layout_std(mem_bytes);
 
 		w->pattern = HV_WL_PATTERN_SWEEP;
 		w->content = HV_WL_CONTENT_STAMP;
-		w->region_gpa = HV_VM_WL_BASE + i * per * HV_PAGE_SIZE;
+		/* Shares of RAM offsets: a share that would start at the
+		 * hole's first offset starts at 4 GiB instead. */
+		w->region_gpa = hv_ram_off_to_gpa(
+			&l, HV_VM_WL_BASE + i * per * HV_PAGE_SIZE);
 		w->region_pages = per;
 		w->write_pct = 100;
 		w->seed = 0x5eed0000u + i;
@@ -107,7 +112,9 @@ static int check_cfg(const struct hv_vm_cfg *c)
 	if (c->mem_bytes < HV_VM_MIN_MEM || c->mem_bytes > HV_VM_MAX_MEM ||
 	    c->mem_bytes % two_m)
 		return -EINVAL;
-	if (c->slot_bytes % two_m)
+	if (c->slot_bytes % two_m ||
+	    hv_vm_slot_geometry(c->mem_bytes, c->slot_bytes, 0, NULL, NULL) >
+		    HV_MEMSLOT_MAX)
 		return -EINVAL;
 	if (!c->nr_vcpus || c->nr_vcpus > HV_VM_MAX_VCPUS)
 		return -EINVAL;
@@ -122,34 +129,67 @@ static int check_cfg(const struct hv_vm_cfg *c)
 		return -EINVAL;
 	for (uint32_t i = 0; i < c->nr_vcpus; i++) {
 		const struct hv_wl_vcpu_params *w = &c->wl[i];
+		struct hv_ram_layout l = hv_ram_layout_std(c->mem_bytes);
+		uint64_t off;
 
 		if (w->pattern == HV_WL_PATTERN_IDLE)
 			continue;
-		if (w->region_gpa < HV_VM_WL_BASE || !w->region_pages ||
-		    w->region_gpa + w->region_pages * HV_PAGE_SIZE >
-			    c->mem_bytes)
+		off = hv_wl_region_off(&l, w);
+		if (off == HV_RAM_BAD || off < HV_VM_WL_BASE ||
+		    !w->region_pages)
 			return -EINVAL;
 	}
 	return 0;
 }
 
+unsigned hv_vm_slot_geometry(uint64_t mem_bytes, uint64_t slot_bytes,
+			     unsigned idx, gfn_t *base_gfn, uint64_t *npages)
+{
+	uint64_t low = HV_MIN(mem_bytes, HV_RAM_HOLE_START);
+	uint64_t high = mem_bytes - low;
+	uint64_t step_lo = slot_bytes ? slot_bytes : low;
+	uint64_t step_hi = slot_bytes ? slot_bytes : high;
+	uint64_t n_lo, n_hi, base, end;
+
+	if (!step_lo)
+		return 0;
+	n_lo = HV_DIV_ROUND_UP(low, step_lo);
+	n_hi = high ? HV_DIV_ROUND_UP(high, step_hi) : 0;
+	if (n_lo + n_hi > UINT_MAX)
+		return UINT_MAX;
+	if (idx < n_lo) {
+		base = idx * step_lo;
+		end = HV_MIN(base + step_lo, low);
+	} else if (idx - n_lo < n_hi) {
+		base = HV_RAM_HOLE_END + (idx - n_lo) * step_hi;
+		end = HV_MIN(base + step_hi, HV_RAM_HOLE_END + high);
+	} else {
+		base = end = 0;
+	}
+	if (base_gfn)
+		*base_gfn = base >> HV_PAGE_SHIFT;
+	if (npages)
+		*npages = (end - base) >> HV_PAGE_SHIFT;
+	return (unsigned)(n_lo + n_hi);
+}
+
+/* The slots of hv_vm_slot_geometry(), each told to the accelerator. */
 static int add_slots(struct hv_vm *vm)
 {
-	uint64_t step =
-		vm->cfg.slot_bytes ? vm->cfg.slot_bytes : vm->cfg.mem_bytes;
-	uint32_t id = 0;
+	struct hv_ram_layout l = hv_vm_ram_layout(vm);
+	unsigned n = hv_vm_slot_geometry(vm->cfg.mem_bytes,
+					 vm->cfg.slot_bytes, 0, NULL, NULL);
 
-	for (uint64_t off = 0; off < vm->cfg.mem_bytes; off += step, id++) {
-		struct hv_memslot_desc d = {
-			.id = id,
-			.flags = 0,
-			.base_gfn = off >> HV_PAGE_SHIFT,
-			.npages = HV_MIN(step, vm->cfg.mem_bytes - off) >>
-				  HV_PAGE_SHIFT,
-			.hva = (hva_t)(uintptr_t)(vm->mem->hva + off),
-		};
-		int ret = hv_memslots_add(vm->slots, &d);
+	for (unsigned id = 0; id < n; id++) {
+		struct hv_memslot_desc d = { .id = id, .flags = 0 };
+		uint64_t off;
+		int ret;
 
+		hv_vm_slot_geometry(vm->cfg.mem_bytes, vm->cfg.slot_bytes, id,
+				    &d.base_gfn, &d.npages);
+		off = hv_ram_gpa_to_off(&l, hv_gfn_to_gpa(d.base_gfn));
+		d.hva = (hva_t)(uintptr_t)(vm->mem->hva + off);
+		ret = hv_memslots_add(vm->slots, &d);
 		if (ret)
 			return ret;
 		ret = vm->ops->memslot_update(vm, NULL, &d);
@@ -172,6 +212,7 @@ static int write_params(struct hv_vm *vm)
 	p->version = HV_WL_VERSION;
 	p->nr_vcpus = vm->cfg.nr_vcpus;
 	p->tsc_khz = vm->tsc_khz;
+	p->ram = hv_vm_ram_layout(vm);
 	memcpy(p->vcpu, vm->cfg.wl, sizeof(p->vcpu));
 	ret = hv_vm_write_guest(vm, HV_WL_PARAMS_GPA, p, sizeof(*p));
 	free(p);
@@ -673,11 +714,25 @@ int hv_vm_slot_info(struct hv_vm *vm, unsigned idx, uint32_t *id,
 
 /* ---- guest memory access -------------------------------------------- */
 
+struct hv_ram_layout hv_vm_ram_layout(const struct hv_vm *vm)
+{
+	return hv_ram_layout_std(vm->cfg.mem_bytes);
+}
+
+uint8_t *hv_vm_ram(struct hv_vm *vm)
+{
+	return vm->mem->hva;
+}
+
 void *hv_vm_gpa_to_hva(struct hv_vm *vm, gpa_t gpa, uint64_t len)
 {
-	if (gpa >= vm->mem->bytes || len > vm->mem->bytes - gpa)
+	struct hv_ram_layout l = hv_vm_ram_layout(vm);
+	uint64_t off = hv_ram_range_to_off(&l, gpa, len);
+
+	if (off == HV_RAM_BAD || off >= vm->mem->bytes ||
+	    len > vm->mem->bytes - off)
 		return NULL;
-	return vm->mem->hva + gpa;
+	return vm->mem->hva + off;
 }
 
 int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,

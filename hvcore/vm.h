@@ -40,6 +40,7 @@
 #include <pthread.h>
 
 #include "hvcore/accel.h"
+#include "hvcore/ram_layout.h"
 #include "hvcore/types.h"
 #include "hvcore/workload.h"
 
@@ -63,10 +64,17 @@ enum hv_vm_state {
 	HV_VM_STOPPED,
 };
 
-/* Limits checked by hv_vm_create(). RAM stays below the x86 MMIO hole
- * (IOAPIC/LAPIC at 0xfec00000) so one contiguous range needs no split. */
+/*
+ * Limits checked by hv_vm_create(). 4 TiB: guest-physical addresses stay
+ * below 2^42 (4 TiB + the 1 GiB hole), inside the soft MMU's 4-level
+ * table and the 43+ physical address bits of the hosts that could back
+ * such a VM; the per-page metadata a migration may touch for it (an
+ * 8-byte entry per page: 8 GiB) stays reserved address space, paid for
+ * only where the guest wrote. The guest image's page directories for it
+ * are 16 MiB. Larger needs more host and guest work than a constant.
+ */
 #define HV_VM_MIN_MEM (16ULL << 20)
-#define HV_VM_MAX_MEM (3ULL << 30)
+#define HV_VM_MAX_MEM (4ULL << 40)
 #define HV_VM_MAX_VCPUS HV_WL_MAX_VCPUS
 /* Guest RAM below this belongs to the guest image, its page tables and
  * stacks and the workload ABI pages; workload regions start here. */
@@ -75,7 +83,9 @@ enum hv_vm_state {
 struct hv_vm_cfg {
 	enum hv_accel_kind accel;
 	uint64_t mem_bytes;  /* multiple of 2 MiB, MIN..MAX_MEM */
-	uint64_t slot_bytes; /* 0: one slot; else multiple of 2 MiB */
+	/* 0: one slot per RAM range (below and above the hole); else a
+	 * multiple of 2 MiB, each range cut into slots of this size. */
+	uint64_t slot_bytes;
 	uint32_t nr_vcpus;   /* 1..HV_VM_MAX_VCPUS */
 	enum hv_mem_backing backing;
 	/* kvm: dirty ring entries per vCPU (power of two, 0 = no ring). KVM
@@ -101,7 +111,8 @@ struct hv_vm_cfg {
 	 */
 	bool adopt_mem;
 	int mem_fd;
-	/* Workload of each vCPU (only [0, nr_vcpus) used). */
+	/* Workload of each vCPU (only [0, nr_vcpus) used). Regions follow
+	 * RAM offsets across the hole (hvcore/workload.h). */
 	struct hv_wl_vcpu_params wl[HV_WL_MAX_VCPUS];
 };
 
@@ -144,8 +155,9 @@ struct hv_vm {
 /*
  * Fill @cfg with defaults for @accel, @mem_bytes and @nr_vcpus: one slot,
  * anonymous memfd backing (a fresh one: mem_fd -1), no dirty ring (bitmap
- * mode), whole-range clears, and each vCPU sweeping an equal share of
- * [HV_VM_WL_BASE, mem_bytes) flat out, stamp-only content, 100% writes.
+ * mode), whole-range clears, and each vCPU sweeping an equal share of the
+ * RAM offsets [HV_VM_WL_BASE, mem_bytes) (so the regions span the hole of
+ * a VM above 3 GiB) flat out, stamp-only content, 100% writes.
  * The caller adjusts fields afterwards.
  */
 void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
@@ -219,12 +231,28 @@ int hv_vm_slot_info(struct hv_vm *vm, unsigned idx, uint32_t *id,
 		    gfn_t *base_gfn, uint64_t *npages);
 
 /*
- * Host pointer to [gpa, gpa + len) when it lies inside guest RAM, else
- * NULL. Writes through it are NOT logged: use hv_vm_write_guest().
+ * The memslots hv_vm_create() builds for @mem_bytes cut by @slot_bytes
+ * (cfg.slot_bytes): returns how many; when @idx is one of them, its first
+ * gfn and page count (ids are 0.. in gfn order). Pure: the migration's
+ * destination checks an offered layout against it.
+ */
+unsigned hv_vm_slot_geometry(uint64_t mem_bytes, uint64_t slot_bytes,
+			     unsigned idx, gfn_t *base_gfn, uint64_t *npages);
+
+/* Where @vm's RAM is in guest-physical space (hvcore/ram_layout.h). */
+struct hv_ram_layout hv_vm_ram_layout(const struct hv_vm *vm);
+/* The whole of guest RAM in RAM-offset order (cfg.mem_bytes bytes; the
+ * memfd's contents at the same offsets). Writes are NOT logged. */
+uint8_t *hv_vm_ram(struct hv_vm *vm);
+
+/*
+ * Host pointer to [gpa, gpa + len) when it lies inside guest RAM in one
+ * piece (not across the hole), else NULL. Writes through it are NOT
+ * logged: use hv_vm_write_guest().
  */
 void *hv_vm_gpa_to_hva(struct hv_vm *vm, gpa_t gpa, uint64_t len);
 /* Copy into guest RAM and mark the pages dirty (when logging is on).
- * -EFAULT when the range is outside guest RAM. Any thread. */
+ * -EFAULT when the range is not guest RAM in one piece. Any thread. */
 int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,
 		      uint64_t len);
 int hv_vm_read_guest(struct hv_vm *vm, gpa_t gpa, void *buf, uint64_t len);

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hvcore/wl_verify.h"
 #include "hvcore/workload.h"
@@ -88,8 +89,24 @@ static void count(struct hv_wl_verify *out, enum verdict v, gfn_t gfn)
 		out->bad_gfns[out->nr_bad_gfns++] = gfn;
 }
 
+/*
+ * The RAM layout the regions follow: the params page's, which must name
+ * @ram_bytes; params without one (ram_bytes 0, hand-built) are flat.
+ */
+static int ram_layout(const struct hv_wl_params *p, uint64_t ram_bytes,
+		      struct hv_ram_layout *l)
+{
+	*l = p->ram;
+	if (!l->ram_bytes)
+		*l = (struct hv_ram_layout){ ram_bytes, 0, 0 };
+	if (l->ram_bytes != ram_bytes || l->hole_end < l->hole_start)
+		return -EINVAL;
+	return 0;
+}
+
 /* Validate the params page and the regions against the RAM size. */
-static int check_params(const struct hv_wl_params *p, uint64_t ram_bytes)
+static int check_params(const struct hv_wl_params *p,
+			const struct hv_ram_layout *l)
 {
 	for (uint32_t v = 0; v < p->nr_vcpus && v < HV_WL_MAX_VCPUS; v++) {
 		const struct hv_wl_vcpu_params *w = &p->vcpu[v];
@@ -98,19 +115,66 @@ static int check_params(const struct hv_wl_params *p, uint64_t ram_bytes)
 			return -EINVAL;
 		if (w->pattern == HV_WL_PATTERN_IDLE)
 			continue;
-		if (w->region_gpa > ram_bytes ||
-		    w->region_pages > (ram_bytes - w->region_gpa) >>
-			    HV_PAGE_SHIFT)
+		if (hv_wl_region_off(l, w) == HV_RAM_BAD)
 			return -EINVAL;
 	}
 	return hv_wl_check(p, 0);
 }
 
+/*
+ * Region pages [@i, @end) that hold no data in the memfd (a hole: zeros,
+ * never written). Only the sweep has a rule for zero pages: those it must
+ * have reached already are stale.
+ */
+static void check_hole(struct hv_wl_verify *out, const struct region *r,
+		       const struct hv_ram_layout *l, uint64_t off0,
+		       uint64_t i, uint64_t end)
+{
+	if (!r->sweep)
+		return;
+	for (; i < end && i < r->seq; i++)
+		count(out, PAGE_STALE,
+		      hv_gpa_to_gfn(hv_ram_off_to_gpa(
+			      l, off0 + (i << HV_PAGE_SHIFT))));
+}
+
+/*
+ * The first region page at or after @i (below @n) that may hold data, and
+ * in *@data_end the end of that data run. Without an fd, or when the fd
+ * cannot tell, everything is data.
+ */
+static uint64_t next_data(int fd, uint64_t off0, uint64_t i, uint64_t n,
+			  uint64_t *data_end)
+{
+	off_t d, h;
+
+	*data_end = n;
+	if (fd < 0)
+		return i;
+	d = lseek(fd, (off_t)(off0 + (i << HV_PAGE_SHIFT)), SEEK_DATA);
+	if (d < 0)
+		return errno == ENXIO ? n : i;
+	h = lseek(fd, d, SEEK_HOLE);
+	if (h < 0)
+		return i;
+	d = (off_t)(((uint64_t)d - off0) >> HV_PAGE_SHIFT);
+	h = (off_t)HV_DIV_ROUND_UP((uint64_t)h - off0, HV_PAGE_SIZE);
+	*data_end = HV_MIN((uint64_t)h, n);
+	return HV_MIN((uint64_t)d, n);
+}
+
 int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 		 struct hv_wl_verify *out)
 {
+	return hv_wl_verify_fd(ram, ram_bytes, -1, out);
+}
+
+int hv_wl_verify_fd(const uint8_t *ram, uint64_t ram_bytes, int fd,
+		    struct hv_wl_verify *out)
+{
 	const struct hv_wl_params *p;
 	const struct hv_wl_status *st;
+	struct hv_ram_layout l;
 	uint8_t want[HV_PAGE_SIZE];
 
 	memset(out, 0, sizeof(*out));
@@ -119,7 +183,7 @@ int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 		return -EINVAL;
 	p = (const struct hv_wl_params *)(ram + HV_WL_PARAMS_GPA);
 	st = (const struct hv_wl_status *)(ram + HV_WL_STATUS_GPA);
-	if (check_params(p, ram_bytes))
+	if (ram_layout(p, ram_bytes, &l) || check_params(p, &l))
 		return -EINVAL;
 
 	for (uint32_t v = 0; v < p->nr_vcpus; v++) {
@@ -133,19 +197,27 @@ int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 			.sweep = w->pattern == HV_WL_PATTERN_SWEEP &&
 				 w->write_pct == 100,
 		};
-		uint64_t newest = 0;
+		uint64_t newest = 0, off0, i = 0;
 
 		if (w->pattern == HV_WL_PATTERN_IDLE)
 			continue;
-		for (uint64_t i = 0; i < r.pages; i++) {
-			gpa_t gpa = w->region_gpa + i * HV_PAGE_SIZE;
-			uint64_t seen = 0;
-			enum verdict vd;
+		/* A region is consecutive in RAM offsets (workload.h). */
+		off0 = hv_wl_region_off(&l, w);
+		while (i < r.pages) {
+			uint64_t end, d = next_data(fd, off0, i, r.pages, &end);
 
-			vd = check_page(&r, i, ram + gpa, want, &seen);
-			count(out, vd, hv_gpa_to_gfn(gpa));
-			if (seen > newest)
-				newest = seen;
+			check_hole(out, &r, &l, off0, i, d);
+			for (i = d; i < end; i++) {
+				uint64_t off = off0 + (i << HV_PAGE_SHIFT);
+				uint64_t seen = 0;
+				enum verdict vd;
+
+				vd = check_page(&r, i, ram + off, want, &seen);
+				count(out, vd,
+				      hv_gpa_to_gfn(hv_ram_off_to_gpa(&l, off)));
+				if (seen > newest)
+					newest = seen;
+			}
 		}
 		out->pages += r.pages;
 		if (r.seq && newest < r.seq)

@@ -47,14 +47,24 @@ struct hv_wl_verify {
 };
 
 /*
- * Check the @ram_bytes of guest RAM at @ram (gpa 0 at @ram[0]) and fill
- * @out. Returns 0 when the check ran (its verdict is in @out: clean when
+ * Check the @ram_bytes of guest RAM at @ram (in RAM-offset order: the
+ * regions are found through the RAM layout of the params page,
+ * hvcore/ram_layout.h) and fill @out. Returns 0 when the check ran (its verdict is in @out: clean when
  * out->bad == 0 and out->lost_vcpus == 0), -EINVAL when the params page
  * is not a valid workload or a region lies outside @ram_bytes (nothing to
  * check then; @out zeroed). Pure: reads @ram only, any thread.
  */
 int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 		 struct hv_wl_verify *out);
+
+/*
+ * The same, skipping what @fd (the guest memfd of @ram, same offsets; -1:
+ * none) holds no data for: a hole reads as zeros, and reading it through
+ * the mapping would allocate a page for each, which for a large sparse VM
+ * is most of its RAM. Pages in holes are judged as zero pages.
+ */
+int hv_wl_verify_fd(const uint8_t *ram, uint64_t ram_bytes, int fd,
+		    struct hv_wl_verify *out);
 
 /* True when @r found nothing wrong. */
 static inline int hv_wl_verify_clean(const struct hv_wl_verify *r)

@@ -36,7 +36,21 @@ static inline uint64_t rng_seed(uint64_t seed, uint64_t a, uint64_t b)
 	return s ? s : 0x853c49e6748fea9bULL;
 }
 
-static int check_vcpu(const struct hv_wl_vcpu_params *v)
+uint64_t hv_wl_region_off(const struct hv_ram_layout *ram,
+			  const struct hv_wl_vcpu_params *w)
+{
+	uint64_t off = hv_ram_gpa_to_off(ram, w->region_gpa);
+
+	if (off == HV_RAM_BAD)
+		return HV_RAM_BAD;
+	if (ram->ram_bytes &&
+	    w->region_pages > (ram->ram_bytes - off) / PAGE_SIZE_)
+		return HV_RAM_BAD;
+	return off;
+}
+
+static int check_vcpu(const struct hv_ram_layout *ram,
+		      const struct hv_wl_vcpu_params *v)
 {
 	if (v->pattern == HV_WL_PATTERN_INVALID ||
 	    v->pattern >= HV_WL_PATTERN_COUNT)
@@ -51,6 +65,8 @@ static int check_vcpu(const struct hv_wl_vcpu_params *v)
 	if (!v->region_pages || (v->region_gpa & (PAGE_SIZE_ - 1)) ||
 	    v->region_pages > (1ULL << 40) ||
 	    v->region_gpa + v->region_pages * PAGE_SIZE_ < v->region_gpa)
+		return -EINVAL_;
+	if (hv_wl_region_off(ram, v) == HV_RAM_BAD)
 		return -EINVAL_;
 	if (v->write_pct > 100)
 		return -EINVAL_;
@@ -76,7 +92,11 @@ int hv_wl_check(const struct hv_wl_params *p, uint32_t vcpu)
 	int ret = check_header(p->magic, p->version, p->nr_vcpus, p->tsc_khz,
 			       vcpu);
 
-	return ret ? ret : check_vcpu(&p->vcpu[vcpu]);
+	if (ret)
+		return ret;
+	if (p->ram.hole_end < p->ram.hole_start)
+		return -EINVAL_;
+	return check_vcpu(&p->ram, &p->vcpu[vcpu]);
 }
 
 /*
@@ -150,7 +170,8 @@ struct run {
 	const struct hv_wl_env *env;
 	uint32_t vcpu;
 	uint32_t pattern, content, write_pct, hot_share_pct;
-	uint64_t region_gpa, region_pages, hot_pages, max_writes;
+	uint64_t region_off, region_pages, hot_pages, max_writes;
+	struct hv_ram_layout ram;
 	uint64_t rng;
 	uint64_t seq, reads, sweep_pos;
 	uint64_t ticks_per_ms;
@@ -186,7 +207,8 @@ static uint64_t pick_page(struct run *r)
 
 static void access_one(struct run *r)
 {
-	uint64_t gpa = r->region_gpa + pick_page(r) * PAGE_SIZE_;
+	uint64_t gpa = hv_ram_off_to_gpa(&r->ram, r->region_off +
+						     pick_page(r) * PAGE_SIZE_);
 
 	if (r->write_pct == 100 || rng_next(&r->rng) % 100 < r->write_pct) {
 		uint8_t *page = r->env->page_for_write(r->env->ctx, gpa);
@@ -299,6 +321,11 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 	ret = check_header(p->magic, p->version, p->nr_vcpus, p->tsc_khz, vcpu);
 	if (ret)
 		return ret;
+	r.ram.ram_bytes = p->ram.ram_bytes;
+	r.ram.hole_start = p->ram.hole_start;
+	r.ram.hole_end = p->ram.hole_end;
+	if (r.ram.hole_end < r.ram.hole_start)
+		return -EINVAL_;
 	{
 		const volatile struct hv_wl_vcpu_params *s = &p->vcpu[vcpu];
 		struct hv_wl_vcpu_params c = { 0 };
@@ -310,9 +337,12 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 		c.write_pct = s->write_pct;
 		c.hot_pct = s->hot_pct;
 		c.hot_share_pct = s->hot_share_pct;
-		ret = check_vcpu(&c);
+		ret = check_vcpu(&r.ram, &c);
 		if (ret)
 			return ret;
+		/* From the checked copy: the host may change the live one. */
+		r.region_off = hv_wl_region_off(&r.ram, &c);
+		r.region_pages = c.region_pages;
 	}
 	vp = &p->vcpu[vcpu];
 
@@ -324,8 +354,6 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 	r.content = vp->content;
 	r.write_pct = vp->write_pct;
 	r.hot_share_pct = vp->hot_share_pct;
-	r.region_gpa = vp->region_gpa;
-	r.region_pages = vp->region_pages;
 	r.hot_pages = r.region_pages * vp->hot_pct / 100;
 	if (!r.hot_pages)
 		r.hot_pages = 1;

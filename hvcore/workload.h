@@ -11,7 +11,12 @@
  * Guest memory layout shared by host and guest (guest-physical):
  *   HV_WL_PARAMS_GPA  struct hv_wl_params      (host writes, guest reads)
  *   HV_WL_STATUS_GPA  struct hv_wl_status[n]   (guest writes, host reads)
- * and each vCPU's region [region_gpa, region_gpa + region_pages * 4 KiB).
+ * and each vCPU's region: region_pages pages of RAM, consecutive in RAM
+ * offsets (hvcore/ram_layout.h) from the RAM offset of region_gpa. Page i
+ * of the region is at gpa hv_ram_off_to_gpa(off(region_gpa) + i * 4 KiB):
+ * a region may span the MMIO hole, its pages below the hole and the rest
+ * from 4 GiB up. The RAM layout travels in the params page (ram); a
+ * layout with ram_bytes == 0 maps flat (gpa == RAM offset).
  *
  * Every page write stamps the first 16 bytes of the page with
  * struct hv_wl_stamp: (vcpu, seq), seq being that vCPU's write counter,
@@ -25,9 +30,12 @@
 
 #include <stdint.h>
 
+#include "hvcore/ram_layout.h"
+
 #define HV_WL_MAGIC 0x4c57564du       /* "MVWL" */
 #define HV_WL_STAMP_MAGIC 0x504d5453u /* "STMP" */
-#define HV_WL_VERSION 1u
+/* 2: the RAM layout in the params page; regions follow RAM offsets. */
+#define HV_WL_VERSION 2u
 #define HV_WL_MAX_VCPUS 64u
 /*
  * The status line is published once per batch of this many accesses (and
@@ -62,8 +70,8 @@ enum hv_wl_content {
 struct hv_wl_vcpu_params {
 	uint32_t pattern;	/* enum hv_wl_pattern */
 	uint32_t content;	/* enum hv_wl_content */
-	uint64_t region_gpa;	/* page-aligned */
-	uint64_t region_pages;
+	uint64_t region_gpa;	/* page-aligned, RAM (not in the hole) */
+	uint64_t region_pages;	/* RAM pages from there, skipping the hole */
 	uint64_t rate_pages;	/* target page writes per second; 0 = flat out */
 	uint32_t write_pct;	/* 0..100: share of accesses that write */
 	uint32_t hot_pct;	/* hotset: percent of pages that are hot */
@@ -81,6 +89,7 @@ struct hv_wl_params {
 	uint32_t nr_vcpus;
 	uint32_t reserved;
 	uint64_t tsc_khz; /* guest TSC frequency, for pacing */
+	struct hv_ram_layout ram; /* where RAM is (regions, guest paging) */
 	struct hv_wl_vcpu_params vcpu[HV_WL_MAX_VCPUS];
 };
 
@@ -136,11 +145,19 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 	      volatile struct hv_wl_status *st, uint32_t vcpu,
 	      const struct hv_wl_env *env);
 
-/* Validate one vCPU's parameters: 0 or -22 (EINVAL). */
+/* Validate one vCPU's parameters (against params->ram when it names the
+ * RAM size): 0 or -22 (EINVAL). */
 int hv_wl_check(const struct hv_wl_params *p, uint32_t vcpu);
 
 /* Fill @page (4 KiB) as the workload would for (vcpu, seq, content). */
 void hv_wl_fill_page(uint8_t *page, uint16_t vcpu, uint64_t seq,
 		     uint32_t content);
+
+/*
+ * RAM offset of vCPU @w's region start under @ram, or HV_RAM_BAD when the
+ * region does not lie in RAM (start in the hole, end past ram_bytes).
+ */
+uint64_t hv_wl_region_off(const struct hv_ram_layout *ram,
+			  const struct hv_wl_vcpu_params *w);
 
 #endif

@@ -81,7 +81,7 @@ void migd_call_vm_check(struct migd_call *call)
 			       v->name, (unsigned long long)v->mig_id);
 		return;
 	}
-	ram = hv_vm_gpa_to_hva(v->vm, 0, v->vm->cfg.mem_bytes);
+	ram = hv_vm_ram(v->vm);
 	if (!ram) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,
 			       "VM '%s': guest RAM not mapped", v->name);
@@ -99,7 +99,10 @@ void migd_call_vm_check(struct migd_call *call)
 		paused = true;
 	}
 	t0 = migd_now_ns();
-	ret = hv_wl_verify(ram, v->vm->cfg.mem_bytes, &vr);
+	/* With the memfd, the never-written RAM of a large sparse VM is
+	 * skipped rather than read (and allocated) page by page. */
+	ret = hv_wl_verify_fd(ram, v->vm->cfg.mem_bytes, hv_vm_mem_fd(v->vm),
+			      &vr);
 	ns = migd_now_ns() - t0;
 	if (paused)
 		rret = hv_vm_resume(v->vm);

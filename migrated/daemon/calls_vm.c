@@ -280,7 +280,12 @@ static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 			s->guest_max_gap_us =
 				st->max_gap_tsc * 1000 / v->vm->tsc_khz;
 	}
-	s->region_offset = p->region_gpa;
+	{
+		struct hv_ram_layout l = hv_vm_ram_layout(v->vm);
+
+		/* Clients speak RAM offsets (control.proto). */
+		s->region_offset = hv_ram_gpa_to_off(&l, p->region_gpa);
+	}
 	s->region_bytes = p->region_pages * HV_PAGE_SIZE;
 	if (hv_vm_vcpu_stats(v->vm, i, &vs) == 0) {
 		s->heartbeats = vs.heartbeats;

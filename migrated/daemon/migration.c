@@ -310,7 +310,11 @@ static void settle_incoming(struct migd_mig *m)
 	wl.pattern = p->pattern;
 	wl.content = p->content;
 	wl.rate_pages = p->rate_pages;
-	wl.region_offset = p->region_gpa;
+	wl.region_offset = hv_ram_gpa_to_off(&(struct hv_ram_layout){
+						     vm->cfg.mem_bytes,
+						     HV_RAM_HOLE_START,
+						     HV_RAM_HOLE_END },
+					     p->region_gpa);
 	wl.region_bytes = p->region_pages * HV_PAGE_SIZE * vm->cfg.nr_vcpus;
 	wl.write_pct = p->write_pct;
 	wl.hot_pct = p->hot_pct;

@@ -49,6 +49,7 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 {
 	const Migd__Workload *w = r->workload;
 	struct migd_wl o = { 0 };
+	struct hv_ram_layout ram;
 	uint64_t per_pages;
 
 	if (!migd_name_valid(r->name))
@@ -118,13 +119,17 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		FAIL("region too small for %u vCPUs", r->nr_vcpus);
 
 	hv_vm_cfg_init(cfg, accel, r->mem_bytes, r->nr_vcpus);
+	ram = hv_ram_layout_std(r->mem_bytes);
 	for (uint32_t i = 0; i < r->nr_vcpus; i++) {
 		struct hv_wl_vcpu_params *p = &cfg->wl[i];
 
 		memset(p, 0, sizeof(*p));
 		p->pattern = o.pattern;
 		p->content = o.content;
-		p->region_gpa = o.region_offset + i * per_pages * HV_PAGE_SIZE;
+		/* The region is given in RAM offsets; the workload follows
+		 * them across the MMIO hole (hvcore/workload.h). */
+		p->region_gpa = hv_ram_off_to_gpa(
+			&ram, o.region_offset + i * per_pages * HV_PAGE_SIZE);
 		p->region_pages = per_pages;
 		p->rate_pages = o.rate_pages;
 		p->write_pct = o.write_pct;

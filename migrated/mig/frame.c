@@ -58,14 +58,15 @@ static const struct frame_type {
 	[MIG__MSG_TYPE__MSG_HELLO] = { "hello", &mig__hello__descriptor,
 				       4096 },
 	/*
-	 * A layout: 1536 slots at most (3 GiB in 2 MiB slots); the widest
-	 * real one is 55 KB on the wire and 160 KB unpacked. An empty slot
-	 * entry is 2 bytes on the wire and 128 unpacked, so 128 KiB of them
-	 * would take 8 MiB: the allocation cap, not the length cap, stops
-	 * those (measured with protobuf-c 1.4).
+	 * A layout: HV_MEMSLOT_MAX (32764) slots at most (a large VM in
+	 * small slots); the widest is 36 bytes a slot on the wire (1.2 MB)
+	 * and 136 unpacked (4.5 MB). An empty slot entry is 2 bytes on the
+	 * wire and 128 unpacked, so 2 MiB of them would take 128 MiB: the
+	 * allocation cap, not the length cap, stops those (measured with
+	 * protobuf-c 1.4).
 	 */
 	[MIG__MSG_TYPE__MSG_SETUP] = { "setup", &mig__vm_layout__descriptor,
-				       MIG_FRAME_SETUP_MAX, 256u << 10 },
+				       MIG_FRAME_SETUP_MAX, 6u << 20 },
 	[MIG__MSG_TYPE__MSG_SETUP_ACCEPT] = { "setup_accept",
 					      &mig__setup_accept__descriptor,
 					      256 },

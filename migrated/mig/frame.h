@@ -51,8 +51,8 @@
 
 /* The largest message of any type (MSG_VM_STATE, whose cap it is). */
 #define MIG_FRAME_MSG_MAX (16u << 20)
-/* Cap of a layout (MSG_SETUP): the largest VM's 1536 slots fit. */
-#define MIG_FRAME_SETUP_MAX (128u << 10)
+/* Cap of a layout (MSG_SETUP): HV_MEMSLOT_MAX slots at their widest fit. */
+#define MIG_FRAME_SETUP_MAX (2u << 20)
 
 struct mig_frame_hdr {
 	uint32_t magic;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hvcore/memslots.h"
 #include "hvcore/types.h"
 
 bool mig_vm_name_valid(const char *name)
@@ -102,7 +103,7 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 {
 	const uint64_t two_m = 2ULL << 20;
 	enum hv_accel_kind accel = accel_by_name(l->accel);
-	uint64_t per = 0, next_gfn = 0, mem;
+	uint64_t slot_bytes, mem = 0;
 	struct hv_vm_cfg c;
 
 	if (accel == HV_ACCEL_INVALID)
@@ -128,39 +129,49 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		       (unsigned long long)l->page_size);
 	if (!l->nr_vcpus || l->nr_vcpus > HV_VM_MAX_VCPUS)
 		REFUSE(REFUSE_LAYOUT, "%u vCPUs", l->nr_vcpus);
-	if (!l->n_slots || l->n_slots > HV_VM_MAX_MEM / two_m)
+	if (!l->n_slots || l->n_slots > HV_MEMSLOT_MAX)
 		REFUSE(REFUSE_LAYOUT, "%zu slots", l->n_slots);
 	for (size_t i = 0; i < l->n_slots; i++) {
 		const Mig__Memslot *s = l->slots[i];
 
-		/* Ids 0.. in gfn order, contiguous from 0, equal sizes but
-		 * the last: the only shape hv_vm_create() builds. */
-		if (s->id != i || s->base_gfn != next_gfn || !s->npages ||
-		    s->npages > (HV_VM_MAX_MEM >> HV_PAGE_SHIFT) ||
+		if (!s->npages || s->npages > (HV_VM_MAX_MEM >> HV_PAGE_SHIFT))
+			REFUSE(REFUSE_LAYOUT, "slot %zu: npages %llu", i,
+			       (unsigned long long)s->npages);
+		mem += s->npages << HV_PAGE_SHIFT;
+	}
+	if (mem < HV_VM_MIN_MEM || mem > HV_VM_MAX_MEM || mem % two_m)
+		REFUSE(REFUSE_LAYOUT, "%llu bytes of RAM",
+		       (unsigned long long)mem);
+	/*
+	 * The only shapes hv_vm_create() builds: one slot per RAM range
+	 * (slot_bytes 0), or every range cut by the first slot's size. The
+	 * offer must be exactly one of them, slot by slot: ids 0.. in gfn
+	 * order, none in or across the MMIO hole.
+	 */
+	slot_bytes = l->slots[0]->npages << HV_PAGE_SHIFT;
+	if (hv_vm_slot_geometry(mem, 0, 0, NULL, NULL) == l->n_slots &&
+	    slot_bytes == HV_MIN(mem, HV_RAM_HOLE_START))
+		slot_bytes = 0;
+	if (slot_bytes % two_m ||
+	    hv_vm_slot_geometry(mem, slot_bytes, 0, NULL, NULL) != l->n_slots)
+		REFUSE(REFUSE_LAYOUT, "%zu slots of %llu bytes", l->n_slots,
+		       (unsigned long long)slot_bytes);
+	for (size_t i = 0; i < l->n_slots; i++) {
+		const Mig__Memslot *s = l->slots[i];
+		gfn_t gfn = 0;
+		uint64_t np = 0;
+
+		hv_vm_slot_geometry(mem, slot_bytes, (unsigned)i, &gfn, &np);
+		if (s->id != i || s->base_gfn != gfn || s->npages != np ||
 		    s->flags)
 			REFUSE(REFUSE_LAYOUT,
 			       "slot %zu: id %u gfn 0x%llx npages %llu", i,
 			       s->id, (unsigned long long)s->base_gfn,
 			       (unsigned long long)s->npages);
-		if (i == 0)
-			per = s->npages;
-		else if (s->npages > per ||
-			 (i + 1 < l->n_slots && s->npages != per))
-			REFUSE(REFUSE_LAYOUT, "slot %zu: %llu pages, not %llu",
-			       i, (unsigned long long)s->npages,
-			       (unsigned long long)per);
-		next_gfn += s->npages;
 	}
-	mem = next_gfn << HV_PAGE_SHIFT;
-	if (mem < HV_VM_MIN_MEM || mem > HV_VM_MAX_MEM || mem % two_m)
-		REFUSE(REFUSE_LAYOUT, "%llu bytes of RAM",
-		       (unsigned long long)mem);
-	if (l->n_slots > 1 && (per << HV_PAGE_SHIFT) % two_m)
-		REFUSE(REFUSE_LAYOUT, "slot size %llu",
-		       (unsigned long long)(per << HV_PAGE_SHIFT));
 
 	hv_vm_cfg_init(&c, accel, mem, l->nr_vcpus);
-	c.slot_bytes = l->n_slots > 1 ? per << HV_PAGE_SHIFT : 0;
+	c.slot_bytes = slot_bytes;
 	if (base) {
 		c.backing = base->backing ? base->backing : c.backing;
 		c.dirty_ring_entries = base->dirty_ring_entries;

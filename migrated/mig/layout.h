@@ -3,10 +3,11 @@
  * mig_layout: the VM layout a source offers in setup (Mig__VmLayout) and
  * its validation by the destination (docs/architecture.md).
  *
- * hvcore VMs have guest RAM from gpa 0 cut into memslots of cfg.slot_bytes
- * (the last may be shorter), ids 0, 1, 2, ... in gfn order; a destination
- * can only rebuild that shape, so mig_layout_to_cfg() accepts exactly
- * those layouts and derives the hv_vm_cfg to create the paused twin with.
+ * hvcore VMs have guest RAM below the MMIO hole from gpa 0 and the rest
+ * from gpa 4 GiB (hvcore/ram_layout.h), each range cut into memslots of
+ * cfg.slot_bytes (the last of a range may be shorter), ids 0, 1, 2, ... in
+ * gfn order (hv_vm_slot_geometry()); a destination can only rebuild that
+ * shape, so mig_layout_to_cfg() accepts exactly those layouts and derives the hv_vm_cfg to create the paused twin with.
  * Everything received is checked before use; pure and thread-safe except
  * mig_layout_build(), which reads the VM (control thread).
  */

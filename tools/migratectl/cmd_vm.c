@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hvcore/ram_layout.h"
 #include "migrated/daemon/parse.h"
 #include "tools/migratectl/ctl.h"
 #include "tools/rpc/fmt.h"
@@ -232,6 +233,24 @@ static void print_inspect(const Migd__VmInspectResult *r)
 	printf("state:     %s\n", state_text(v->state, a, sizeof(a)));
 	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
 	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);
+	{
+		/* hvcore's layout (hvcore/ram_layout.h): RAM below the MMIO
+		 * hole, the rest from 4 GiB. */
+		struct hv_ram_layout l = hv_ram_layout_std(v->mem_bytes);
+		char d[32];
+
+		if (v->mem_bytes > l.hole_start)
+			printf("ram:       gpa [0, %s) + [%s, 0x%llx), MMIO "
+			       "hole [%s, %s)\n",
+			       migd_fmt_bytes(a, sizeof(a), l.hole_start),
+			       migd_fmt_bytes(b, sizeof(b), l.hole_end),
+			       (unsigned long long)hv_ram_top_gpa(&l),
+			       migd_fmt_bytes(c, sizeof(c), l.hole_start),
+			       migd_fmt_bytes(d, sizeof(d), l.hole_end));
+		else
+			printf("ram:       gpa [0, %s)\n",
+			       migd_fmt_bytes(a, sizeof(a), v->mem_bytes));
+	}
 	printf("worker:    pid %llu (worker %llu)%s%u live update(s)\n",
 	       (unsigned long long)v->worker_pid,
 	       (unsigned long long)v->worker_id, ", ", v->updates);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Framing of the migration stream (migrated/mig/frame.c). */
 #include "tests/harness/hv_test.h"
+#include "hvcore/memslots.h"
 #include "migrated/mig/frame.h"
 
 #include <errno.h>
@@ -193,15 +194,15 @@ static void test_garbage_message_is_refused(void)
 /*
  * A layout of empty repeated slot entries, 2 bytes each on the wire, the
  * most a SETUP frame may carry: unpacked it would be 64 times its size.
- * The allocation cap refuses it; the largest real layout (1536 slots,
- * every field at its widest) still unpacks.
+ * The allocation cap refuses it; the largest real layout (HV_MEMSLOT_MAX
+ * slots, every field at its widest) still unpacks.
  */
 static void test_setup_of_empty_entries_is_refused_by_the_alloc_cap(void)
 {
 	size_t len = MIG_FRAME_SETUP_MAX;
 	uint8_t *buf = malloc(len);
-	Mig__Memslot *slots = calloc(1536, sizeof(*slots));
-	Mig__Memslot **pp = calloc(1536, sizeof(*pp));
+	Mig__Memslot *slots = calloc(HV_MEMSLOT_MAX, sizeof(*slots));
+	Mig__Memslot **pp = calloc(HV_MEMSLOT_MAX, sizeof(*pp));
 	Mig__VmLayout l = MIG__VM_LAYOUT__INIT;
 	ProtobufCMessage *m = NULL;
 	size_t n;
@@ -216,7 +217,7 @@ static void test_setup_of_empty_entries_is_refused_by_the_alloc_cap(void)
 			-EMSGSIZE);
 	CU_ASSERT_PTR_NULL(m);
 
-	for (unsigned i = 0; i < 1536; i++) {
+	for (unsigned i = 0; i < HV_MEMSLOT_MAX; i++) {
 		mig__memslot__init(&slots[i]);
 		slots[i].id = UINT32_MAX;
 		slots[i].base_gfn = UINT64_MAX;
@@ -224,7 +225,7 @@ static void test_setup_of_empty_entries_is_refused_by_the_alloc_cap(void)
 		slots[i].flags = UINT32_MAX;
 		pp[i] = &slots[i];
 	}
-	l.n_slots = 1536;
+	l.n_slots = HV_MEMSLOT_MAX;
 	l.slots = pp;
 	l.accel = "kvm";
 	l.name = "a-vm-name-of-the-longest-kind-allowed-here-63-bytes-"
@@ -233,7 +234,7 @@ static void test_setup_of_empty_entries_is_refused_by_the_alloc_cap(void)
 	CU_ASSERT(n <= len);
 	CU_ASSERT_EQUAL(mig_frame_unpack(MIG__MSG_TYPE__MSG_SETUP, buf, n, &m),
 			0);
-	CU_ASSERT_EQUAL(((Mig__VmLayout *)m)->n_slots, 1536);
+	CU_ASSERT_EQUAL(((Mig__VmLayout *)m)->n_slots, HV_MEMSLOT_MAX);
 	mig_frame_msg_free(m);
 	free(pp);
 	free(slots);
