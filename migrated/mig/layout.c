@@ -92,6 +92,25 @@ static enum hv_accel_kind accel_by_name(const char *name)
 	return HV_ACCEL_INVALID;
 }
 
+/* Whether @l's slots are exactly those of @mem cut by @slot_bytes. */
+static bool slots_match(const Mig__VmLayout *l, uint64_t mem,
+			uint64_t slot_bytes)
+{
+	if (hv_vm_slot_geometry(mem, slot_bytes, 0, NULL, NULL) != l->n_slots)
+		return false;
+	for (size_t i = 0; i < l->n_slots; i++) {
+		const Mig__Memslot *s = l->slots[i];
+		gfn_t gfn = 0;
+		uint64_t np = 0;
+
+		hv_vm_slot_geometry(mem, slot_bytes, (unsigned)i, &gfn, &np);
+		if (s->id != i || s->base_gfn != gfn || s->npages != np ||
+		    s->flags)
+			return false;
+	}
+	return true;
+}
+
 #define REFUSE(r, ...)                                                      \
 	do {                                                                 \
 		snprintf(why, why_len, __VA_ARGS__);                         \
@@ -103,7 +122,8 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 {
 	const uint64_t two_m = 2ULL << 20;
 	enum hv_accel_kind accel = accel_by_name(l->accel);
-	uint64_t slot_bytes, mem = 0;
+	uint64_t slot_bytes, mem = 0, cand[3] = { 0 };
+	size_t k;
 	struct hv_vm_cfg c;
 
 	if (accel == HV_ACCEL_INVALID)
@@ -144,31 +164,23 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		       (unsigned long long)mem);
 	/*
 	 * The only shapes hv_vm_create() builds: one slot per RAM range
-	 * (slot_bytes 0), or every range cut by the first slot's size. The
-	 * offer must be exactly one of them, slot by slot: ids 0.. in gfn
-	 * order, none in or across the MMIO hole.
+	 * (slot_bytes 0), or every range cut by one slot size, which is the
+	 * first slot's, or the second's when the first is all RAM below the
+	 * hole. The offer must be exactly one of them, slot by slot: ids 0..
+	 * in gfn order, none in or across the MMIO hole.
 	 */
-	slot_bytes = l->slots[0]->npages << HV_PAGE_SHIFT;
-	if (hv_vm_slot_geometry(mem, 0, 0, NULL, NULL) == l->n_slots &&
-	    slot_bytes == HV_MIN(mem, HV_RAM_HOLE_START))
-		slot_bytes = 0;
-	if (slot_bytes % two_m ||
-	    hv_vm_slot_geometry(mem, slot_bytes, 0, NULL, NULL) != l->n_slots)
-		REFUSE(REFUSE_LAYOUT, "%zu slots of %llu bytes", l->n_slots,
-		       (unsigned long long)slot_bytes);
-	for (size_t i = 0; i < l->n_slots; i++) {
-		const Mig__Memslot *s = l->slots[i];
-		gfn_t gfn = 0;
-		uint64_t np = 0;
-
-		hv_vm_slot_geometry(mem, slot_bytes, (unsigned)i, &gfn, &np);
-		if (s->id != i || s->base_gfn != gfn || s->npages != np ||
-		    s->flags)
-			REFUSE(REFUSE_LAYOUT,
-			       "slot %zu: id %u gfn 0x%llx npages %llu", i,
-			       s->id, (unsigned long long)s->base_gfn,
-			       (unsigned long long)s->npages);
-	}
+	cand[1] = l->slots[0]->npages << HV_PAGE_SHIFT;
+	cand[2] = l->n_slots > 1 ? l->slots[1]->npages << HV_PAGE_SHIFT : 0;
+	for (k = 0; k < HV_ARRAY_SIZE(cand); k++)
+		if (cand[k] % two_m == 0 && slots_match(l, mem, cand[k]))
+			break;
+	if (k == HV_ARRAY_SIZE(cand))
+		REFUSE(REFUSE_LAYOUT,
+		       "%zu slots (first gfn 0x%llx, %llu pages) are not "
+		       "RAM below 3 GiB and from 4 GiB in equal slots",
+		       l->n_slots, (unsigned long long)l->slots[0]->base_gfn,
+		       (unsigned long long)l->slots[0]->npages);
+	slot_bytes = cand[k];
 
 	hv_vm_cfg_init(&c, accel, mem, l->nr_vcpus);
 	c.slot_bytes = slot_bytes;

@@ -8,8 +8,9 @@
  * Promises checked: a refusal is a known Mig__RefuseReason with a
  * NUL-terminated reason; an accepted layout gives a configuration
  * hv_vm_create() can build -- RAM the sum of the slots, a multiple of 2 MiB
- * within [HV_VM_MIN_MEM, HV_VM_MAX_MEM], 1..HV_VM_MAX_VCPUS vCPUs, slots
- * of 2 MiB multiples when there are several, a valid name.
+ * within [HV_VM_MIN_MEM, HV_VM_MAX_MEM], 1..HV_VM_MAX_VCPUS vCPUs, exactly
+ * the slots hv_vm_create() builds for it (none in or across the MMIO
+ * hole), a valid name.
  */
 #include <string.h>
 
@@ -32,10 +33,22 @@ static void check_accepted(const Mig__VmLayout *l, const struct hv_vm_cfg *c)
 	FUZZ_CHECK(c->nr_vcpus == l->nr_vcpus && c->nr_vcpus >= 1 &&
 		   c->nr_vcpus <= HV_VM_MAX_VCPUS);
 	FUZZ_CHECK(l->n_slots >= 1);
-	if (l->n_slots > 1)
-		FUZZ_CHECK(c->slot_bytes && c->slot_bytes % (2ull << 20) == 0 &&
-			   c->slot_bytes == l->slots[0]->npages
-						    << HV_PAGE_SHIFT);
+	FUZZ_CHECK(c->slot_bytes % (2ull << 20) == 0);
+	/* Exactly the slots hv_vm_create() builds, none across the hole. */
+	FUZZ_CHECK(hv_vm_slot_geometry(c->mem_bytes, c->slot_bytes, 0, NULL,
+				       NULL) == l->n_slots);
+	for (size_t i = 0; i < l->n_slots; i++) {
+		gfn_t g = 0;
+		uint64_t np = 0, a, e;
+
+		hv_vm_slot_geometry(c->mem_bytes, c->slot_bytes, (unsigned)i,
+				    &g, &np);
+		FUZZ_CHECK(l->slots[i]->base_gfn == g &&
+			   l->slots[i]->npages == np);
+		a = g << HV_PAGE_SHIFT;
+		e = a + (np << HV_PAGE_SHIFT);
+		FUZZ_CHECK(e <= HV_RAM_HOLE_START || a >= HV_RAM_HOLE_END);
+	}
 	FUZZ_CHECK(!l->name || !*l->name || mig_vm_name_valid(l->name));
 }
 

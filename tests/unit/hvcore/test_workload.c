@@ -558,7 +558,72 @@ static void test_throttle_does_not_count_a_pause_as_busy_time(void)
 	free(pe.e.mem);
 }
 
+/* The gpas one sweep visits, recorded by a fake env. */
+struct gpa_log {
+	uint64_t gpa[16];
+	unsigned n;
+	_Alignas(4096) uint8_t page[HV_PAGE_SIZE];
+};
+
+static uint8_t *log_write(void *ctx, uint64_t gpa)
+{
+	struct gpa_log *l = ctx;
+
+	if (l->n < 16)
+		l->gpa[l->n] = gpa;
+	l->n++;
+	return l->page;
+}
+
+/*
+ * A region is consecutive RAM offsets: its pages run up to the MMIO hole
+ * and go on at 4 GiB, never inside [hole_start, hole_end) (hvcore/
+ * ram_layout.h); one that would end past RAM is refused, touching nothing.
+ */
+static void test_region_spans_the_hole_in_ram_offsets(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct gpa_log l = { .n = 0 };
+	struct hv_wl_env env = { .ctx = &l, .page_for_write = log_write,
+				 .page_for_read = NULL, .now_tsc = env_now };
+	const uint64_t hs = HV_RAM_HOLE_START, g4 = HV_RAM_HOLE_END;
+
+	memset(&p, 0, sizeof(p));
+	p.magic = HV_WL_MAGIC;
+	p.version = HV_WL_VERSION;
+	p.nr_vcpus = 1;
+	p.tsc_khz = 1000000;
+	p.ram = hv_ram_layout_std(8ULL << 30);
+	p.vcpu[0].pattern = HV_WL_PATTERN_SWEEP;
+	p.vcpu[0].content = HV_WL_CONTENT_STAMP;
+	p.vcpu[0].region_gpa = hs - 2 * HV_PAGE_SIZE;
+	p.vcpu[0].region_pages = 4;
+	p.vcpu[0].write_pct = 100;
+	p.vcpu[0].max_writes = 4;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), 0);
+	CU_ASSERT_EQUAL_FATAL(l.n, 4);
+	CU_ASSERT_EQUAL(l.gpa[0], hs - 2 * HV_PAGE_SIZE);
+	CU_ASSERT_EQUAL(l.gpa[1], hs - HV_PAGE_SIZE);
+	CU_ASSERT_EQUAL(l.gpa[2], g4);
+	CU_ASSERT_EQUAL(l.gpa[3], g4 + HV_PAGE_SIZE);
+
+	/* A start inside the hole, and an end past RAM, are refused. */
+	l.n = 0;
+	memset(&st, 0, sizeof(st));
+	p.vcpu[0].region_gpa = hs;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	p.vcpu[0].region_gpa = g4 + (5ULL << 30) - 2 * HV_PAGE_SIZE;
+	CU_ASSERT_EQUAL(hv_wl_run(&p, &st, 0, &env), -22);
+	CU_ASSERT_EQUAL(l.n, 0);
+	/* The last RAM page is fine. */
+	p.vcpu[0].region_pages = 2;
+	CU_ASSERT_EQUAL(hv_wl_check(&p, 0), 0);
+}
+
 static CU_TestInfo tests[] = {
+	{ "region_spans_the_hole_in_ram_offsets",
+	  test_region_spans_the_hole_in_ram_offsets },
 	{ "sweep_stamps_every_page_in_order",
 	  test_sweep_stamps_every_page_in_order },
 	{ "stamp_only_pages_stay_zero_past_the_stamp",

@@ -47,6 +47,34 @@ static void test_defaults_split_region_between_vcpus(void)
 	CU_ASSERT(cfg.wl[1].region_gpa + per * HV_PAGE_SIZE <= r.mem_bytes);
 }
 
+/* Regions are RAM offsets: a region that spans 3 GiB goes on at 4 GiB. */
+static void test_region_offsets_skip_the_mmio_hole(void)
+{
+	Migd__VmCreateRequest r = base_req();
+	Migd__Workload w = MIGD__WORKLOAD__INIT;
+	struct hv_vm_cfg cfg;
+	struct migd_wl wl;
+	char err[256];
+
+	r.mem_bytes = 8ull << 30;
+	r.workload = &w;
+	w.region_offset = (3ull << 30) - (64ull << 20);
+	w.region_bytes = 128ull << 20;
+	CU_ASSERT_EQUAL_FATAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl,
+						err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.wl[0].region_gpa, (3ull << 30) - (64ull << 20));
+	CU_ASSERT_EQUAL(cfg.wl[1].region_gpa, 4ull << 30);
+	CU_ASSERT_EQUAL(cfg.wl[1].region_pages, (64ull << 20) / HV_PAGE_SIZE);
+	/* The last 64 MiB of RAM (offsets) is the top of the gpa space. */
+	w.region_offset = (8ull << 30) - (64ull << 20);
+	w.region_bytes = 0;
+	CU_ASSERT_EQUAL_FATAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl,
+						err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.wl[1].region_gpa + cfg.wl[1].region_pages *
+						       HV_PAGE_SIZE,
+			9ull << 30);
+}
+
 static void test_bad_fields_refused_with_reason(void)
 {
 	Migd__Workload w = MIGD__WORKLOAD__INIT;
@@ -73,7 +101,8 @@ static void test_bad_fields_refused_with_reason(void)
 	REFUSE((void)0, HV_ACCEL_INVALID, "accelerator");
 	REFUSE(r.mem_bytes = 3 << 20, HV_ACCEL_KVM, "mem_bytes");
 	REFUSE(r.mem_bytes = (64ull << 20) + 4096, HV_ACCEL_KVM, "mem_bytes");
-	REFUSE(r.mem_bytes = 4ull << 30, HV_ACCEL_KVM, "mem_bytes");
+	REFUSE(r.mem_bytes = HV_VM_MAX_MEM + (2ull << 20), HV_ACCEL_KVM,
+	       "mem_bytes");
 	REFUSE(r.nr_vcpus = 0, HV_ACCEL_KVM, "nr_vcpus");
 	REFUSE(r.nr_vcpus = HV_VM_MAX_VCPUS + 1, HV_ACCEL_KVM, "nr_vcpus");
 	REFUSE(w.pattern = 9, HV_ACCEL_KVM, "pattern");
@@ -206,6 +235,8 @@ static CU_TestInfo tests[] = {
 	  test_defaults_split_region_between_vcpus },
 	{ "bad_fields_refused_with_reason",
 	  test_bad_fields_refused_with_reason },
+	{ "region_offsets_skip_the_mmio_hole",
+	  test_region_offsets_skip_the_mmio_hole },
 	{ "dirty_ring_sizes", test_dirty_ring_sizes },
 	{ "accel_names", test_accel_names },
 	{ "registry_refuses_duplicate_names",
