@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "hvcore/guest_mem.h"
+#include "hvcore/vcpu.h"
+#include "hvcore/wl_verify.h"
 
 #define MEM (8ULL << 20)
 #define NPAGES (MEM >> HV_PAGE_SHIFT)
@@ -147,7 +149,34 @@ static void test_backing_names_round_trip(void)
 	CU_ASSERT_EQUAL(hv_mem_backing_parse(NULL), HV_BACKING_INVALID);
 }
 
+/* A soft VM on private anonymous RAM runs its workload to the end and
+ * every page's stamp checks out (the accelerator takes host pointers
+ * only, whatever the backing). */
+static void test_soft_vm_runs_on_anon_backing(void)
+{
+	struct hv_vm_cfg cfg;
+	struct hv_vm *vm = NULL;
+	struct hv_wl_verify r;
+
+	hv_vm_cfg_init(&cfg, HV_ACCEL_SOFT, 32ULL << 20, 1);
+	cfg.backing = HV_BACKING_PRIVATE;
+	cfg.wl[0].region_pages = 1024;
+	cfg.wl[0].max_writes = 3000;
+	CU_ASSERT_EQUAL_FATAL(hv_vm_create(&cfg, &vm), 0);
+	CU_ASSERT_EQUAL(hv_vm_mem_fd(vm), -1);
+	CU_ASSERT_EQUAL_FATAL(hv_vm_start(vm), 0);
+	CU_ASSERT_EQUAL(hv_vm_wait(vm, 30000), 0);
+	CU_ASSERT_EQUAL(hv_vm_wl_status(vm, 0)->seq, 3000);
+	CU_ASSERT_EQUAL(hv_wl_verify(hv_vm_gpa_to_hva(vm, 0, cfg.mem_bytes),
+				     cfg.mem_bytes, &r),
+			0);
+	CU_ASSERT_EQUAL(r.written, 1024);
+	CU_ASSERT(hv_wl_verify_clean(&r));
+	hv_vm_destroy(vm);
+}
+
 static CU_TestInfo tests[] = {
+	{ "soft_vm_runs_on_anon_backing", test_soft_vm_runs_on_anon_backing },
 	{ "each_backing_maps_2m_aligned_zeroed",
 	  test_each_backing_maps_2m_aligned_zeroed },
 	{ "data_map_tells_written_read_and_untouched",
