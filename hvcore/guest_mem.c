@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Guest RAM: a memfd mapped shared, 2 MiB aligned (see guest_mem.h).
+ * Guest RAM: a memfd mapped shared, or private anonymous memory, 2 MiB
+ * aligned (see guest_mem.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +25,23 @@
 
 static const char *const backing_names[HV_BACKING_COUNT] = {
 	[HV_BACKING_INVALID] = "invalid",
-	[HV_BACKING_ANON] = "anon",
-	[HV_BACKING_THP] = "thp",
+	[HV_BACKING_ANON] = "memfd",
+	[HV_BACKING_THP] = "memfd-thp",
 	[HV_BACKING_HUGETLB] = "hugetlb",
+	[HV_BACKING_PRIVATE] = "anon",
 };
+
+enum hv_mem_backing hv_mem_backing_parse(const char *name)
+{
+	if (!name)
+		return HV_BACKING_INVALID;
+	if (!strcmp(name, "thp"))
+		return HV_BACKING_THP;
+	for (unsigned i = HV_BACKING_INVALID + 1; i < HV_BACKING_COUNT; i++)
+		if (!strcmp(name, backing_names[i]))
+			return (enum hv_mem_backing)i;
+	return HV_BACKING_INVALID;
+}
 
 const char *hv_mem_backing_name(enum hv_mem_backing backing)
 {
@@ -87,6 +101,38 @@ static int map_fd(struct hv_guest_mem *mem, int fd, uint64_t bytes,
 	return 0;
 }
 
+/*
+ * Private anonymous memory at a 2 MiB aligned address, advised for
+ * transparent huge pages: a first write then zeroes a 2 MiB page at once
+ * (when the kernel has one free) instead of faulting 512 times.
+ */
+static int map_private(struct hv_guest_mem *mem, uint64_t bytes)
+{
+	void *want, *p;
+	int ret;
+
+	want = reserve_aligned(bytes);
+	if (!want)
+		return -ENOMEM;
+	p = mmap(want, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+		 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		munmap(want, bytes);
+		hv_err("guest_mem", "op=mmap bytes=%llu backing=anon err=%d",
+		       (unsigned long long)bytes, ret);
+		return ret;
+	}
+	if (madvise(p, bytes, MADV_HUGEPAGE) < 0)
+		hv_warn("guest_mem", "op=madvise_hugepage err=%d", -errno);
+	mem->fd = -1;
+	mem->hva = p;
+	mem->bytes = bytes;
+	mem->backing = HV_BACKING_PRIVATE;
+	return 0;
+}
+
 static bool args_ok(uint64_t bytes, enum hv_mem_backing backing)
 {
 	return bytes && bytes % HUGE_2M == 0 &&
@@ -107,6 +153,13 @@ int hv_guest_mem_create(uint64_t bytes, enum hv_mem_backing backing,
 	mem = calloc(1, sizeof(*mem));
 	if (!mem)
 		return -ENOMEM;
+	if (backing == HV_BACKING_PRIVATE) {
+		ret = map_private(mem, bytes);
+		if (ret)
+			goto err_free;
+		*out = mem;
+		return 0;
+	}
 	fd = memfd_create("hv-guest-ram", mfd_flags);
 	if (fd < 0) {
 		ret = -errno;
@@ -142,6 +195,11 @@ int hv_guest_mem_adopt(int fd, uint64_t bytes, enum hv_mem_backing backing,
 
 	if (!args_ok(bytes, backing))
 		return -EINVAL;
+	if (backing == HV_BACKING_PRIVATE) {
+		hv_err("guest_mem", "op=adopt err=%d reason=private_has_no_fd",
+		       -EINVAL);
+		return -EINVAL;
+	}
 	if (fd < 0) {
 		hv_err("guest_mem", "op=adopt fd=%d err=%d reason=no_fd", fd,
 		       -EINVAL);
@@ -189,7 +247,8 @@ void hv_guest_mem_destroy(struct hv_guest_mem *mem)
 	if (!mem)
 		return;
 	munmap(mem->hva, mem->bytes);
-	close(mem->fd);
+	if (mem->fd >= 0)
+		close(mem->fd);
 	free(mem);
 }
 
@@ -203,5 +262,101 @@ int hv_guest_mem_populate(struct hv_guest_mem *mem)
 	for (uint64_t off = 0; off < mem->bytes; off += HV_PAGE_SIZE)
 		((volatile uint8_t *)mem->hva)[off] =
 			((volatile uint8_t *)mem->hva)[off];
+	return 0;
+}
+
+static void set_bits(uint64_t *bits, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++) {
+		if (!(i % 64) && to - i >= 64) {
+			bits[i / 64] = ~0ull;
+			i += 63;
+			continue;
+		}
+		bits[i / 64] |= 1ull << (i % 64);
+	}
+}
+
+/* memfd: the file's data ranges (a page partly inside one counts). */
+static int data_map_seek(int fd, uint64_t off, uint64_t npages,
+			 uint64_t *bits)
+{
+	uint64_t end = off + (npages << HV_PAGE_SHIFT), pos = off;
+
+	while (pos < end) {
+		off_t d = lseek(fd, (off_t)pos, SEEK_DATA), h;
+
+		if (d < 0) {
+			if (errno == ENXIO) /* no data after pos */
+				return 0;
+			if (errno == EINVAL) { /* no SEEK_DATA: all data */
+				set_bits(bits, 0, npages);
+				return 0;
+			}
+			return -errno;
+		}
+		if ((uint64_t)d >= end)
+			return 0;
+		h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			return -errno;
+		set_bits(bits, ((uint64_t)d - off) >> HV_PAGE_SHIFT,
+			 HV_DIV_ROUND_UP(HV_MIN((uint64_t)h, end) - off,
+					 HV_PAGE_SIZE));
+		pos = (uint64_t)h;
+	}
+	return 0;
+}
+
+/* Pages per mincore() call: a 64 KiB vector, 256 MiB of guest RAM. */
+#define MINCORE_CHUNK 65536u
+
+/* PRIVATE: resident pages (the zero page of a read-only touch included). */
+static int data_map_mincore(uint8_t *host, uint64_t npages, uint64_t *bits)
+{
+	unsigned char *vec = malloc(HV_MIN(npages, (uint64_t)MINCORE_CHUNK));
+
+	if (!vec)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < npages; i += MINCORE_CHUNK) {
+		uint64_t n = HV_MIN(npages - i, (uint64_t)MINCORE_CHUNK);
+
+		if (mincore(host + (i << HV_PAGE_SHIFT), n << HV_PAGE_SHIFT,
+			    vec) < 0) {
+			int ret = -errno;
+
+			free(vec);
+			return ret;
+		}
+		for (uint64_t k = 0; k < n; k++)
+			if (vec[k] & 1)
+				bits[(i + k) / 64] |= 1ull << ((i + k) % 64);
+	}
+	free(vec);
+	return 0;
+}
+
+int hv_guest_mem_data_map(const struct hv_guest_mem *mem, uint64_t offset,
+			  uint64_t npages, uint64_t *bits)
+{
+	if (offset % HV_PAGE_SIZE || offset > mem->bytes ||
+	    npages > (mem->bytes - offset) >> HV_PAGE_SHIFT)
+		return -EINVAL;
+	memset(bits, 0, HV_DIV_ROUND_UP(npages, 64) * sizeof(uint64_t));
+	if (!npages)
+		return 0;
+	if (mem->fd < 0)
+		return data_map_mincore(mem->hva + offset, npages, bits);
+	return data_map_seek(mem->fd, offset, npages, bits);
+}
+
+int hv_guest_mem_discard(struct hv_guest_mem *mem)
+{
+	if (mem->fd < 0)
+		return madvise(mem->hva, mem->bytes, MADV_DONTNEED) < 0 ? -errno
+								      : 0;
+	if (fallocate(mem->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+		      (off_t)mem->bytes) < 0)
+		return -errno;
 	return 0;
 }

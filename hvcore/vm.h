@@ -48,11 +48,18 @@ struct hv_vcpu;
 struct hv_memslots;
 struct hv_guest_mem;
 
+/*
+ * Guest RAM backings (hvcore/guest_mem.h). The values are kept in
+ * records (the handover's Backing); new ones go at the end. User-facing
+ * names (hv_mem_backing_name): ANON is "memfd" (its identifier predates
+ * the private backing), PRIVATE is "anon".
+ */
 enum hv_mem_backing {
 	HV_BACKING_INVALID = 0,
-	HV_BACKING_ANON,    /* memfd, 4 KiB pages */
-	HV_BACKING_THP,	    /* memfd + madvise(MADV_HUGEPAGE) */
-	HV_BACKING_HUGETLB, /* memfd MFD_HUGETLB, 2 MiB pages (reserved) */
+	HV_BACKING_ANON,    /* "memfd": memfd, 4 KiB pages */
+	HV_BACKING_THP,	    /* "memfd-thp": memfd + madvise(MADV_HUGEPAGE) */
+	HV_BACKING_HUGETLB, /* "hugetlb": memfd MFD_HUGETLB, 2 MiB (reserved) */
+	HV_BACKING_PRIVATE, /* "anon": private anonymous + MADV_HUGEPAGE, no fd */
 	HV_BACKING_COUNT,
 };
 
@@ -221,7 +228,8 @@ int64_t hv_vm_dirty_fetch_clear(struct hv_vm *vm, uint32_t slot_id,
 int hv_vm_set_clear_chunk(struct hv_vm *vm, uint64_t pages);
 
 /* The guest memfd, owned by @vm (closed by destroy; dup it to keep it),
- * and whether it was adopted (cfg.adopt_mem). */
+ * and whether it was adopted (cfg.adopt_mem). -1 for a backing without
+ * one (HV_BACKING_PRIVATE). */
 int hv_vm_mem_fd(struct hv_vm *vm);
 bool hv_vm_mem_adopted(struct hv_vm *vm);
 

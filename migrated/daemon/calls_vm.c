@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/kvm/kvm.h"
 #include "hvcore/log.h"
 #include "hvcore/vcpu.h"
@@ -33,6 +34,7 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 	info->worker_pid = (uint64_t)getpid();
 	info->worker_id = migd_self_worker_id;
 	info->updates = v->updates;
+	info->backing = (char *)hv_mem_backing_name(cfg->backing);
 	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
 		struct hv_kvm_ring_stats rs;
 
@@ -148,6 +150,9 @@ void migd_call_vm_create(struct migd_call *call)
 	}
 	if (!r->dirty_ring && accel == HV_ACCEL_KVM)
 		cfg.dirty_ring_entries = d->cfg.dirty_ring;
+	if (!r->backing || !*r->backing)
+		cfg.backing = d->cfg.backing ? d->cfg.backing
+					     : MIGD_BACKING_DEFAULT;
 	if (d->cfg.role == MIGD_ROLE_WORKER && (d->reg.count || d->migs)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "this worker runs a VM already");
@@ -202,10 +207,12 @@ void migd_call_vm_create(struct migd_call *call)
 	}
 	hv_info(COMP,
 		"event=vm_created vm=%s accel=%s mem=%llu vcpus=%u "
-		"dirty_ring=%u pattern=%u content=%u rate=%llu started=%d",
+		"dirty_ring=%u backing=%s pattern=%u content=%u rate=%llu "
+		"started=%d",
 		v->name, hv_accel_kind_name(accel),
 		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus,
-		cfg.dirty_ring_entries, wl.pattern,
+		cfg.dirty_ring_entries, hv_mem_backing_name(cfg.backing),
+		wl.pattern,
 		wl.content, (unsigned long long)wl.rate_pages, !r->paused);
 	reply_vm(call, v);
 	d->vms_created++;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hvcore/dirtyrate.h"
+#include "hvcore/guest_mem.h"
 #include "migrated/daemon/config.h"
 #include "migrated/daemon/daemon.h"
 
@@ -26,6 +27,9 @@ void migd_config_usage(FILE *f)
 		"  --socket PATH          control socket (default "
 		"STATE/control.sock)\n"
 		"  --accel kvm|soft|auto  default accelerator (auto)\n"
+		"  --backing anon|memfd|memfd-thp|hugetlb\n"
+		"                         default guest RAM backing (anon;\n"
+		"                         local live update needs memfd)\n"
 		"  --log-level LEVEL      err, warn, info or debug (info)\n"
 		"  --migration-listen HOST:PORT\n"
 		"                         default listen address of incoming\n"
@@ -111,12 +115,13 @@ static int fail(char *err, size_t err_size, const char *fmt, ...)
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
        O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
-       O_STOP_VMS, O_VMM };
+       O_STOP_VMS, O_VMM, O_BACKING };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
 	{ "socket", required_argument, NULL, O_SOCKET },
 	{ "accel", required_argument, NULL, O_ACCEL },
+	{ "backing", required_argument, NULL, O_BACKING },
 	{ "log-level", required_argument, NULL, O_LOG },
 	{ "migration-listen", required_argument, NULL, O_LISTEN },
 	{ "migration-io-timeout-ms", required_argument, NULL, O_MIG_IO },
@@ -164,6 +169,12 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 		else if ((cfg->accel = migd_accel_parse(
 				  arg, HV_ACCEL_INVALID)) == HV_ACCEL_INVALID)
 			return bad("--accel", arg, "kvm, soft or auto");
+		break;
+	case O_BACKING:
+		cfg->backing = hv_mem_backing_parse(arg);
+		if (cfg->backing == HV_BACKING_INVALID)
+			return bad("--backing", arg,
+				   "anon, memfd, memfd-thp or hugetlb");
 		break;
 	case O_LOG:
 		for (i = 0; i < HV_ARRAY_SIZE(log_levels); i++)
@@ -423,6 +434,7 @@ int migd_config_defaults(struct migd_cfg *cfg, char *err, size_t err_size)
 	cfg->dirty_interval_ms = MIGD_DIRTY_INTERVAL_MS_DEFAULT;
 	cfg->dirty_event_ms = MIGD_DIRTY_EVENT_MS_DEFAULT;
 	cfg->dirty_ring = MIGD_DIRTY_RING_DEFAULT;
+	cfg->backing = MIGD_BACKING_DEFAULT;
 	cfg->rpc_handshake_timeout_ms = MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT;
 	cfg->rpc_idle_timeout_ms = MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT;
 	if (migd_default_state_dir(cfg->state_dir, sizeof(cfg->state_dir)))

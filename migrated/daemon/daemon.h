@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "hvcore/accel.h"
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/daemon/registry.h"
@@ -87,6 +88,9 @@ struct migd_cfg {
 	/* Dirty ring entries per vCPU of KVM VMs whose create request leaves
 	 * it to us; 0 = the manual-protect bitmap. */
 	uint32_t dirty_ring;
+	/* Guest RAM backing of VMs created here and of incoming ones
+	 * (hvcore/guest_mem.h); a create request may name another. */
+	enum hv_mem_backing backing;
 	/* host: the worker binary ("" = migrated-vmm next to migrated);
 	 * destroy every VM at SIGTERM instead of leaving them running. */
 	char vmm_path[PATH_MAX];
@@ -115,6 +119,8 @@ struct migd_cfg {
 #define MIGD_DIRTY_EVENT_MS_DEFAULT 1000u
 /* The bitmap: see docs/benchmarks.md, "Dirty ring or bitmap". */
 #define MIGD_DIRTY_RING_DEFAULT 0u
+/* Private anonymous + THP: see docs/architecture.md, "Guest RAM backing". */
+#define MIGD_BACKING_DEFAULT HV_BACKING_PRIVATE
 #define MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT 5000u
 #define MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT 120000u
 #define MIGD_RPC_TIMEOUT_MS_MAX 86400000u /* a day */

@@ -548,6 +548,8 @@ int migd_worker_spawn(struct migd *d, bool takeover,
 	args[n++] = a_dev;
 	args[n++] = "--dirty-ring";
 	args[n++] = a_ring;
+	args[n++] = "--backing";
+	args[n++] = hv_mem_backing_name(d->cfg.backing);
 	args[n++] = "--log-level-num";
 	args[n++] = a_lvl;
 	if (tfd >= 0) {

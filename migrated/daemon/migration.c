@@ -593,6 +593,7 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	m->opts.dst_name_check = name_check_cb;
 	m->opts.dst_name_arg = m;
 	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
+	base.backing = d->cfg.backing; /* ours, whatever the source's was */
 	ret = set_tls(m, true, err, err_size);
 	if (!ret) {
 		ret = mig_dest_start(prm->host[0] ? prm->host : "0.0.0.0",

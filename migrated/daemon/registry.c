@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "hvcore/dirtyrate.h"
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/registry.h"
 
@@ -114,6 +115,10 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		     r->dirty_ring, MIGD_DIRTY_RING_MIN, MIGD_DIRTY_RING_MAX);
 	if (r->dirty_ring < -1)
 		FAIL("dirty_ring %d: -1, 0 or a ring size", r->dirty_ring);
+	if (r->backing && *r->backing &&
+	    hv_mem_backing_parse(r->backing) == HV_BACKING_INVALID)
+		FAIL("backing '%.32s': anon, memfd, memfd-thp or hugetlb",
+		     r->backing);
 	per_pages = (o.region_bytes >> HV_PAGE_SHIFT) / r->nr_vcpus;
 	if (!per_pages && o.pattern != HV_WL_PATTERN_IDLE)
 		FAIL("region too small for %u vCPUs", r->nr_vcpus);
@@ -141,6 +146,9 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 	/* 0 (the daemon default) is resolved by the caller. */
 	cfg->dirty_ring_entries = r->dirty_ring > 0 ? (uint32_t)r->dirty_ring
 						    : 0;
+	/* "" (the daemon default) is resolved by the caller. */
+	if (r->backing && *r->backing)
+		cfg->backing = hv_mem_backing_parse(r->backing);
 	*wl = o;
 	return 0;
 }

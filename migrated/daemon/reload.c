@@ -14,6 +14,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/config.h"
 #include "migrated/daemon/daemon.h"
@@ -27,7 +28,7 @@
 enum rid {
 	R_STATE, R_SOCKET, R_ACCEL, R_LOG, R_MIG_LISTEN, R_MIG_IO, R_TLSDIR,
 	R_DEVTLS, R_RPC, R_RPC_HS, R_RPC_IDLE, R_METRICS, R_DMON, R_DINT,
-	R_DSHIFT, R_DEVENT, R_RING, R_STOP_VMS, R_VMM, R_NR
+	R_DSHIFT, R_DEVENT, R_RING, R_STOP_VMS, R_VMM, R_BACKING, R_NR
 };
 
 static const struct {
@@ -53,6 +54,7 @@ static const struct {
 	[R_RING] = { "dirty-ring", false },
 	[R_STOP_VMS] = { "stop-vms", true },
 	[R_VMM] = { "vmm", false },
+	[R_BACKING] = { "backing", true },
 };
 
 static const char *onoff(bool b)
@@ -133,6 +135,9 @@ static void fmt_opt(enum rid id, const struct migd_cfg *c, char *b, size_t n)
 	case R_VMM:
 		snprintf(b, n, "%s", c->vmm_path);
 		break;
+	case R_BACKING:
+		snprintf(b, n, "%s", hv_mem_backing_name(c->backing));
+		break;
 	case R_NR:
 		b[0] = '\0';
 		break;
@@ -152,6 +157,9 @@ static void apply_live(struct migd *d, enum rid id, const struct migd_cfg *nc)
 		break;
 	case R_RPC_HS:
 		d->cfg.rpc_handshake_timeout_ms = nc->rpc_handshake_timeout_ms;
+		break;
+	case R_BACKING: /* workers spawned from now on get it */
+		d->cfg.backing = nc->backing;
 		break;
 	case R_RPC_IDLE:
 		d->cfg.rpc_idle_timeout_ms = nc->rpc_idle_timeout_ms;

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hvcore/guest_mem.h"
@@ -163,6 +164,29 @@ static int refuse(struct mig_dest *d, unsigned reason, const char *why,
 	FAIL(d, err, "refused the setup: %s", why);
 }
 
+/*
+ * The page hash table of the received memory: 8 B per page, mapped
+ * lazily zeroed so that pages never received (entries left 0, "a zero
+ * page") cost no memory. $MIGRATED_DST_DIGEST=reread keeps the old check
+ * (re-read all received memory at switchover) for comparison.
+ */
+static int htab_create(struct mig_dest *d)
+{
+	const char *mode = getenv("MIGRATED_DST_DIGEST");
+	size_t bytes = HV_MAX(mig_memmap_pages(d->map), 1) * sizeof(uint64_t);
+	void *p;
+
+	if (mode && !strcmp(mode, "reread"))
+		return 0;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	d->htab = p;
+	d->htab_bytes = bytes;
+	return 0;
+}
+
 static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__VmLayout *l = (const Mig__VmLayout *)m;
@@ -208,11 +232,12 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 	 * creating the VM wrote here. Punching is cheap and leaves the
 	 * memory unpopulated, so the digest skips what never arrived too.
 	 */
-	if (d->vm->mem &&
-	    fallocate(d->vm->mem->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		      0, (off_t)d->vm->mem->bytes) < 0)
-		FAIL(d, -errno, "clear the new VM's memory: %s",
-		     strerror(errno));
+	if (d->vm->mem) {
+		ret = hv_guest_mem_discard(d->vm->mem);
+		if (ret)
+			FAIL(d, ret, "clear the new VM's memory: %s",
+			     strerror(-ret));
+	}
 	ms = calloc(l->n_slots, sizeof(*ms));
 	if (!ms)
 		FAIL(d, -ENOMEM, "memory map: out of memory");
@@ -231,7 +256,11 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 	free(ms);
 	if (ret)
 		FAIL(d, ret, "memory map: %s", strerror(-ret));
-	ret = mig_recv_pipe_create(d->data, d->nchan, d->map, &d->pipe);
+	ret = htab_create(d);
+	if (ret)
+		FAIL(d, ret, "page hash table: %s", strerror(-ret));
+	ret = mig_recv_pipe_create_hashed(d->data, d->nchan, d->map, d->htab,
+					  &d->pipe);
 	if (ret)
 		FAIL(d, ret, "receive pipeline: %s", strerror(-ret));
 	ret = -pthread_create(&d->watcher, NULL, watch_thread, d);
@@ -477,6 +506,9 @@ static void teardown(struct mig_dest *d)
 	pthread_mutex_unlock(&d->lock);
 	mig_memmap_destroy(d->map);
 	d->map = NULL;
+	if (d->htab)
+		munmap(d->htab, d->htab_bytes);
+	d->htab = NULL;
 	free(d->state.data);
 	d->state.data = NULL;
 	mig_listener_destroy(d->lst);

@@ -71,6 +71,11 @@ struct mig_dest {
 	struct hv_vm *vm;
 	struct mig_memmap *map;
 	struct mig_recv_pipe *pipe;
+	/* Page hashes taken at decode (mig_recv_pipe_create_hashed), one
+	 * per page of map, hash ^ zero hash; NULL: re-read at switchover
+	 * ($MIGRATED_DST_DIGEST=reread, the old check, kept to compare). */
+	uint64_t *htab;
+	size_t htab_bytes;
 	pthread_t watcher;
 	bool watching;
 	bool data_done; /* pipe joined, digest computed */

@@ -168,6 +168,12 @@ static void put_le(uint8_t *b, uint64_t v, unsigned n)
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN])
 {
+	return mig_digest_table_xor(map, table, 0, out);
+}
+
+int mig_digest_table_xor(const struct mig_memmap *map, const uint64_t *table,
+			 uint64_t key, uint8_t out[MIG_DIGEST_LEN])
+{
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	uint8_t buf[8 * 512];
 	uint64_t idx = 0;
@@ -187,17 +193,21 @@ int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		ok = EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 		/* The table is already in wire order: hash it in place. */
-		ok = ok && EVP_DigestUpdate(ctx, table + idx,
-					    sl->npages * sizeof(uint64_t));
-		idx += sl->npages;
-		continue;
+		if (!key) {
+			ok = ok && EVP_DigestUpdate(ctx, table + idx,
+						    sl->npages *
+							    sizeof(uint64_t));
+			idx += sl->npages;
+			continue;
+		}
 #endif
 		/* Little-endian on the wire whatever the host is. */
 		for (uint64_t i = 0; ok && i < sl->npages; i += 512) {
 			uint64_t n = HV_MIN(sl->npages - i, 512u);
 
 			for (uint64_t k = 0; k < n; k++)
-				put_le(buf + 8 * k, table[idx + i + k], 8);
+				put_le(buf + 8 * k, table[idx + i + k] ^ key,
+				       8);
 			ok = EVP_DigestUpdate(ctx, buf, n * 8);
 		}
 		idx += sl->npages;
@@ -205,49 +215,6 @@ int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 	ok = ok && EVP_DigestFinal_ex(ctx, out, &len) && len == MIG_DIGEST_LEN;
 	EVP_MD_CTX_free(ctx);
 	return ok ? 0 : -EIO;
-}
-
-static void set_bits(uint64_t *bits, uint64_t from, uint64_t to)
-{
-	for (uint64_t i = from; i < to; i++) {
-		if (!(i % 64) && to - i >= 64) {
-			bits[i / 64] = ~0ull;
-			i += 63;
-			continue;
-		}
-		bits[i / 64] |= 1ull << (i % 64);
-	}
-}
-
-int mig_data_map_build(int fd, uint64_t off, uint64_t npages,
-		       uint64_t *bits)
-{
-	uint64_t end = off + (npages << HV_PAGE_SHIFT), pos = off;
-
-	memset(bits, 0, HV_DIV_ROUND_UP(npages, 64) * sizeof(uint64_t));
-	while (pos < end) {
-		off_t d = lseek(fd, (off_t)pos, SEEK_DATA), h;
-
-		if (d < 0) {
-			if (errno == ENXIO) /* no data after pos */
-				return 0;
-			if (errno == EINVAL) { /* no SEEK_DATA: all data */
-				set_bits(bits, 0, npages);
-				return 0;
-			}
-			return -errno;
-		}
-		if ((uint64_t)d >= end)
-			return 0;
-		h = lseek(fd, d, SEEK_HOLE);
-		if (h < 0)
-			return -errno;
-		set_bits(bits, ((uint64_t)d - off) >> HV_PAGE_SHIFT,
-			 HV_DIV_ROUND_UP(HV_MIN((uint64_t)h, end) - off,
-					 HV_PAGE_SIZE));
-		pos = (uint64_t)h;
-	}
-	return 0;
 }
 
 int mig_digest_compute_data(const struct mig_memmap *map,

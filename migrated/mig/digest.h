@@ -21,10 +21,11 @@
  * of a read of all guest memory inside the downtime; after commit it
  * re-hashes its frozen memory and compares page by page (verification).
  *
- * Holes: guest RAM is a memfd; a range the file has no data for (never
- * written, SEEK_HOLE) reads as zeros. mig_data_map_build() finds them, so
- * that hashing (and sending) skips them without faulting them in, which
- * costs several us per page on a nested host (docs/architecture.md).
+ * Holes: a range of guest RAM never written reads as zeros.
+ * hv_guest_mem_data_map() (hvcore/guest_mem.h) finds them on every
+ * backing, so that hashing (and sending) skips them without faulting them
+ * in, which costs several us per page on a nested host
+ * (docs/architecture.md).
  */
 #ifndef MIG_DIGEST_H
 #define MIG_DIGEST_H
@@ -64,16 +65,10 @@ int mig_hash_range(const uint8_t *host, uint64_t npages,
  */
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN]);
-
-/*
- * Data map of pages [0, @npages) of memfd @fd from byte @off: bit i set
- * when page i has data (or may have: a page partly inside a data range
- * counts as data), clear when it is a hole. @bits holds
- * ceil(npages / 64) words. A file system without SEEK_DATA support sets
- * every bit. 0 or -errno of lseek.
- */
-int mig_data_map_build(int fd, uint64_t off, uint64_t npages,
-		       uint64_t *bits);
+/* The same over entries stored as hash ^ @key (the destination's table,
+ * key = mig_zero_page_hash(): see mig_recv_pipe_create_hashed()). */
+int mig_digest_table_xor(const struct mig_memmap *map, const uint64_t *table,
+			 uint64_t key, uint8_t out[MIG_DIGEST_LEN]);
 
 /*
  * Digest of every page of @map into @out; *@pages (may be NULL) gets the

@@ -51,6 +51,7 @@
 #define MIG_FP_SRC_COMMITTED "src.committed"	  /* Commit sent, waiting */
 #define MIG_FP_DST_SETUP "dst.setup"		  /* Setup accepted */
 #define MIG_FP_DST_ITER "dst.iter"		  /* each IterEnd received */
+#define MIG_FP_DST_BATCH "dst.batch" /* each batch read; drop: not written */
 #define MIG_FP_DST_LOADED "dst.loaded"		  /* verified, before Ack */
 #define MIG_FP_DST_ACK_SEND "dst.ack.send"	  /* Ack on the wire */
 #define MIG_FP_DST_COMMIT "dst.commit"		  /* Commit received */

@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "hvcore/log.h"
+#include "migrated/mig/digest.h"
+#include "migrated/mig/faultpoint.h"
 
 /* All a data channel carries; anything else fails it by its header. */
 #define DATA_TYPES                                                           \
@@ -36,6 +38,10 @@ struct mig_recv_pipe {
 	/* immutable after create */
 	const struct mig_memmap *map;
 	unsigned n;
+	/* Page hash table (mig_recv_pipe_create_hashed) or NULL; each
+	 * channel writes the entries of the pages its batches wrote. */
+	uint64_t *htab;
+	uint64_t zero_hash;
 	/* protected by lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cv; /* a batch applied, a channel ended or failed */
@@ -43,6 +49,46 @@ struct mig_recv_pipe {
 
 	struct recv_chan chans[];
 };
+
+/* Index in the hash table of page @gfn of slot @id (checked batch). */
+static uint64_t table_index(const struct mig_memmap *map, uint32_t id,
+			    uint64_t gfn)
+{
+	uint64_t idx = 0;
+
+	for (unsigned i = 0; i < mig_memmap_count(map); i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(map, i);
+
+		if (sl->id == id)
+			return idx + (gfn - sl->base_gfn);
+		idx += sl->npages;
+	}
+	return UINT64_MAX; /* unreachable after mig_batch_check */
+}
+
+/*
+ * Hash the pages batch @b just wrote, read back from guest memory (what
+ * the decoder actually left there, zero pages included), into the table
+ * as hash ^ zero_hash (0 = a zero page, so entries never written cost no
+ * memory). Before the batch is published as applied: the source starts a
+ * pass only after the previous one was acknowledged, which waits for
+ * that publication, so a later copy of a page is always hashed after an
+ * older one.
+ */
+static void hash_batch(struct mig_recv_pipe *p, const Mig__PageBatch *b)
+{
+	const uint8_t *host = mig_memmap_range(p->map, b->slot, b->first_gfn,
+					       b->npages);
+	uint64_t base = table_index(p->map, b->slot, b->first_gfn);
+
+	if (!host || base == UINT64_MAX)
+		return;
+	for (uint32_t i = 0; i < b->npages; i++)
+		if (b->page_mask >> i & 1)
+			p->htab[base + i] =
+				mig_page_hash(host + (i << HV_PAGE_SHIFT)) ^
+				p->zero_hash;
+}
 
 /* Apply one batch; its frame header and message were read already. */
 static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
@@ -57,8 +103,16 @@ static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 	ret = mig_conn_read(c->conn, c->payload, b->payload_len);
 	if (ret)
 		return ret;
-	return mig_batch_decode(c->dec, c->pipe->map, b, c->payload,
-				b->payload_len, info);
+	/* Test only: the batch is lost after the wire (never written). */
+	if (mig_faultpoint(MIG_FP_DST_BATCH) == MIG_FAULT_DROP) {
+		memset(info, 0, sizeof(*info));
+		return 0;
+	}
+	ret = mig_batch_decode(c->dec, c->pipe->map, b, c->payload,
+			       b->payload_len, info);
+	if (!ret && c->pipe->htab)
+		hash_batch(c->pipe, b);
+	return ret;
 }
 
 static void chan_fail(struct recv_chan *c, int err, const char *what,
@@ -173,6 +227,13 @@ int mig_recv_pipe_create(struct mig_conn *const *conns, unsigned n,
 			 const struct mig_memmap *map,
 			 struct mig_recv_pipe **out)
 {
+	return mig_recv_pipe_create_hashed(conns, n, map, NULL, out);
+}
+
+int mig_recv_pipe_create_hashed(struct mig_conn *const *conns, unsigned n,
+				const struct mig_memmap *map, uint64_t *table,
+				struct mig_recv_pipe **out)
+{
 	struct mig_recv_pipe *p;
 	unsigned started = 0;
 	int ret = 0;
@@ -184,6 +245,8 @@ int mig_recv_pipe_create(struct mig_conn *const *conns, unsigned n,
 		return -ENOMEM;
 	p->map = map;
 	p->n = n;
+	p->htab = table;
+	p->zero_hash = mig_zero_page_hash();
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	for (unsigned i = 0; i < n; i++) {

@@ -112,6 +112,19 @@ struct mig_recv_pipe;
 int mig_recv_pipe_create(struct mig_conn *const *conns, unsigned n,
 			 const struct mig_memmap *map,
 			 struct mig_recv_pipe **out);
+/*
+ * The same, and after each batch is decoded the pages it wrote are read
+ * back and hashed into @table (one entry per page of @map, slots back to
+ * back in mig_memmap_at() order, as mig_digest_table() wants), stored as
+ * mig_page_hash() ^ mig_zero_page_hash() so that an entry left 0 (a page
+ * never received: zeros) needs no write and a lazily-zeroed table costs
+ * no memory for it. @table stays the caller's and must outlive the pipe;
+ * read it only after mig_recv_pipe_join() (or a wait that covers every
+ * batch), which orders the channels' writes before the read.
+ */
+int mig_recv_pipe_create_hashed(struct mig_conn *const *conns, unsigned n,
+				const struct mig_memmap *map, uint64_t *table,
+				struct mig_recv_pipe **out);
 
 /*
  * Wait until channel i has applied @channel_batches[i] batches, for every

@@ -123,8 +123,9 @@ struct mig_hooks {
 	 * page here to make the post-commit verification find a mismatch. */
 	void (*src_acked)(void *arg, struct hv_vm *vm);
 	/* Destination: every page and the state received, before its
-	 * memory is verified. May change memory: a test corrupts a page to
-	 * make the verification fail. */
+	 * memory is verified. The check uses the page hashes taken as each
+	 * batch was decoded, so a change made here is NOT seen by it (the
+	 * source's post-commit verification re-reads only its own RAM). */
 	void (*dst_received)(void *arg, struct hv_vm *vm);
 };
 

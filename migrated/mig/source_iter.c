@@ -280,7 +280,7 @@ int src_table_init(struct mig_source *s)
 	return 0;
 }
 
-/* The guest memory of @sl as a range of the VM's memfd. */
+/* The data map of @sl's range of the VM's guest memory (any backing). */
 static int slot_data_map(struct mig_source *s, const struct src_slot *sl,
 			 uint64_t *data)
 {
@@ -289,8 +289,8 @@ static int slot_data_map(struct mig_source *s, const struct src_slot *sl,
 	if (!mem || sl->host < mem->hva ||
 	    sl->host + (sl->npages << HV_PAGE_SHIFT) > mem->hva + mem->bytes)
 		return -ENOENT;
-	return mig_data_map_build(mem->fd, (uint64_t)(sl->host - mem->hva),
-				  sl->npages, data);
+	return hv_guest_mem_data_map(mem, (uint64_t)(sl->host - mem->hva),
+				     sl->npages, data);
 }
 
 int src_skip_holes(struct mig_source *s)
@@ -304,7 +304,7 @@ int src_skip_holes(struct mig_source *s)
 			return -ENOMEM;
 		ret = slot_data_map(s, sl, data);
 		if (ret) {
-			/* Not a memfd range we know: send every page. */
+			/* Not a range of guest memory we know: send all. */
 			free(data);
 			continue;
 		}

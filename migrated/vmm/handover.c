@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "hvcore/vm.h"
 #include "migrated/vmm/fdpass.h"
@@ -468,6 +469,13 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	paused_at = t->paused_at_ns;
 	memset(t, 0, sizeof(*t));
 	t->paused_at_ns = paused_at;
+	if (fd < 0) { /* HV_BACKING_PRIVATE: nothing to hand over */
+		ret = -EOPNOTSUPP;
+		say(why, "backing %s has no memfd to hand over (needs "
+			 "--backing memfd)",
+		    hv_mem_backing_name(c->backing));
+		goto out;
+	}
 	if (meta_len > MIGD_HANDOVER_META_MAX || (meta_len && !meta)) {
 		ret = -EINVAL;
 		say(why, "metadata of %zu bytes (at most %u)", meta_len,

@@ -20,7 +20,7 @@
 
 enum { O_WID = 256, O_STATE, O_DSOCK, O_LFD, O_SOCK, O_ACCEL, O_TLS,
        O_LISTEN, O_IO, O_DMON, O_DINT, O_DSHIFT, O_DEVENT, O_RING, O_LOG,
-       O_TAKEOVER };
+       O_TAKEOVER, O_BACKING };
 
 static const struct option opts[] = {
 	{ "worker-id", required_argument, NULL, O_WID },
@@ -37,6 +37,7 @@ static const struct option opts[] = {
 	{ "dirty-sample-shift", required_argument, NULL, O_DSHIFT },
 	{ "dirty-event-ms", required_argument, NULL, O_DEVENT },
 	{ "dirty-ring", required_argument, NULL, O_RING },
+	{ "backing", required_argument, NULL, O_BACKING },
 	{ "log-level-num", required_argument, NULL, O_LOG },
 	{ "takeover-fd", required_argument, NULL, O_TAKEOVER },
 	{ NULL, 0, NULL, 0 },
@@ -97,6 +98,9 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 	case O_ACCEL:
 		cfg->accel = migd_accel_parse(arg, HV_ACCEL_INVALID);
 		return cfg->accel == HV_ACCEL_INVALID ? -1 : 0;
+	case O_BACKING:
+		cfg->backing = hv_mem_backing_parse(arg);
+		return cfg->backing == HV_BACKING_INVALID ? -1 : 0;
 	case O_LISTEN:
 		return migd_parse_hostport(arg, true, cfg->mig_host,
 					   sizeof(cfg->mig_host),
@@ -148,6 +152,7 @@ int main(int argc, char **argv)
 	cfg.dirty_monitor = true;
 	cfg.dirty_interval_ms = MIGD_DIRTY_INTERVAL_MS_DEFAULT;
 	cfg.dirty_event_ms = MIGD_DIRTY_EVENT_MS_DEFAULT;
+	cfg.backing = MIGD_BACKING_DEFAULT;
 	strcpy(cfg.mig_host, "0.0.0.0");
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
 		if (apply(c, optarg, &cfg))

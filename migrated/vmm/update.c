@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
@@ -116,6 +117,18 @@ void migd_call_worker_handover(struct migd_call *call)
 			       "owns it, or it is paused or stopped): update it "
 			       "when it runs",
 			       v->name);
+		return;
+	}
+	/* The update hands the guest's memfd to the new worker; private
+	 * anonymous RAM has none and cannot leave this process. */
+	if (hv_vm_mem_fd(v->vm) < 0) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "VM '%s' has backing %s, whose guest RAM cannot "
+			       "be handed to a new worker: a local live update "
+			       "needs a VM created with --backing memfd (or "
+			       "hugetlb); migrate it instead",
+			       v->name,
+			       hv_mem_backing_name(v->vm->cfg.backing));
 		return;
 	}
 	if (!r->path || !*r->path) {

@@ -5,7 +5,9 @@
 # stamps. After each update: a new worker pid, the VM RUNNING and writing,
 # every page's stamp intact (vm check), the pause measured; the updated VM
 # then migrates and verifies. A new worker that cannot start its takeover
-# leaves the VM running, intact, in the old one.
+# leaves the VM running, intact, in the old one. A VM on private
+# anonymous RAM (--backing anon, no memfd) is refused with
+# FAILED_PRECONDITION naming --backing memfd, and runs on untouched.
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
@@ -48,7 +50,7 @@ for acc in "${accels[@]}"; do
 	vm=lu-$acc
 	SOCK=$SRC expect_rc 0 "create $vm ($acc, 2 vCPUs, sweep)" ctl vm create \
 		"$vm" --accel "$acc" --mem 128M --vcpus 2 --rate 4000 \
-		--heartbeat-us 2000
+		--heartbeat-us 2000 --backing memfd
 	sleep 0.5
 	for i in 1 2 3; do
 		p0=$(pid_of "$vm")
@@ -91,7 +93,7 @@ SOCK=$DST ctl vm check "$vm" | grep -q " 0 bad" &&
 # A new worker that cannot take over: the VM runs on in the old one.
 vm=lu-fail
 SOCK=$SRC expect_rc 0 "create $vm" ctl vm create "$vm" --accel soft \
-	--mem 64M --rate 4000
+	--mem 64M --rate 4000 --backing memfd
 sleep 0.3
 p0=$(pid_of "$vm")
 touch "$TMP/failvmm"
@@ -111,4 +113,27 @@ check_clean "$vm" "  ... $vm"
 SOCK=$SRC expect_rc 0 "a later update works" ctl vm update "$vm"
 check_clean "$vm" "  ... $vm after it"
 SOCK=$SRC expect_rc 3 "update of a missing VM: not found" ctl vm update nosuch
+
+# Private anonymous guest RAM has no fd to hand over: refused, clearly.
+vm=lu-anon
+SOCK=$SRC expect_rc 0 "create $vm (--backing anon)" ctl vm create "$vm" \
+	--accel soft --mem 64M --rate 4000 --backing anon
+SOCK=$SRC ctl vm inspect "$vm" | grep -q "^backing: *anon" &&
+	ok "  ... vm inspect shows backing anon" ||
+	fail "  ... vm inspect: $(SOCK=$SRC ctl vm inspect "$vm")"
+sleep 0.3
+p0=$(pid_of "$vm")
+SOCK=$SRC expect_rc 1 "update of an anon VM is refused" ctl vm update "$vm"
+grep -qi "failed precondition" <<<"$LAST_OUT" &&
+	grep -q -- "--backing memfd" <<<"$LAST_OUT" &&
+	ok "  ... FAILED_PRECONDITION naming --backing memfd" ||
+	fail "  ... message: $LAST_OUT"
+[ "$(pid_of "$vm")" = "$p0" ] && ok "  ... the VM stays in worker $p0" ||
+	fail "  ... worker is now $(pid_of "$vm")"
+s0=$(seq_sum "$vm")
+sleep 0.3
+s1=$(seq_sum "$vm")
+[ "${s1:-0}" -gt "${s0:-0}" ] && ok "  ... and keeps writing ($s0 -> $s1)" ||
+	fail "  ... no progress: $s0 -> $s1"
+check_clean "$vm" "  ... $vm"
 finish

@@ -45,9 +45,11 @@ dst_daemon() {
 }
 
 # A small guest writing steadily: the migration converges at once.
-guest() {
-	SOCK=$SRC expect_rc 0 "create $1" ctl vm create "$1" --mem 64M \
-		--vcpus 1 --rate 2000 --heartbeat-us 2000
+guest() { # NAME [vm create options]
+	local n=$1
+	shift
+	SOCK=$SRC expect_rc 0 "create $n" ctl vm create "$n" --mem 64M \
+		--vcpus 1 --rate 2000 --heartbeat-us 2000 "$@"
 }
 
 # migrate NAME: migrate-send to a fresh listener on DST; sets SEND_RC.
@@ -179,11 +181,12 @@ SOCK=$DST expect_rc 3 "c2: the destination holds no c2" ctl vm inspect c2
 
 # 4. A page changed behind the engine's back after the Ack. A source
 #    daemon of its own (fault points count per worker process, and each
-#    VM has its own); v4's worker process holds its memfd.
+#    VM has its own); v4's worker process holds its memfd (a memfd
+#    backing, so that the test can write it through /proc).
 SOCK=$SRC expect_rc 0 "v4: c2 destroyed" ctl vm destroy c2
 src_daemon src4 "src.acked@1=sleep:1000"
 dst_daemon dst4 ""
-guest v4
+guest v4 --backing memfd
 spid=$(SOCK=$SRC ctl --json vm inspect v4 | jq -r .info.worker_pid)
 port=$("$RECV" --socket "$DST" --name v4 127.0.0.1:0) || fail "migrate-recv v4: $port"
 "$SEND" --socket "$SRC" --json v4 "127.0.0.1:$port" >"$TMP/v4.out" 2>&1 &

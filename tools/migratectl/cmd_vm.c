@@ -59,7 +59,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 {
 	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
 	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
-	       O_PAUSED, O_RING };
+	       O_PAUSED, O_RING, O_BACKING };
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -76,6 +76,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "paused", no_argument, NULL, O_PAUSED },
 		{ "dirty-ring", required_argument, NULL, O_RING },
+		{ "backing", required_argument, NULL, O_BACKING },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -88,6 +89,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 	cr.mem_bytes = 256ull << 20;
 	cr.nr_vcpus = 1;
 	cr.accel = (char *)"";
+	cr.backing = (char *)"";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -157,6 +159,9 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 				return bad("--dirty-ring", optarg);
 			else
 				cr.dirty_ring = (int32_t)v;
+			break;
+		case O_BACKING: /* the daemon checks the name */
+			cr.backing = optarg;
 			break;
 		default:
 			return 2;
@@ -254,6 +259,8 @@ static void print_inspect(const Migd__VmInspectResult *r)
 	printf("worker:    pid %llu (worker %llu)%s%u live update(s)\n",
 	       (unsigned long long)v->worker_pid,
 	       (unsigned long long)v->worker_id, ", ", v->updates);
+	if (v->backing && *v->backing)
+		printf("backing:   %s\n", v->backing);
 	if (v->dirty_ring)
 		printf("dirty log: ring, %u entries per vCPU%s\n",
 		       v->dirty_ring,

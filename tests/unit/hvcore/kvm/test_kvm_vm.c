@@ -168,7 +168,8 @@ static void test_bitmap_mode_refused_on_a_ring_vm(void)
 static void test_each_backing_runs_the_guest_or_fails_cleanly(void)
 {
 	static const enum hv_mem_backing b[] = {HV_BACKING_THP,
-						HV_BACKING_HUGETLB};
+						HV_BACKING_HUGETLB,
+						HV_BACKING_PRIVATE};
 
 	HV_TEST_REQUIRE_KVM();
 	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {

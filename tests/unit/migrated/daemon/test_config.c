@@ -182,7 +182,31 @@ static void test_errors_name_their_cause(void)
 		strstr(err, "cannot read config /nonexistent/m.conf: No such"));
 }
 
+/* The guest RAM backing: anon by default, named on the command line or
+ * in the file, anything else refused with the accepted names. */
+static void test_backing_default_option_and_key(void)
+{
+	const char *none[] = { NULL };
+	const char *memfd[] = { "--backing", "memfd", NULL };
+	const char *bad[] = { "--backing", "shm", NULL };
+	const char *with_conf[] = { "--config", conf, NULL };
+
+	CU_ASSERT_EQUAL(parse(none), 0);
+	CU_ASSERT_EQUAL(cfg.backing, HV_BACKING_PRIVATE);
+	CU_ASSERT_EQUAL(MIGD_BACKING_DEFAULT, HV_BACKING_PRIVATE);
+	CU_ASSERT_EQUAL(parse(memfd), 0);
+	CU_ASSERT_EQUAL(cfg.backing, HV_BACKING_ANON); /* "memfd" */
+	write_conf("backing = hugetlb\n");
+	CU_ASSERT_EQUAL(parse(with_conf), 0);
+	CU_ASSERT_EQUAL(cfg.backing, HV_BACKING_HUGETLB);
+	CU_ASSERT_EQUAL(parse(bad), 2);
+	CU_ASSERT_STRING_EQUAL(err, "bad --backing 'shm': anon, memfd, "
+				    "memfd-thp or hugetlb");
+}
+
 static CU_TestInfo tests[] = {
+	{ "backing_default_option_and_key",
+	  test_backing_default_option_and_key },
 	{ "defaults_and_derived_paths", test_defaults_and_derived_paths },
 	{ "file_where_config_stands", test_file_where_config_stands },
 	{ "stop_vms_flag", test_stop_vms_flag },

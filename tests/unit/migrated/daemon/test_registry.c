@@ -122,6 +122,7 @@ static void test_bad_fields_refused_with_reason(void)
 	REFUSE(r.dirty_ring = 131072, HV_ACCEL_KVM, "dirty_ring");
 	REFUSE(r.dirty_ring = -2, HV_ACCEL_KVM, "dirty_ring");
 	REFUSE(r.dirty_ring = 4096, HV_ACCEL_SOFT, "dirty_ring");
+	REFUSE(r.backing = (char *)"shm", HV_ACCEL_SOFT, "backing 'shm'");
 #undef REFUSE
 }
 
@@ -146,6 +147,29 @@ static void test_dirty_ring_sizes(void)
 	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl, err,
 					  sizeof(err)), 0);
 	CU_ASSERT_EQUAL(cfg.dirty_ring_entries, 0);
+}
+
+/* A named backing is taken; "" leaves the daemon's default to the
+ * caller (cfg keeps hv_vm_cfg_init's). */
+static void test_backing_names(void)
+{
+	Migd__VmCreateRequest r = base_req();
+	struct hv_vm_cfg cfg;
+	struct migd_wl wl;
+	char err[256];
+
+	r.backing = (char *)"anon";
+	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl, err,
+					  sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.backing, HV_BACKING_PRIVATE);
+	r.backing = (char *)"memfd";
+	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl, err,
+					  sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.backing, HV_BACKING_ANON);
+	r.backing = (char *)"";
+	CU_ASSERT_EQUAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl, err,
+					  sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cfg.backing, HV_BACKING_ANON);
 }
 
 static void test_accel_names(void)
@@ -238,6 +262,7 @@ static CU_TestInfo tests[] = {
 	{ "region_offsets_skip_the_mmio_hole",
 	  test_region_offsets_skip_the_mmio_hole },
 	{ "dirty_ring_sizes", test_dirty_ring_sizes },
+	{ "backing_names", test_backing_names },
 	{ "accel_names", test_accel_names },
 	{ "registry_refuses_duplicate_names",
 	  test_registry_refuses_duplicate_names },
