@@ -154,6 +154,7 @@ struct run {
 	uint64_t rng;
 	uint64_t seq, reads, sweep_pos;
 	uint64_t ticks_per_ms;
+	uint64_t min_sleep, max_sleep; /* ticks, see HV_WL_MIN_SLEEP_US */
 	/* Throttle account in ticks: idle still owed (> 0) or, after a wait
 	 * that overran, idle already done ahead (< 0). See throttle_wait(). */
 	int64_t idle_owed;
@@ -211,6 +212,28 @@ static void publish(struct run *r, uint64_t now)
 	r->st->last_tsc = now;
 }
 
+/*
+ * One step of a wait that must last until @until, @now being the time:
+ * sleep when the env can, for at least min_sleep (the schedule catches up
+ * after it, see HV_WL_MIN_SLEEP_US) and at most max_sleep (the caller
+ * rereads stop and the throttle after each step); spin otherwise.
+ */
+static void wait_step(struct run *r, uint64_t now, uint64_t until)
+{
+	const struct hv_wl_env *env = r->env;
+	uint64_t left = until - now;
+
+	if (env->wait_until) {
+		if (left < r->min_sleep)
+			left = r->min_sleep;
+		if (left > r->max_sleep)
+			left = r->max_sleep;
+		env->wait_until(env->ctx, now + left);
+	} else if (env->relax) {
+		env->relax(env->ctx);
+	}
+}
+
 /* Wait until @until (guest TSC), publishing liveness while waiting. */
 static void wait_until(struct run *r, uint64_t until)
 {
@@ -220,8 +243,7 @@ static void wait_until(struct run *r, uint64_t until)
 		if ((int64_t)(until - now) <= 0 || r->vp->stop)
 			return;
 		publish(r, now);
-		if (r->env->relax)
-			r->env->relax(r->env->ctx);
+		wait_step(r, now, until);
 	}
 }
 
@@ -275,8 +297,7 @@ static uint64_t throttle_wait(struct run *r, uint64_t end, uint64_t busy,
 			return now - end;
 		}
 		publish(r, now);
-		if (r->env->relax)
-			r->env->relax(r->env->ctx);
+		wait_step(r, now, end + (uint64_t)r->idle_owed);
 		now = r->env->now_tsc(r->env->ctx);
 	}
 	r->idle_owed -= (int64_t)(now - end);
@@ -331,6 +352,8 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 		r.hot_pages = 1;
 	r.max_writes = vp->max_writes;
 	r.ticks_per_ms = p->tsc_khz;
+	r.min_sleep = HV_WL_MIN_SLEEP_US * r.ticks_per_ms / 1000;
+	r.max_sleep = HV_WL_MAX_SLEEP_US * r.ticks_per_ms / 1000;
 	/*
 	 * Resume from the status page: after a restore or a migration the
 	 * writes go on from the last published seq, so stamps keep
