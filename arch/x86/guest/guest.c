@@ -349,7 +349,7 @@ static const struct hv_wl_env guest_env = {
  * lines on COM1 (halt-begin, halt-end, spin-end) let a host compare the
  * CPU time QEMU used in each (tools/bench/guest-halt.sh).
  */
-#define ST_HALT_N 100u
+#define ST_HALT_N 200u
 #define ST_HALT_TICKS 4000000ULL
 
 static void halt_selftest(void)
