@@ -312,6 +312,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 {
 	const volatile struct hv_wl_vcpu_params *vp;
 	uint64_t rate = 0, interval_fp = 0, deadline_fp = 0, t0 = 0;
+	uint64_t owed = env->pace_owed ? *env->pace_owed : 0;
 	uint64_t last_hb, hb_ticks;
 	struct run r;
 	int ret;
@@ -392,6 +393,18 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 					   : 0;
 			t0 = start;
 			deadline_fp = 0;
+			/* Start as far behind as the last run returned (a
+			 * sleep stretched to HV_WL_MIN_SLEEP_US leaves the
+			 * schedule up to that far behind, and the soft
+			 * accelerator returns at every heartbeat): without
+			 * it those writes were lost at each return. */
+			if (owed && interval_fp) {
+				uint64_t cap = MAX_DEBT_MS * r.ticks_per_ms;
+				uint64_t back = (owed * interval_fp) >> 16;
+
+				t0 -= back < cap ? back : cap;
+			}
+			owed = 0;
 		}
 
 		if (r.pattern != HV_WL_PATTERN_IDLE) {
@@ -428,6 +441,13 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 					       (const struct hv_wl_status *)st);
 		}
 		t0 += throttle_wait(&r, now, now - start, paced >> 16);
+	}
+	if (env->pace_owed) {
+		uint64_t el = (env->now_tsc(env->ctx) - t0) << 16;
+
+		*env->pace_owed = interval_fp && el > deadline_fp
+					  ? (el - deadline_fp) / interval_fp
+					  : 0;
 	}
 	publish(&r, env->now_tsc(env->ctx));
 	st->throttle_owed = r.idle_owed > 0 ? (uint64_t)r.idle_owed : 0;

@@ -132,6 +132,10 @@ struct hv_wl_env {
 	void (*heartbeat)(void *ctx, const struct hv_wl_status *st);
 	void (*relax)(void *ctx);
 	void (*wait_until)(void *ctx, uint64_t tsc_deadline);
+	/* NULL, or where the host keeps between two runs of this vCPU the
+	 * writes its pacing still owed when a run returned, so that the
+	 * next run catches up (capped like any pacing debt). */
+	uint64_t *pace_owed;
 };
 
 /*

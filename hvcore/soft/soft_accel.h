@@ -49,6 +49,7 @@ struct soft_vcpu {
 	bool hb_pending;   /* a heartbeat to report */
 	uint64_t hb_seq;   /* its status: writes done */
 	uint64_t hb_clock; /* its status: guest clock */
+	uint64_t pace_owed; /* the workload's pacing, between runs */
 };
 
 static inline struct soft_vm *soft_vm_of(struct hv_vm *vm)

@@ -159,6 +159,7 @@ int hv_soft_accel_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit)
 		.checkpoint = wl_checkpoint,
 		.heartbeat = wl_heartbeat,
 		.wait = wl_wait,
+		.pace_owed = &c->pace_owed,
 		.arg = c,
 	};
 	int ret;

@@ -481,6 +481,7 @@ int hv_soft_vcpu_run_workload(struct hv_soft_vcpu *v,
 	r->v = v;
 	r->ctl = ctl;
 	env.ctx = r;
+	env.pace_owed = ctl ? ctl->pace_owed : NULL;
 	/* The params page's host address is stable for the slot's life. */
 	snap = hv_memslots_read_lock(v->vm->slots);
 	s = hv_memslots_by_gfn(snap, hv_gpa_to_gfn(HV_WL_PARAMS_GPA));

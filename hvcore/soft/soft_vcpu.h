@@ -101,6 +101,8 @@ struct hv_soft_wl_ctl {
 	 * clock_nanosleep (nobody kicks the vCPU). The workload bounds each
 	 * sleep (HV_WL_MAX_SLEEP_US). */
 	void (*wait)(void *arg, uint64_t deadline_ns);
+	/* Kept by the host across runs (hv_wl_env.pace_owed); NULL: none. */
+	uint64_t *pace_owed;
 };
 
 /*
