@@ -546,8 +546,10 @@ static double cpu_share(const struct hv_wl_vcpu_params *w, unsigned ms,
 /*
  * A vCPU that paces itself or idles sleeps on the host instead of
  * spinning: on two cores a spinning vCPU took the CPU the migration
- * needed. The spinning code used 90-100% of a CPU in both cases; the
- * bounds leave room for a loaded machine and the sanitizers.
+ * needed. The spinning code used all the CPU it could get in both cases
+ * (a whole one on an idle host, about half at load 8, a quarter at load
+ * 17, where no bound can tell it from a sleeper any more); the bounds
+ * leave room for a loaded machine and the sanitizers.
  */
 static void test_paced_and_idle_vcpus_sleep_instead_of_spinning(void)
 {
@@ -562,7 +564,9 @@ static void test_paced_and_idle_vcpus_sleep_instead_of_spinning(void)
 	       rate, share * 100);
 	/* The status line is mirrored every ms: a few writes of slack. */
 	CU_ASSERT(rate >= 2000 * 0.93 && rate <= 2000 * 1.07);
-	CU_ASSERT(share < 0.30);
+	/* 5-10% in a release build, 12-25% under ASan or TSan (each of
+	 * the 2000 wake-ups a second mirrors the status through the MMU). */
+	CU_ASSERT(share < 0.35);
 
 	w.pattern = HV_WL_PATTERN_IDLE;
 	w.rate_pages = 0;
