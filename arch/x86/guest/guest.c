@@ -344,13 +344,13 @@ static const struct hv_wl_env guest_env = {
 
 /*
  * QEMU self-test of the halt (halt.h): ST_HALT_N sleeps of ST_HALT_TICKS
- * TSC ticks (about 2 ms each at 2 GHz) must each last that long, take few
+ * TSC ticks (about 8 ms each at 2 GHz) must each last that long, take few
  * calls, and not overshoot much; then a spin of the same length. The sync
  * lines on COM1 (halt-begin, halt-end, spin-end) let a host compare the
  * CPU time QEMU used in each (tools/bench/guest-halt.sh).
  */
-#define ST_HALT_N 200u
-#define ST_HALT_TICKS 4000000ULL
+#define ST_HALT_N 50u
+#define ST_HALT_TICKS 16000000ULL
 
 static void halt_selftest(void)
 {

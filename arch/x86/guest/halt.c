@@ -32,7 +32,7 @@
 
 /* Ring 0 state. Every CPU computes the same values: benign races. */
 static volatile uint64_t lapic_per_tsc_fp; /* 32.32 LAPIC ticks per TSC */
-static volatile int tsc_deadline_mode;     /* 1: yes, -1: no, 0: unknown */
+static volatile int tsc_deadline_mode;	   /* 1: yes, -1: no, 0: unknown */
 static volatile uint8_t lapic_ready[MAX_CPUS];
 
 /* Ring 3: set when the host left a HALT unacknowledged. */
@@ -64,16 +64,15 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 			 : "memory");
 }
 
-__attribute__((interrupt)) void hv_guest_halt_timer_isr(
-	struct hv_int_frame *f)
+__attribute__((interrupt)) void hv_guest_halt_timer_isr(struct hv_int_frame *f)
 {
 	(void)f;
 	lapic_write(LAPIC_EOI, 0);
 }
 
 /* A spurious interrupt takes no EOI. */
-__attribute__((interrupt)) void hv_guest_halt_spurious_isr(
-	struct hv_int_frame *f)
+__attribute__((interrupt)) void
+hv_guest_halt_spurious_isr(struct hv_int_frame *f)
 {
 	(void)f;
 }
@@ -143,12 +142,14 @@ static void lapic_halt_until(uint64_t deadline)
 		wrmsr(MSR_TSC_DEADLINE, deadline);
 	} else {
 		count = (uint64_t)(((unsigned __int128)(deadline - now) *
-				    lapic_per_tsc_fp) >> 32);
+				    lapic_per_tsc_fp) >>
+				   32);
 		if (count > 0xffffffffu)
 			count = 0xffffffffu;
 		if (!count)
 			count = 1;
-		lapic_write(LAPIC_LVT_TIMER, LVT_ONESHOT | HV_HALT_TIMER_VECTOR);
+		lapic_write(LAPIC_LVT_TIMER,
+			    LVT_ONESHOT | HV_HALT_TIMER_VECTOR);
 		lapic_write(LAPIC_TIMER_ICR, (uint32_t)count);
 	}
 	/* A timer that fired before the sti is taken right after it: sti

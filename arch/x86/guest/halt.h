@@ -29,10 +29,9 @@
 struct hv_int_frame;
 
 /* Interrupt handlers, installed in the IDT by guest.c (ring 0). */
-__attribute__((interrupt)) void hv_guest_halt_timer_isr(
-	struct hv_int_frame *f);
-__attribute__((interrupt)) void hv_guest_halt_spurious_isr(
-	struct hv_int_frame *f);
+__attribute__((interrupt)) void hv_guest_halt_timer_isr(struct hv_int_frame *f);
+__attribute__((interrupt)) void
+hv_guest_halt_spurious_isr(struct hv_int_frame *f);
 
 /*
  * Ring 3: sleep until the TSC reaches @tsc_deadline, or a little less

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The guest image's halt (arch/x86/guest/halt.c) under plain QEMU with
- * TCG (no /dev/kvm needed): the self-test halts 200 times on the LAPIC
+ * TCG (no /dev/kvm needed): the self-test halts 50 times on the LAPIC
  * timer, checks each halt's length on the TSC itself (an ASSERT fails the
  * boot), then spins as long. QEMU's CPU time is read at the sync lines
  * the guest prints, so the halt's cost is compared with the spin's in the
@@ -37,8 +37,10 @@ static unsigned long long proc_cpu(pid_t pid)
 		buf[0] = 0;
 	fclose(f);
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%llu %llu", &ut, &st) != 2)
+	if (!p || sscanf(p + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%llu %llu",
+			 &ut, &st) != 2)
 		return 0;
 	return ut + st;
 }
@@ -110,7 +112,8 @@ static void test_guest_halts_on_the_lapic_timer_under_qemu_tcg(void)
 		double halt = (c_halt - c_begin) / hz / (w_halt - w_begin);
 		double spin = (c_spin - c_halt) / hz / (w_spin - w_halt);
 
-		printf("    QEMU CPU while the guest halts %.0f%%, spins %.0f%%\n",
+		printf("    QEMU CPU while the guest halts %.0f%%, spins "
+		       "%.0f%%\n",
 		       halt * 100, spin * 100);
 		/* The spin takes what it can get of a CPU (half of one on
 		 * a loaded two-core host); the halt a fraction of that. */

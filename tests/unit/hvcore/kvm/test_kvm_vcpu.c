@@ -74,8 +74,8 @@ static void test_paced_and_idle_guests_halt_instead_of_spinning(void)
 
 	HV_TEST_REQUIRE_KVM();
 	share = cpu_share(HV_WL_PATTERN_SWEEP, 2000, 1000, &rate);
-	printf("\n    paced 2000 pages/s: %.0f pages/s, %.1f%% of a CPU",
-	       rate, share * 100);
+	printf("\n    paced 2000 pages/s: %.0f pages/s, %.1f%% of a CPU", rate,
+	       share * 100);
 	CU_ASSERT(rate >= 2000 * 0.93 && rate <= 2000 * 1.07);
 	CU_ASSERT(share < 0.30);
 	share = cpu_share(HV_WL_PATTERN_IDLE, 0, 1000, &rate);
