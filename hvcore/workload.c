@@ -175,6 +175,7 @@ struct run {
 	uint64_t rng;
 	uint64_t seq, reads, sweep_pos;
 	uint64_t ticks_per_ms;
+	uint64_t min_sleep, max_sleep; /* ticks, see HV_WL_MIN_SLEEP_US */
 	/* Throttle account in ticks: idle still owed (> 0) or, after a wait
 	 * that overran, idle already done ahead (< 0). See throttle_wait(). */
 	int64_t idle_owed;
@@ -233,6 +234,28 @@ static void publish(struct run *r, uint64_t now)
 	r->st->last_tsc = now;
 }
 
+/*
+ * One step of a wait that must last until @until, @now being the time:
+ * sleep when the env can, for at least min_sleep (the schedule catches up
+ * after it, see HV_WL_MIN_SLEEP_US) and at most max_sleep (the caller
+ * rereads stop and the throttle after each step); spin otherwise.
+ */
+static void wait_step(struct run *r, uint64_t now, uint64_t until)
+{
+	const struct hv_wl_env *env = r->env;
+	uint64_t left = until - now;
+
+	if (env->wait_until) {
+		if (left < r->min_sleep)
+			left = r->min_sleep;
+		if (left > r->max_sleep)
+			left = r->max_sleep;
+		env->wait_until(env->ctx, now + left);
+	} else if (env->relax) {
+		env->relax(env->ctx);
+	}
+}
+
 /* Wait until @until (guest TSC), publishing liveness while waiting. */
 static void wait_until(struct run *r, uint64_t until)
 {
@@ -242,8 +265,7 @@ static void wait_until(struct run *r, uint64_t until)
 		if ((int64_t)(until - now) <= 0 || r->vp->stop)
 			return;
 		publish(r, now);
-		if (r->env->relax)
-			r->env->relax(r->env->ctx);
+		wait_step(r, now, until);
 	}
 }
 
@@ -297,8 +319,7 @@ static uint64_t throttle_wait(struct run *r, uint64_t end, uint64_t busy,
 			return now - end;
 		}
 		publish(r, now);
-		if (r->env->relax)
-			r->env->relax(r->env->ctx);
+		wait_step(r, now, end + (uint64_t)r->idle_owed);
 		now = r->env->now_tsc(r->env->ctx);
 	}
 	r->idle_owed -= (int64_t)(now - end);
@@ -313,6 +334,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 {
 	const volatile struct hv_wl_vcpu_params *vp;
 	uint64_t rate = 0, interval_fp = 0, deadline_fp = 0, t0 = 0;
+	uint64_t owed = env->pace_owed ? *env->pace_owed : 0;
 	uint64_t last_hb, hb_ticks;
 	struct run r;
 	int ret;
@@ -359,6 +381,8 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 		r.hot_pages = 1;
 	r.max_writes = vp->max_writes;
 	r.ticks_per_ms = p->tsc_khz;
+	r.min_sleep = HV_WL_MIN_SLEEP_US * r.ticks_per_ms / 1000;
+	r.max_sleep = HV_WL_MAX_SLEEP_US * r.ticks_per_ms / 1000;
 	/*
 	 * Resume from the status page: after a restore or a migration the
 	 * writes go on from the last published seq, so stamps keep
@@ -397,6 +421,18 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 					   : 0;
 			t0 = start;
 			deadline_fp = 0;
+			/* Start as far behind as the last run returned (a
+			 * sleep stretched to HV_WL_MIN_SLEEP_US leaves the
+			 * schedule up to that far behind, and the soft
+			 * accelerator returns at every heartbeat): without
+			 * it those writes were lost at each return. */
+			if (owed && interval_fp) {
+				uint64_t cap = MAX_DEBT_MS * r.ticks_per_ms;
+				uint64_t back = (owed * interval_fp) >> 16;
+
+				t0 -= back < cap ? back : cap;
+			}
+			owed = 0;
 		}
 
 		if (r.pattern != HV_WL_PATTERN_IDLE) {
@@ -433,6 +469,13 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 					       (const struct hv_wl_status *)st);
 		}
 		t0 += throttle_wait(&r, now, now - start, paced >> 16);
+	}
+	if (env->pace_owed) {
+		uint64_t el = (env->now_tsc(env->ctx) - t0) << 16;
+
+		*env->pace_owed = interval_fp && el > deadline_fp
+					  ? (el - deadline_fp) / interval_fp
+					  : 0;
 	}
 	publish(&r, env->now_tsc(env->ctx));
 	st->throttle_owed = r.idle_owed > 0 ? (uint64_t)r.idle_owed : 0;

@@ -123,7 +123,14 @@ struct hv_wl_stamp {
  *  page_for_read:  the same for a read;
  *  now_tsc:        a monotonic counter ticking at params->tsc_khz kHz;
  *  heartbeat:      report liveness to the host (rare: every heartbeat_us);
- *  relax:          called while pacing or throttled (pause, or sleep).
+ *  wait_until:     sleep until now_tsc() reaches @tsc_deadline, or less
+ *                  (a kick, a pause or stop request may end it early; the
+ *                  workload checks the time and loops). The workload never
+ *                  asks for more than HV_WL_MAX_SLEEP_US at once, so that
+ *                  it sees the host's params, stop and throttle changes
+ *                  that soon, nor for less than HV_WL_MIN_SLEEP_US;
+ *  relax:          called while pacing or throttled when wait_until is
+ *                  NULL (a pause instruction, or a yield): a spin.
  * Any hook may be NULL except the page accessors and now_tsc.
  */
 struct hv_wl_env {
@@ -133,7 +140,23 @@ struct hv_wl_env {
 	uint64_t (*now_tsc)(void *ctx);
 	void (*heartbeat)(void *ctx, const struct hv_wl_status *st);
 	void (*relax)(void *ctx);
+	void (*wait_until)(void *ctx, uint64_t tsc_deadline);
+	/* NULL, or where the host keeps between two runs of this vCPU the
+	 * writes its pacing still owed when a run returned, so that the
+	 * next run catches up (capped like any pacing debt). */
+	uint64_t *pace_owed;
 };
+
+/*
+ * Bounds of one wait_until() call. A wait shorter than MIN is stretched to
+ * it: pacing follows an absolute schedule, so the writes after a longer
+ * sleep catch up without waiting (a short burst), and a vCPU paced at a
+ * high rate sleeps every ~MIN us instead of spinning between writes (a
+ * sleep and its wake-up cost a few us of CPU, the spin all of it). MAX
+ * bounds how late the workload notices the host's changes to its params.
+ */
+#define HV_WL_MIN_SLEEP_US 500u
+#define HV_WL_MAX_SLEEP_US 1000u
 
 /*
  * Run vCPU @vcpu's workload until params->vcpu[vcpu].stop becomes non-zero

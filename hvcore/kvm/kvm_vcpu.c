@@ -4,6 +4,8 @@
  * exit-reason table, the ucall decoder and the kick.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,68 @@ static int complete_io(struct hv_kvm_vcpu *c)
 	return -errno;
 }
 
+/*
+ * Sleep for @ns on the vCPU thread, unless a kick ends it: the kick sets
+ * immediate_exit and then sends HV_KVM_KICK_SIGNAL (hv_kvm_vcpu_kick).
+ *
+ *   vCPU:  block signal ; check immediate_exit / request ; ppoll(unblock)
+ *   kick:  immediate_exit = 1 ; pthread_kill
+ *
+ * A kick whose store the check missed sends its signal after the block:
+ * it stays pending, and ppoll, which unblocks it atomically, returns at
+ * once with EINTR. A signal delivered before the block comes after its
+ * store, which the check sees.
+ */
+static void halt_sleep(struct hv_vcpu *vcpu, uint64_t ns)
+{
+	struct hv_kvm_vcpu *c = vcpu->accel;
+	struct timespec ts = {(time_t)(ns / 1000000000ULL),
+			      (long)(ns % 1000000000ULL)};
+	sigset_t block, old, wait;
+
+	sigemptyset(&block);
+	sigaddset(&block, HV_KVM_KICK_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	if (!__atomic_load_n(&c->run->immediate_exit, __ATOMIC_SEQ_CST) &&
+	    !hv_vcpu_kick_pending(vcpu)) {
+		wait = old;
+		sigdelset(&wait, HV_KVM_KICK_SIGNAL);
+		ppoll(NULL, 0, &ts, &wait);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * HV_UCALL_HALT: the guest paces itself or idles (arch/x86/guest/halt.h).
+ * Sleep until its deadline (at most HV_UCALL_HALT_MAX_US, whatever it
+ * asks), acknowledge in the guest's ucall block (a logged write, so a
+ * migration carries it), finish the OUT and run the guest again: the
+ * halt is no event for generic code, but a kick during it is, and the
+ * run loop sees that request before it re-enters.
+ */
+static int ucall_halt(struct hv_vcpu *vcpu, uint32_t gpa,
+		      const struct hv_ucall *uc)
+{
+	struct hv_kvm_vcpu *c = vcpu->accel;
+	uint64_t khz = vcpu->vm->tsc_khz, ticks = uc->args[0] - uc->args[1];
+	uint64_t max_ticks = HV_UCALL_HALT_MAX_US * khz / 1000;
+	const uint64_t ack = HV_UCALL_HALT_ACK;
+	int ret;
+
+	if ((int64_t)ticks > 0 && khz) {
+		if (ticks > max_ticks)
+			ticks = max_ticks;
+		halt_sleep(vcpu, ticks * 1000000ULL / khz);
+	}
+	ret = hv_vm_write_guest(vcpu->vm,
+				gpa + offsetof(struct hv_ucall, args[2]), &ack,
+				sizeof(ack));
+	if (ret)
+		return ret;
+	ret = complete_io(c);
+	return ret ? ret : 0;
+}
+
 static const enum hv_exit_kind ucall_kinds[HV_UCALL_COUNT] = {
 	[HV_UCALL_SYNC] = HV_EXIT_SYNC,
 	[HV_UCALL_HEARTBEAT] = HV_EXIT_HEARTBEAT,
@@ -164,6 +228,8 @@ static int exit_io(struct hv_vcpu *vcpu, struct hv_exit *exit)
 		exit->args[0] = gpa;
 		return 1;
 	}
+	if (uc->cmd == HV_UCALL_HALT)
+		return ucall_halt(vcpu, gpa, uc);
 	exit->kind = ucall_kinds[uc->cmd];
 	memcpy(exit->args, uc->args, sizeof(exit->args));
 	if (uc->cmd == HV_UCALL_ASSERT) {

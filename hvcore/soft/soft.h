@@ -25,8 +25,12 @@
  *    the next vcpu_run resumes the workload from it (seq keeps growing).
  *  - HEARTBEAT: the workload returns after each heartbeat, args[0] = seq,
  *    args[1] = guest clock (ns); the next run resumes it. Each resume
- *    restarts the workload's pacing, so a rate-limited vCPU may run at
- *    most one write per heartbeat ahead of its rate.
+ *    restarts the workload's pacing from the writes the last run still
+ *    owed (hv_wl_env.pace_owed, kept in the vCPU), so a rate-limited
+ *    vCPU keeps its rate across returns.
+ *  - waits: a workload that paces, idles or is throttled sleeps on the
+ *    vCPU thread (a condition variable that vcpu_kick signals), so it
+ *    costs a few percent of a CPU and a pause never waits for its timer.
  *  - LOG_FULL: a full PML is flushed into the memslot bitmaps at once on
  *    the vCPU thread; the exit itself is reported by the next vcpu_run
  *    calls (one per full log), not by stopping the workload, because

@@ -7,6 +7,7 @@
 #ifndef HVCORE_SOFT_SOFT_ACCEL_H
 #define HVCORE_SOFT_SOFT_ACCEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "hvcore/soft/soft.h"
@@ -37,12 +38,18 @@ struct soft_vcpu {
 
 	/* set by vcpu_kick (any thread), cleared by vcpu_run */
 	atomic_int kicked;
+	/* A sleeping workload (pacing, throttle, idle) waits on wake_cond
+	 * until its deadline; vcpu_kick sets kicked under wake_lock and
+	 * signals, so a pause never waits for the sleep's timer. */
+	pthread_mutex_t wake_lock;
+	pthread_cond_t wake_cond; /* CLOCK_MONOTONIC */
 
 	/* vCPU thread only */
 	bool stop_asked;   /* our checkpoint made the workload return */
 	bool hb_pending;   /* a heartbeat to report */
 	uint64_t hb_seq;   /* its status: writes done */
 	uint64_t hb_clock; /* its status: guest clock */
+	uint64_t pace_owed; /* the workload's pacing, between runs */
 };
 
 static inline struct soft_vm *soft_vm_of(struct hv_vm *vm)

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hvcore/log.h"
 #include "hvcore/soft/soft_accel.h"
@@ -48,6 +49,15 @@ int hv_soft_accel_vcpu_init(struct hv_vcpu *vcpu)
 	}
 	c->vcpu = vcpu;
 	c->sv->logged = &vcpu->dirty_logged;
+	pthread_mutex_init(&c->wake_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wake_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	vcpu->accel = c;
 	return 0;
 }
@@ -59,6 +69,8 @@ void hv_soft_accel_vcpu_fini(struct hv_vcpu *vcpu)
 	if (!c)
 		return;
 	hv_soft_vcpu_destroy(c->sv);
+	pthread_cond_destroy(&c->wake_cond);
+	pthread_mutex_destroy(&c->wake_lock);
 	free(c);
 	vcpu->accel = NULL;
 }
@@ -67,7 +79,12 @@ void hv_soft_accel_vcpu_kick(struct hv_vcpu *vcpu)
 {
 	struct soft_vcpu *c = vcpu->accel;
 
+	/* Under wake_lock: a sleeper that checked kicked under it and found
+	 * 0 is already waiting on the condition when the signal comes. */
+	pthread_mutex_lock(&c->wake_lock);
 	atomic_store_explicit(&c->kicked, 1, memory_order_release);
+	pthread_cond_signal(&c->wake_cond);
+	pthread_mutex_unlock(&c->wake_lock);
 }
 
 /* Workload hooks, on the vCPU thread outside any guest access. */
@@ -81,6 +98,29 @@ static bool wl_checkpoint(void *arg)
 		return true;
 	}
 	return false;
+}
+
+/*
+ * Sleep until @deadline_ns (CLOCK_MONOTONIC) unless a kick or a pending
+ * request (set before its kick, see hvcore/vcpu.h) ends the sleep first.
+ * The workload then reads the clock, and our checkpoint makes it return.
+ */
+static void wl_wait(void *arg, uint64_t deadline_ns)
+{
+	struct soft_vcpu *c = arg;
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline_ns / 1000000000ULL),
+		.tv_nsec = (long)(deadline_ns % 1000000000ULL),
+	};
+
+	pthread_mutex_lock(&c->wake_lock);
+	while (!atomic_load_explicit(&c->kicked, memory_order_acquire) &&
+	       !hv_vcpu_kick_pending(c->vcpu)) {
+		if (pthread_cond_timedwait(&c->wake_cond, &c->wake_lock,
+					   &ts) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&c->wake_lock);
 }
 
 static bool wl_heartbeat(void *arg, const struct hv_wl_status *st)
@@ -118,6 +158,8 @@ int hv_soft_accel_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit)
 	const struct hv_soft_wl_ctl ctl = {
 		.checkpoint = wl_checkpoint,
 		.heartbeat = wl_heartbeat,
+		.wait = wl_wait,
+		.pace_owed = &c->pace_owed,
 		.arg = c,
 	};
 	int ret;

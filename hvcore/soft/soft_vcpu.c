@@ -2,7 +2,6 @@
 #include "hvcore/soft/soft_vcpu.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -437,12 +436,26 @@ static void env_heartbeat(void *ctx, const struct hv_wl_status *st)
 	}
 }
 
-static void env_relax(void *ctx)
+/*
+ * The workload waits (pacing, throttle, idle) by sleeping on the host, so
+ * that a rate-limited or idle vCPU costs a few percent of a CPU, not all
+ * of it. A stop already asked for is not slept on: the workload returns.
+ */
+static void env_wait(void *ctx, uint64_t deadline)
 {
 	struct wl_run *r = ctx;
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline / 1000000000ULL),
+		.tv_nsec = (long)(deadline % 1000000000ULL),
+	};
 
 	hv_soft_vcpu_access_end(r->v);
-	sched_yield();
+	if (r->stop)
+		return;
+	if (r->ctl && r->ctl->wait)
+		r->ctl->wait(r->ctl->arg, deadline);
+	else
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
 int hv_soft_vcpu_run_workload(struct hv_soft_vcpu *v,
@@ -453,7 +466,7 @@ int hv_soft_vcpu_run_workload(struct hv_soft_vcpu *v,
 		.page_for_read = env_read,
 		.now_tsc = env_now,
 		.heartbeat = env_heartbeat,
-		.relax = env_relax,
+		.wait_until = env_wait,
 	};
 	const struct hv_memslots_snap *snap;
 	const struct hv_memslot *s;
@@ -468,6 +481,7 @@ int hv_soft_vcpu_run_workload(struct hv_soft_vcpu *v,
 	r->v = v;
 	r->ctl = ctl;
 	env.ctx = r;
+	env.pace_owed = ctl ? ctl->pace_owed : NULL;
 	/* The params page's host address is stable for the slot's life. */
 	snap = hv_memslots_read_lock(v->vm->slots);
 	s = hv_memslots_by_gfn(snap, hv_gpa_to_gfn(HV_WL_PARAMS_GPA));

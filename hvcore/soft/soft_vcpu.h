@@ -96,6 +96,13 @@ struct hv_soft_wl_ctl {
 	void *arg;
 	/* Heartbeat hook (NULL: none); @st is the status just published. */
 	bool (*heartbeat)(void *arg, const struct hv_wl_status *st);
+	/* Sleep until CLOCK_MONOTONIC reaches @deadline_ns, or less: a kick
+	 * (a pause or stop request) must end it at once. NULL: a plain
+	 * clock_nanosleep (nobody kicks the vCPU). The workload bounds each
+	 * sleep (HV_WL_MAX_SLEEP_US). */
+	void (*wait)(void *arg, uint64_t deadline_ns);
+	/* Kept by the host across runs (hv_wl_env.pace_owed); NULL: none. */
+	uint64_t *pace_owed;
 };
 
 /*

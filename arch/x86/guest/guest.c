@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "arch/x86/guest/halt.h"
 #include "arch/x86/guest/layout.h"
 #include "arch/x86/guest/ucall.h"
 #include "hvcore/workload.h"
@@ -73,7 +74,7 @@ __attribute__((aligned(16))) uint64_t hv_guest_gdt[GDT_BYTES / 8] = {
 __attribute__((aligned(4096))) uint8_t hv_guest_kstack[MAX_CPUS * KSTACK_SIZE];
 static __attribute__((aligned(4096))) uint8_t ustack[MAX_CPUS][USTACK_SIZE];
 static __attribute__((aligned(64))) struct tss64 tss[MAX_CPUS];
-static __attribute__((aligned(16))) struct idt_gate idt[32];
+static __attribute__((aligned(16))) struct idt_gate idt[256];
 /* Written by CPU 0 in ring 0 before any CPU enters ring 3. */
 static volatile int qemu_mode;
 
@@ -125,6 +126,10 @@ static void qemu_exit(uint32_t status)
 static void ucall_deliver(const struct hv_ucall *uc)
 {
 	outl(HV_UCALL_PORT, (uint32_t)(uintptr_t)uc);
+	if (uc->cmd == HV_UCALL_HALT) {
+		hv_guest_halt_deliver((struct hv_ucall *)uc, !qemu_mode);
+		return;
+	}
 	if (!qemu_mode)
 		return;
 	if (uc->cmd == HV_UCALL_ASSERT) {
@@ -138,6 +143,14 @@ static void ucall_deliver(const struct hv_ucall *uc)
 		serial_putu(uc->args[1]);
 		serial_puts("\n");
 		qemu_exit(1);
+	} else if (uc->cmd == HV_UCALL_SYNC) {
+		serial_puts("hvguest: sync ");
+		serial_puts(uc->file);
+		for (int i = 0; i < HV_UCALL_MAX_ARGS; i++) {
+			serial_puts(" ");
+			serial_putu(uc->args[i]);
+		}
+		serial_puts("\n");
 	} else if (uc->cmd == HV_UCALL_DONE) {
 		serial_puts(uc->args[0] ? "hvguest: selftest FAIL"
 					: "hvguest: selftest OK");
@@ -194,6 +207,17 @@ void hv_guest_trap(struct hv_trap_frame *f)
 
 static void user_main(uint64_t cpu) __attribute__((noreturn));
 
+static void set_gate(unsigned v, uint64_t a)
+{
+	idt[v].off0 = (uint16_t)a;
+	idt[v].sel = SEL_KCODE;
+	idt[v].ist = 0;
+	idt[v].type = 0x8e; /* present, DPL 0, interrupt gate */
+	idt[v].off1 = (uint16_t)(a >> 16);
+	idt[v].off2 = (uint32_t)(a >> 32);
+	idt[v].rsv = 0;
+}
+
 void hv_guest_cpu_main(uint64_t cpu, uint64_t start_info)
 {
 	uint64_t base = (uint64_t)(uintptr_t)&tss[cpu];
@@ -214,17 +238,13 @@ void hv_guest_cpu_main(uint64_t cpu, uint64_t start_info)
 	hv_guest_gdt[slot + 1] = base >> 32;
 
 	/* Every CPU writes the same gates: a benign, idempotent race. */
-	for (unsigned v = 0; v < 32; v++) {
-		uint64_t a = hv_guest_trap_stubs[v];
-
-		idt[v].off0 = (uint16_t)a;
-		idt[v].sel = SEL_KCODE;
-		idt[v].ist = 0;
-		idt[v].type = 0x8e; /* present, DPL 0, interrupt gate */
-		idt[v].off1 = (uint16_t)(a >> 16);
-		idt[v].off2 = (uint32_t)(a >> 32);
-		idt[v].rsv = 0;
-	}
+	for (unsigned v = 0; v < 32; v++)
+		set_gate(v, hv_guest_trap_stubs[v]);
+	/* The halt's LAPIC timer (halt.h); nothing else interrupts. */
+	set_gate(HV_HALT_TIMER_VECTOR,
+		 (uint64_t)(uintptr_t)hv_guest_halt_timer_isr);
+	set_gate(HV_HALT_SPURIOUS_VECTOR,
+		 (uint64_t)(uintptr_t)hv_guest_halt_spurious_isr);
 	__asm__ volatile("lgdt %0" : : "m"(gdtp));
 	__asm__ volatile("lidt %0" : : "m"(idtp));
 	__asm__ volatile("ltr %0" : : "r"(tr));
@@ -301,18 +321,65 @@ static void env_relax(void *ctx)
 	__asm__ volatile("pause");
 }
 
+/* Halt until the deadline (halt.h); spin when nobody halts us. */
+static void env_wait_until(void *ctx, uint64_t tsc_deadline)
+{
+	if (!hv_guest_halt_until(tsc_deadline))
+		env_relax(ctx);
+}
+
 static const struct hv_wl_env guest_env = {
 	.page_for_write = env_page_for_write,
 	.page_for_read = env_page_for_read,
 	.now_tsc = env_now_tsc,
 	.heartbeat = env_heartbeat,
 	.relax = env_relax,
+	.wait_until = env_wait_until,
 };
 
 /* QEMU self-test: 2048 pages at 8 MiB, two and a half passes. */
 #define ST_REGION_GPA (8ULL << 20)
 #define ST_PAGES 2048u
 #define ST_WRITES (ST_PAGES * 5 / 2)
+
+/*
+ * QEMU self-test of the halt (halt.h): ST_HALT_N sleeps of ST_HALT_TICKS
+ * TSC ticks (about 8 ms each at 2 GHz) must each last that long, take few
+ * calls, and not overshoot much; then a spin of the same length. The sync
+ * lines on COM1 (halt-begin, halt-end, spin-end) let a host compare the
+ * CPU time QEMU used in each (tools/bench/guest-halt.sh).
+ */
+#define ST_HALT_N 50u
+#define ST_HALT_TICKS 16000000ULL
+
+static void halt_selftest(void)
+{
+	uint64_t t0, total, worst = 0, calls = 0;
+
+	ucall(HV_UCALL_SYNC, "halt-begin", 0, ST_HALT_N, ST_HALT_TICKS, 0, 0);
+	t0 = rdtsc();
+	for (unsigned i = 0; i < ST_HALT_N; i++) {
+		uint64_t d = rdtsc() + ST_HALT_TICKS;
+
+		while ((int64_t)(d - rdtsc()) > 0) {
+			GUEST_ASSERT2(hv_guest_halt_until(d), i, calls);
+			calls++;
+		}
+		if (rdtsc() - d > worst)
+			worst = rdtsc() - d;
+	}
+	total = rdtsc() - t0;
+	ucall(HV_UCALL_SYNC, "halt-end", 0, total, worst, calls, 0);
+	t0 = rdtsc();
+	while (rdtsc() - t0 < total)
+		__asm__ volatile("pause");
+	ucall(HV_UCALL_SYNC, "spin-end", 0, rdtsc() - t0, 0, 0, 0);
+	/* A timer that fires at once (bad calibration) takes many calls; a
+	 * halt that overshoots badly doubles the time. */
+	GUEST_ASSERT2(calls <= 3 * ST_HALT_N, calls, ST_HALT_N);
+	GUEST_ASSERT2(total < 2 * ST_HALT_N * ST_HALT_TICKS, total,
+		      ST_HALT_N * ST_HALT_TICKS);
+}
 
 static uint64_t selftest(void)
 {
@@ -362,7 +429,10 @@ static void user_main(uint64_t cpu)
 	int ret;
 
 	if (qemu_mode) {
-		uint64_t bad = selftest();
+		uint64_t bad;
+
+		halt_selftest();
+		bad = selftest();
 
 		for (;;)
 			ucall(HV_UCALL_DONE, 0, 0, bad, st[0].seq, st[0].passes,

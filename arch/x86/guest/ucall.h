@@ -29,8 +29,17 @@ enum hv_ucall_cmd {
 	HV_UCALL_HEARTBEAT, /* args[0] = writes done, args[1] = guest TSC */
 	HV_UCALL_DONE,	    /* args[0] = hv_wl_run() result */
 	HV_UCALL_ASSERT,    /* file:line, args[0..] = values */
+	/* Sleep: args[0] = guest TSC deadline, args[1] = guest TSC now. The
+	 * host sleeps until then (at most HV_UCALL_HALT_MAX_US; a pause,
+	 * stop or kick ends it at once) and writes HV_UCALL_HALT_ACK into
+	 * args[2]; a guest that finds args[2] still 0 was not heard (an
+	 * older host) and spins instead. No event for generic code. */
+	HV_UCALL_HALT,
 	HV_UCALL_COUNT,
 };
+
+#define HV_UCALL_HALT_ACK 1u
+#define HV_UCALL_HALT_MAX_US 2000u
 
 struct hv_ucall {
 	uint32_t cmd;  /* enum hv_ucall_cmd */
