@@ -278,8 +278,7 @@ static void set_bits(uint64_t *bits, uint64_t from, uint64_t to)
 }
 
 /* memfd: the file's data ranges (a page partly inside one counts). */
-static int data_map_seek(int fd, uint64_t off, uint64_t npages,
-			 uint64_t *bits)
+static int data_map_seek(int fd, uint64_t off, uint64_t npages, uint64_t *bits)
 {
 	uint64_t end = off + (npages << HV_PAGE_SHIFT), pos = off;
 
@@ -352,9 +351,11 @@ int hv_guest_mem_data_map(const struct hv_guest_mem *mem, uint64_t offset,
 
 int hv_guest_mem_discard(struct hv_guest_mem *mem)
 {
-	if (mem->fd < 0)
-		return madvise(mem->hva, mem->bytes, MADV_DONTNEED) < 0 ? -errno
-								      : 0;
+	if (mem->fd < 0) {
+		if (madvise(mem->hva, mem->bytes, MADV_DONTNEED) < 0)
+			return -errno;
+		return 0;
+	}
 	if (fallocate(mem->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
 		      (off_t)mem->bytes) < 0)
 		return -errno;
