@@ -90,6 +90,9 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->verify_mismatches = p.verify_mismatches;
 	prog->verify_ns = p.verify_ns;
 	prog->verify_failed = p.verify_pages && p.verify_mismatches;
+	/* Only once finished: m->final no longer changes, p is a copy. */
+	if (m->finished && m->final.compress_levels[0])
+		prog->compress_levels = m->final.compress_levels;
 	prog->error = p.error;
 	/* From the snapshot, not from @m: the engine thread rewrites
 	 * m->latest (under m->lock) while this message is being packed. */

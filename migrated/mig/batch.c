@@ -20,6 +20,7 @@
 struct mig_batch_enc {
 	const struct mig_comp_ops *ops; /* preferred method */
 	void *ctx;
+	int level;	    /* of the compressor; 0: send raw, do not try */
 	unsigned skip_left; /* batches still sent raw without trying */
 	unsigned skip_next; /* backoff after the next failure */
 	uint8_t *buf;	    /* BATCH_HEADROOM + MIG_BATCH_PAYLOAD_MAX */
@@ -64,7 +65,8 @@ int mig_batch_enc_create(const struct mig_batch_enc_cfg *cfg,
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = ops->ctx_create(cfg ? cfg->level : 0, &e->ctx);
+	e->level = cfg && cfg->level ? cfg->level : 1;
+	ret = ops->ctx_create(e->level, &e->ctx);
 	if (ret)
 		goto fail;
 	*out = e;
@@ -82,6 +84,23 @@ void mig_batch_enc_destroy(struct mig_batch_enc *enc)
 	enc->ops->ctx_destroy(enc->ctx);
 	free(enc->buf);
 	free(enc);
+}
+
+int mig_batch_enc_set_level(struct mig_batch_enc *e, int level)
+{
+	int ret;
+
+	if (!e->ops->set_level)
+		return -EINVAL;
+	if (level == e->level)
+		return 0;
+	if (level) {
+		ret = e->ops->set_level(e->ctx, level);
+		if (ret)
+			return ret;
+	}
+	e->level = level;
+	return 0;
 }
 
 /* Append page @p to the runs, merging it with the last run if adjacent. */
@@ -103,7 +122,7 @@ static ssize_t enc_try_compress(struct mig_batch_enc *e,
 {
 	ssize_t n;
 
-	if (e->ops == &mig_comp_raw)
+	if (e->ops == &mig_comp_raw || !e->level)
 		return -ENOSPC;
 	if (e->skip_left) {
 		e->skip_left--;
@@ -138,6 +157,7 @@ int mig_batch_encode(struct mig_batch_enc *e, const struct mig_memmap *map,
 	uint64_t zero = 0;
 	ssize_t n = 0;
 	size_t mlen;
+	uint32_t tried = 0;
 
 	if (!mask)
 		return -EINVAL;
@@ -164,8 +184,12 @@ int mig_batch_encode(struct mig_batch_enc *e, const struct mig_memmap *map,
 	b.encoding = MIG__ENCODING__ENCODING_RAW;
 	if (nonzero) {
 		size_t raw_len = (size_t)nonzero << HV_PAGE_SHIFT;
+		bool will_try = e->ops != &mig_comp_raw && e->level &&
+				!e->skip_left;
 
 		n = enc_try_compress(e, runs, nr, raw_len, payload);
+		if (will_try)
+			tried = (uint32_t)raw_len;
 		if (n > 0) {
 			b.encoding = e->ops->encoding;
 		} else if (n == -ENOSPC) {
@@ -203,11 +227,16 @@ int mig_batch_encode(struct mig_batch_enc *e, const struct mig_memmap *map,
 			.zero = (uint32_t)__builtin_popcountll(zero),
 			.payload = (uint32_t)n,
 			.wire = (uint32_t)*len,
+			.tried = tried,
+			.tried_out = tried,
 		};
-		if (b.encoding == MIG__ENCODING__ENCODING_RAW)
+		if (b.encoding == MIG__ENCODING__ENCODING_RAW) {
 			info->raw = nonzero;
-		else
+		} else {
 			info->compressed = nonzero;
+			info->tried_out = (uint32_t)n;
+			info->level = e->level;
+		}
 	}
 	return 0;
 }

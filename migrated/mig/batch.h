@@ -42,6 +42,12 @@ struct mig_batch_info {
 	uint32_t raw;	     /* non-zero pages sent raw */
 	uint32_t payload;    /* payload bytes */
 	uint32_t wire;	     /* frame bytes: header, message, payload */
+	/* Encoder only: non-zero bytes handed to the compressor (0: not
+	 * tried), what they became (the same when it did not pay), and the
+	 * level of a compressed batch. For the adaptive choice (adapt.h). */
+	uint32_t tried;
+	uint32_t tried_out;
+	int level;
 };
 
 struct mig_batch_enc_cfg {
@@ -55,6 +61,14 @@ struct mig_batch_enc;
 int mig_batch_enc_create(const struct mig_batch_enc_cfg *cfg,
 			 struct mig_batch_enc **out);
 void mig_batch_enc_destroy(struct mig_batch_enc *enc);
+
+/*
+ * Compress the next batches at zstd level @level, or send them raw without
+ * trying when @level is 0 (the adaptive choice, adapt.h). Only for an
+ * encoder created with ENCODING_ZSTD. Returns 0, or -EINVAL (a raw
+ * encoder, or a level zstd refuses). Owner thread.
+ */
+int mig_batch_enc_set_level(struct mig_batch_enc *enc, int level);
 
 /*
  * Encode the pages of @mask (bit i = gfn @gfn + i) of slot @slot, read

@@ -29,6 +29,8 @@ struct mig_comp_ops {
 	/* 0 or -ENOMEM; level is the method's own (ignored by raw). */
 	int (*ctx_create)(int level, void **out);
 	void (*ctx_destroy)(void *ctx); /* NULL is ok */
+	/* Change the level between frames: 0 or -EINVAL. NULL: no levels. */
+	int (*set_level)(void *ctx, int level);
 	/*
 	 * Encode the runs into @dst (capacity @cap). Returns the encoded
 	 * length, or -ENOSPC when it does not fit in @cap (the caller then

@@ -60,6 +60,18 @@ static void zstd_ctx_destroy(void *ctx)
 	free(z);
 }
 
+static int zstd_set_level(void *ctx, int level)
+{
+	struct zstd_ctx *z = ctx;
+
+	if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel() ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx,
+						ZSTD_c_compressionLevel,
+						level)))
+		return -EINVAL;
+	return 0;
+}
+
 static ssize_t zstd_compress(void *ctx, const struct mig_run *runs,
 			     unsigned nr, uint8_t *dst, size_t cap)
 {
@@ -148,6 +160,7 @@ const struct mig_comp_ops mig_comp_zstd = {
 	.encoding = MIG__ENCODING__ENCODING_ZSTD,
 	.ctx_create = zstd_ctx_create,
 	.ctx_destroy = zstd_ctx_destroy,
+	.set_level = zstd_set_level,
 	.compress = zstd_compress,
 	.decompress = zstd_decompress,
 };

@@ -30,6 +30,8 @@
 #ifndef MIG_PIPELINE_H
 #define MIG_PIPELINE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hvcore/types.h"
@@ -53,6 +55,10 @@ struct mig_page_run {
  */
 typedef int (*mig_page_next_cb)(void *ctx, struct mig_page_run *run);
 
+/* zstd levels counted per level in the stats: -7..22. */
+#define MIG_PIPE_LEVEL_MIN (-7)
+#define MIG_PIPE_LEVELS 30u
+
 /* Totals since create, summed over channels. Any thread. */
 struct mig_pipe_stats {
 	uint64_t batches;
@@ -62,15 +68,33 @@ struct mig_pipe_stats {
 	uint64_t raw;	     /* non-zero pages sent raw */
 	uint64_t payload;    /* payload bytes */
 	uint64_t wire;	     /* frame bytes (before TLS) */
+	uint64_t enc_ns;     /* channel threads' time encoding batches */
+	uint64_t send_ns;    /* ... and writing them (TLS, blocked) */
+	/* Non-zero pages sent compressed at zstd level MIN + i. */
+	uint64_t level_pages[MIG_PIPE_LEVELS];
 };
 
 /* pages * 4 KiB / wire bytes; 0 when nothing was sent. */
 double mig_pipe_stats_ratio(const struct mig_pipe_stats *s);
 
+/*
+ * What the channels compress with: zstd at a fixed @level, raw
+ * (@encoding RAW), or, with @adaptive, a level each channel chooses by
+ * itself every few batches from what it measures (migrated/mig/adapt.h;
+ * @level is then ignored).
+ */
 struct mig_send_pipe_cfg {
 	unsigned encoding; /* Mig__Encoding; 0 = ZSTD */
 	int level;	   /* zstd level; 0 = 1 */
+	bool adaptive;	   /* ZSTD only */
 };
+
+/*
+ * "zstd -1:12% 1:80% 3:8%": each level's share of the compressed pages,
+ * into @buf (NUL-terminated, truncated to @len). "" when none.
+ */
+void mig_pipe_stats_levels(const struct mig_pipe_stats *s, char *buf,
+			   size_t len);
 
 struct mig_send_pipe;
 

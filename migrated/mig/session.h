@@ -65,7 +65,10 @@ struct mig_opts {
 	uint32_t throttle_max_pct; /* auto-throttle ceiling; 0 = default 99 */
 	uint32_t max_iterations;   /* before throttling; 0 = default */
 	uint32_t timeout_ms;	   /* whole migration; 0 = no limit */
-	int zstd_level;		   /* 0 = default (1); -1 = never compress */
+	/* 0 = adaptive: each data channel picks raw or a zstd level from
+	 * what limits it (migrated/mig/adapt.h); 1..22 = that zstd level,
+	 * fixed; -1 = never compress. */
+	int zstd_level;
 	/* TLS 1.3 with mutual authentication, or plain TCP when @insecure
 	 * (and only then: tls == NULL without insecure is -EINVAL). */
 	const struct mig_tls_cfg *tls;
@@ -208,6 +211,9 @@ struct mig_progress {
 	/* Pages never sent because they were holes of the source's memfd
 	 * (never written: zeros on both sides without a read). */
 	uint64_t pages_hole;
+	/* Each zstd level's share of the compressed pages, for example
+	 * "zstd -1:20% 1:80%" (the adaptive choice); "" when none. */
+	char compress_levels[96];
 	int error;	     /* negative errno: FAILED, UNRESOLVED, or a
 			      * COMPLETED one whose verification failed */
 	char message[256];   /* human-readable reason then */

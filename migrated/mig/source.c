@@ -255,6 +255,7 @@ static int setup(struct mig_source *s)
 	pcfg.encoding = s->opts.zstd_level < 0 ? MIG__ENCODING__ENCODING_RAW
 					       : MIG__ENCODING__ENCODING_ZSTD;
 	pcfg.level = s->opts.zstd_level > 0 ? s->opts.zstd_level : 1;
+	pcfg.adaptive = s->opts.zstd_level == 0;
 	ret = mig_send_pipe_create(s->data, s->nchan, s->map, &pcfg, &s->pipe);
 	if (ret)
 		FAIL(s, ret, "send pipeline: %s", strerror(-ret));

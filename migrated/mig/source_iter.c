@@ -142,6 +142,8 @@ void src_prog_counters(struct mig_source *s)
 	s->prog.p.pages_raw = st.raw;
 	s->prog.p.bytes_wire = st.wire + s->ctl_bytes;
 	s->prog.p.compression_ratio = mig_pipe_stats_ratio(&st);
+	mig_pipe_stats_levels(&st, s->prog.p.compress_levels,
+			      sizeof(s->prog.p.compress_levels));
 	s->prog.p.remaining_bytes = s->pending << HV_PAGE_SHIFT;
 	pthread_mutex_unlock(&s->prog.lock);
 }
