@@ -100,6 +100,7 @@ static void chan_adapt(struct send_chan *c, const struct mig_batch_info *in,
 	int r;
 
 	c->ep.batches++;
+	c->ep.pages += in->pages;
 	c->ep.enc_ns += enc_ns;
 	c->ep.send_ns += send_ns;
 	c->ep.tried_bytes += in->tried;
