@@ -40,6 +40,7 @@ struct mig_batch_info {
 	uint32_t zero;	     /* of which zero pages */
 	uint32_t compressed; /* non-zero pages sent zstd-encoded */
 	uint32_t raw;	     /* non-zero pages sent raw */
+	uint32_t delta;	     /* of the compressed + raw: sent as a delta */
 	uint32_t payload;    /* payload bytes */
 	uint32_t wire;	     /* frame bytes: header, message, payload */
 	/* Encoder only: non-zero bytes handed to the compressor (0: not
@@ -70,6 +71,18 @@ void mig_batch_enc_destroy(struct mig_batch_enc *enc);
  */
 int mig_batch_enc_set_level(struct mig_batch_enc *enc, int level);
 
+struct mig_delta_cache;
+
+/*
+ * Delta encoding for the next batches (delta.h): non-zero pages are
+ * copied first and sent as a delta against @cache's copy when it holds
+ * one (only to a destination that offered MIG_FEATURE_DELTA); @insert:
+ * pages sent full become cached. @cache NULL: off. The cache is shared by
+ * the channels and must outlive its use. 0 or -ENOMEM. Owner thread.
+ */
+int mig_batch_enc_set_delta(struct mig_batch_enc *enc,
+			    struct mig_delta_cache *cache, bool insert);
+
 /*
  * Encode the pages of @mask (bit i = gfn @gfn + i) of slot @slot, read
  * from @map, into one frame. *@frame and *@len point into the encoder's buffer
@@ -90,7 +103,9 @@ void mig_batch_dec_destroy(struct mig_batch_dec *dec);
  * Check a received batch header against @map; pure. Returns 0 or:
  *   -EPROTO    npages outside 1..64, empty page mask, bits beyond npages,
  *              zero mask not a subset, unknown encoding, zstd with no
- *              non-zero page;
+ *              non-zero page, delta mask not a subset of the non-zero
+ *              pages, delta lengths not one per delta page or outside
+ *              8..MIG_DELTA_REC_MAX;
  *   -ENOENT    unknown slot;
  *   -ERANGE    [first_gfn, first_gfn + npages) not inside the slot;
  *   -EMSGSIZE  payload_len impossible for the encoding.
@@ -103,7 +118,10 @@ int mig_batch_check(const Mig__PageBatch *b, const struct mig_memmap *map);
  * is not faulted in), the others decoded from @payload/@len. Returns 0,
  * the errors above, -EMSGSIZE (len != payload_len, declared size wrong:
  * nothing written) or -EBADMSG (corrupt data: the batch's own pages may be
- * partly written; the migration must fail).
+ * partly written; the migration must fail). A batch with deltas is decoded
+ * and every delta checked before anything is written: a malformed delta
+ * is -EBADMSG, one whose base is not the page the destination holds is
+ * -ESTALE, and either writes nothing.
  */
 int mig_batch_decode(struct mig_batch_dec *dec, const struct mig_memmap *map,
 		     const Mig__PageBatch *b, const uint8_t *payload,

@@ -76,7 +76,7 @@ static ssize_t zstd_compress(void *ctx, const struct mig_run *runs,
 			     unsigned nr, uint8_t *dst, size_t cap)
 {
 	struct zstd_ctx *z = ctx;
-	uint64_t total = mig_runs_pages(runs, nr) << HV_PAGE_SHIFT;
+	uint64_t total = mig_runs_bytes(runs, nr);
 	ZSTD_outBuffer out = { dst, cap, 0 };
 	size_t r;
 
@@ -95,7 +95,7 @@ static ssize_t zstd_compress(void *ctx, const struct mig_run *runs,
 		return -EIO;
 	for (unsigned i = 0; i < nr; i++) {
 		ZSTD_inBuffer in = { runs[i].ptr,
-				     (size_t)runs[i].npages << HV_PAGE_SHIFT,
+				     runs[i].len,
 				     0 };
 		ZSTD_EndDirective d = i + 1 == nr ? ZSTD_e_end
 						  : ZSTD_e_continue;
@@ -123,7 +123,7 @@ static int zstd_decompress(void *ctx, const uint8_t *src, size_t len,
 			   uint8_t *scratch)
 {
 	struct zstd_ctx *z = ctx;
-	uint64_t total = mig_runs_pages(runs, nr) << HV_PAGE_SHIFT;
+	uint64_t total = mig_runs_bytes(runs, nr);
 	unsigned long long declared;
 	uint8_t *dst;
 	size_t r, off = 0;
@@ -147,7 +147,7 @@ static int zstd_decompress(void *ctx, const uint8_t *src, size_t len,
 	if (nr == 1)
 		return 0;
 	for (unsigned i = 0; i < nr; i++) {
-		size_t n = (size_t)runs[i].npages << HV_PAGE_SHIFT;
+		size_t n = runs[i].len;
 
 		memcpy(runs[i].ptr, scratch + off, n);
 		off += n;

@@ -27,13 +27,14 @@ struct send_chan {
 	struct mig_adapt_epoch ep;
 	/* written by the channel thread, read by anyone */
 	_Atomic uint64_t batches, pages, zero, compressed, raw, payload, wire;
-	_Atomic uint64_t enc_ns, send_ns;
+	_Atomic uint64_t enc_ns, send_ns, delta;
 	_Atomic uint64_t level_pages[MIG_PIPE_LEVELS];
 };
 
 struct mig_send_pipe {
 	/* immutable after create */
 	const struct mig_memmap *map;
+	struct mig_delta_cache *delta;
 	unsigned n;
 	/* protected by lock */
 	pthread_mutex_t lock;
@@ -154,6 +155,8 @@ static void chan_run(struct send_chan *c)
 		if (r <= 0)
 			return;
 
+		if (p->delta)
+			mig_batch_enc_set_delta(c->enc, p->delta, run.cache);
 		t0 = now_ns();
 		r = mig_batch_encode(c->enc, p->map, run.slot, run.gfn,
 				     run.mask, &frame, &len, &info);
@@ -183,6 +186,8 @@ static void chan_run(struct send_chan *c)
 		atomic_fetch_add_explicit(&c->payload, info.payload,
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->wire, info.wire,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->delta, info.delta,
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->enc_ns, t1 - t0,
 					  memory_order_relaxed);
@@ -256,6 +261,7 @@ int mig_send_pipe_create(struct mig_conn *const *conns, unsigned n,
 	if (!p)
 		return -ENOMEM;
 	p->map = map;
+	p->delta = cfg ? cfg->delta : NULL;
 	p->n = n;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work_cv, NULL);
@@ -271,6 +277,12 @@ int mig_send_pipe_create(struct mig_conn *const *conns, unsigned n,
 			goto fail;
 		c->adaptive = cfg && cfg->adaptive &&
 			      ecfg.encoding != MIG__ENCODING__ENCODING_RAW;
+		if (p->delta) {
+			/* Allocate its buffers now, not mid-stream. */
+			ret = mig_batch_enc_set_delta(c->enc, p->delta, false);
+			if (ret)
+				goto fail;
+		}
 		if (c->adaptive) {
 			c->ad = mig_adapt_init();
 			ret = mig_batch_enc_set_level(
@@ -347,6 +359,7 @@ void mig_send_pipe_stats(const struct mig_send_pipe *p,
 		out->raw += atomic_load(&c->raw);
 		out->payload += atomic_load(&c->payload);
 		out->wire += atomic_load(&c->wire);
+		out->delta += atomic_load(&c->delta);
 		out->enc_ns += atomic_load(&c->enc_ns);
 		out->send_ns += atomic_load(&c->send_ns);
 		for (unsigned l = 0; l < MIG_PIPE_LEVELS; l++)

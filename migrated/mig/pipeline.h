@@ -46,6 +46,9 @@ struct mig_page_run {
 	uint32_t slot;
 	gfn_t gfn;
 	uint64_t mask;
+	/* With a delta cache: the pages sent full may be cached (the source
+	 * sets it for pages likely to be sent again, delta.h). */
+	bool cache;
 };
 
 /*
@@ -66,6 +69,7 @@ struct mig_pipe_stats {
 	uint64_t zero;	     /* zero pages (one bit each) */
 	uint64_t compressed; /* non-zero pages sent zstd-encoded */
 	uint64_t raw;	     /* non-zero pages sent raw */
+	uint64_t delta;	     /* of compressed + raw: sent as a delta */
 	uint64_t payload;    /* payload bytes */
 	uint64_t wire;	     /* frame bytes (before TLS) */
 	uint64_t enc_ns;     /* channel threads' time encoding batches */
@@ -87,6 +91,10 @@ struct mig_send_pipe_cfg {
 	unsigned encoding; /* Mig__Encoding; 0 = ZSTD */
 	int level;	   /* zstd level; 0 = 1 */
 	bool adaptive;	   /* ZSTD only */
+	/* Delta-encode re-sent pages against this cache (delta.h), shared
+	 * by the channels, not owned; NULL: off. Only when the destination
+	 * offered MIG_FEATURE_DELTA. */
+	struct mig_delta_cache *delta;
 };
 
 /*

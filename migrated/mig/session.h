@@ -69,6 +69,10 @@ struct mig_opts {
 	 * what limits it (migrated/mig/adapt.h); 1..22 = that zstd level,
 	 * fixed; -1 = never compress. */
 	int zstd_level;
+	/* Source: bytes of the cache of last-sent pages that re-sent pages
+	 * are delta-encoded against (delta.h), when the destination offers
+	 * it; 0 = default (guest RAM / 64, 1..64 MiB), -1 = off. */
+	int64_t delta_cache;
 	/* TLS 1.3 with mutual authentication, or plain TCP when @insecure
 	 * (and only then: tls == NULL without insecure is -EINVAL). */
 	const struct mig_tls_cfg *tls;
@@ -183,6 +187,7 @@ struct mig_progress {
 	uint64_t pages_zero;
 	uint64_t pages_compressed;
 	uint64_t pages_raw;
+	uint64_t pages_delta; /* of compressed + raw: sent as a delta */
 	uint64_t bytes_wire; /* after compression, framing included */
 	double compression_ratio;
 	uint64_t bandwidth;	 /* bytes/s, last iteration */

@@ -25,10 +25,14 @@ static void usage(FILE *f)
 		"                    [--bandwidth SIZE/s] [--downtime MS]\n"
 		"                    [--timeout-ms N] [--insecure] [--json]\n"
 		"                    [--interval MS]\n"
-		"                    [--compress adaptive|off|LEVEL] VM DEST:PORT\n"
+		"                    [--compress adaptive|off|LEVEL]\n"
+		"                    [--delta-cache SIZE|off] VM DEST:PORT\n"
 		"--compress: adaptive (default) lets each data channel pick raw\n"
 		"or a zstd level from what limits it; LEVEL (1..22) pins zstd\n"
 		"at that level; off sends every non-zero page raw.\n"
+		"--delta-cache: size of the cache of last-sent pages that\n"
+		"re-sent pages go as a delta against (default guest RAM / 64,\n"
+		"1..64 MiB); off: no delta encoding.\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
 		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
@@ -80,6 +84,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'I' },
 		{ "insecure", no_argument, NULL, 'i' },
 		{ "compress", required_argument, NULL, 'z' },
+		{ "delta-cache", required_argument, NULL, 'D' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -135,6 +140,18 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			sr.insecure = true;
+			break;
+		case 'D':
+			if (!strcmp(optarg, "off")) {
+				sr.delta_cache = -1;
+			} else {
+				uint64_t sz;
+
+				if (migd_parse_size(optarg, &sz) || !sz ||
+				    sz > (1ull << 40))
+					goto bad;
+				sr.delta_cache = (int64_t)sz;
+			}
 			break;
 		case 'z':
 			if (!strcmp(optarg, "adaptive"))

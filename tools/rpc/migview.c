@@ -114,6 +114,9 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 		(unsigned long long)p->pages_zero,
 		(unsigned long long)p->pages_compressed,
 		(unsigned long long)p->pages_raw);
+	if (p->pages_delta)
+		fprintf(f, "  delta:        %llu pages sent as a delta\n",
+			(unsigned long long)p->pages_delta);
 	if (p->compress_levels && *p->compress_levels)
 		fprintf(f, "  compression:  %s of compressed pages, %.0f%% of "
 			   "non-zero pages raw\n",
