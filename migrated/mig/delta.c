@@ -131,7 +131,7 @@ void mig_delta_apply(uint8_t *page, const uint8_t *rec, size_t len)
 	size_t o = MIG_DELTA_HDR, pos = 0;
 
 	while (o < len) {
-		uint32_t skip, n;
+		uint32_t skip = 0, n = 0;
 
 		o += get_uleb(rec + o, len - o, &skip);
 		o += get_uleb(rec + o, len - o, &n);
