@@ -155,6 +155,7 @@ void migd_call_mig_start(struct migd_call *call)
 	prm.timeout_ms = r->timeout_ms;
 	prm.zstd_level = r->zstd_level;
 	prm.delta_cache = r->delta_cache < 0 ? -1 : r->delta_cache;
+	/* 0 = off; negative = on at the default size. */
 	if (r->id)
 		d->next_mig_id = r->id - 1; /* the daemon's id (a worker) */
 	ret = migd_mig_start_outgoing(d, v, &prm, &m, err, sizeof(err));

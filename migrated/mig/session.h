@@ -71,7 +71,8 @@ struct mig_opts {
 	int zstd_level;
 	/* Source: bytes of the cache of last-sent pages that re-sent pages
 	 * are delta-encoded against (delta.h), when the destination offers
-	 * it; 0 = default (guest RAM / 64, 1..64 MiB), -1 = off. */
+	 * it; 0 = off (the default: docs/benchmarks.md says why), -1 = the
+	 * default size (guest RAM / 64, 1..64 MiB). */
 	int64_t delta_cache;
 	/* TLS 1.3 with mutual authentication, or plain TCP when @insecure
 	 * (and only then: tls == NULL without insecure is -EINVAL). */

@@ -260,9 +260,9 @@ static int setup(struct mig_source *s)
 					       : MIG__ENCODING__ENCODING_ZSTD;
 	pcfg.level = s->opts.zstd_level > 0 ? s->opts.zstd_level : 1;
 	pcfg.adaptive = s->opts.zstd_level == 0;
-	if (peer_delta && s->opts.delta_cache >= 0) {
+	if (peer_delta && s->opts.delta_cache) {
 		uint64_t pages = mig_memmap_pages(s->map);
-		uint64_t bytes = s->opts.delta_cache
+		uint64_t bytes = s->opts.delta_cache > 0
 					 ? (uint64_t)s->opts.delta_cache
 					 : mig_delta_cache_default(pages);
 

@@ -74,7 +74,7 @@ one() { # content, on|off, rep
 	local vm port rc flag=()
 	n=$((n + 1))
 	vm=h$n
-	[ "$2" = off ] && flag=(--delta-cache off)
+	[ "$2" = on ] && flag=(--delta-cache on)
 	"$ctl" --socket "$s" vm create "$vm" --mem "$MEM" --vcpus 1 \
 		--accel soft --pattern hotset --hot-pct "$HOT" \
 		--hot-share "$SHARE" --content "$1" --rate "$RATE" \

@@ -26,13 +26,13 @@ static void usage(FILE *f)
 		"                    [--timeout-ms N] [--insecure] [--json]\n"
 		"                    [--interval MS]\n"
 		"                    [--compress adaptive|off|LEVEL]\n"
-		"                    [--delta-cache SIZE|off] VM DEST:PORT\n"
+		"                    [--delta-cache SIZE|on|off] VM DEST:PORT\n"
 		"--compress: adaptive (default) lets each data channel pick raw\n"
 		"or a zstd level from what limits it; LEVEL (1..22) pins zstd\n"
 		"at that level; off sends every non-zero page raw.\n"
-		"--delta-cache: size of the cache of last-sent pages that\n"
-		"re-sent pages go as a delta against (default guest RAM / 64,\n"
-		"1..64 MiB); off: no delta encoding.\n"
+		"--delta-cache: delta-encode re-sent pages against a cache of\n"
+		"that size of last-sent pages (on: guest RAM / 64, 1..64 MiB);\n"
+		"off (default): no delta encoding.\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
 		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
@@ -143,6 +143,8 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			if (!strcmp(optarg, "off")) {
+				sr.delta_cache = 0;
+			} else if (!strcmp(optarg, "on")) {
 				sr.delta_cache = -1;
 			} else {
 				uint64_t sz;
