@@ -76,7 +76,12 @@ struct mig_adapt_state mig_adapt(const struct mig_adapt_state *st,
 
 		n.probe_from = 0;
 		n.stay = 0;
-		if (st->cost[from] && st->cost[from] <= n.cost[r])
+		/* The probe must win by a margin: measured costs are noisy
+		 * on a busy host, and every switch pays for itself only
+		 * when it lasts. */
+		if (st->cost[from] &&
+		    (uint64_t)st->cost[from] * 100 <=
+			    (uint64_t)n.cost[r] * (100 + MIG_ADAPT_MARGIN_PCT))
 			n.rung = from;
 		return n;
 	}

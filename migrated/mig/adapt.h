@@ -33,8 +33,9 @@
  *     wire of anything else.
  *  3. The epoch's cost per page (enc_ns + send_ns) / pages updates the
  *     rung's estimate (the mean of the old estimate and the new one).
- *  4. After a probe epoch: stay on the probed rung if it cost less than
- *     the rung the probe came from, else go back.
+ *  4. After a probe epoch: stay on the probed rung if it cost at least
+ *     MIG_ADAPT_MARGIN_PCT percent less than the rung the probe came
+ *     from, else go back.
  *  5. Every MIG_ADAPT_EXPLORE epochs on one rung: probe a neighbour, the
  *     stronger one when the channel spent more than half its time
  *     writing (the link or the receiver is the limit: fewer bytes pay),
@@ -53,6 +54,7 @@
 #define MIG_ADAPT_RUNGS 5u	  /* raw + 4 zstd levels */
 #define MIG_ADAPT_RUNG_START 2u	  /* zstd level 1, the old fixed choice */
 #define MIG_ADAPT_EXPLORE 4u	  /* epochs on a rung between probes */
+#define MIG_ADAPT_MARGIN_PCT 10u  /* a probed rung must be this much cheaper */
 #define MIG_ADAPT_EPOCH 16u	  /* batches between decisions */
 #define MIG_ADAPT_PROBE 4u	  /* batches of a probe out of raw */
 #define MIG_ADAPT_RAW_MIN 64u	  /* first raw stretch, batches */

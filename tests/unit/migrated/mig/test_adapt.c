@@ -92,6 +92,21 @@ static void test_probe_that_costs_more_goes_back(void)
 	CU_ASSERT(probes >= 100 / (MIG_ADAPT_EXPLORE + 1) - 1);
 }
 
+static void test_probe_within_the_margin_goes_back(void)
+{
+	struct mig_adapt_state st = mig_adapt_init();
+	/* Level 3 5% cheaper than level 1: noise, not worth a switch. */
+	const uint32_t ns[MIG_ADAPT_RUNGS] = { 0, 30000, 20000, 19000, 60000 };
+
+	for (unsigned i = 0; i < 100; i++) {
+		struct mig_adapt_epoch ep = epoch_on(st.rung, ns, 60);
+
+		st = mig_adapt(&st, &ep);
+		if (!st.probe_from)
+			CU_ASSERT_EQUAL(st.rung, MIG_ADAPT_RUNG_START);
+	}
+}
+
 static void test_link_bound_probes_stronger_compressor_bound_faster(void)
 {
 	struct mig_adapt_state st = mig_adapt_init();
@@ -178,6 +193,8 @@ static CU_TestInfo tests[] = {
 	  test_settles_on_the_rung_that_costs_least_per_page },
 	{ "probe_that_costs_more_goes_back",
 	  test_probe_that_costs_more_goes_back },
+	{ "probe_within_the_margin_goes_back",
+	  test_probe_within_the_margin_goes_back },
 	{ "link_bound_probes_stronger_compressor_bound_faster",
 	  test_link_bound_probes_stronger_compressor_bound_faster },
 	{ "incompressible_goes_raw_with_growing_stretches",
