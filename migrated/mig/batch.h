@@ -11,6 +11,10 @@
  * zstd to reach its ratio and for TLS records to be full, small enough
  * that N channels in flight hold only a few MiB.
  *
+ * With the stream feature MIG_FEATURE_DELTA, non-zero pages may also go
+ * as deltas against the copy the destination holds (delta_mask and one
+ * length per delta; delta.h has the record format and the rules).
+ *
  * Encoder (sender): one per data channel thread; it owns a zstd context
  * and an output buffer holding one whole frame (header, PageBatch,
  * payload), so a batch goes out in one write with no extra copy.

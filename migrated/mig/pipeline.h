@@ -18,8 +18,10 @@
  * how many batches each channel carried; mig_recv_pipe_wait() blocks until
  * they have all been applied.
  *
- * Memory: per channel, one encoder buffer (256 KiB + 64) and zstd contexts
- * on the sender; one payload buffer and one scratch (256 KiB each) and a
+ * Memory: per channel, one encoder buffer (256 KiB + 256) and zstd
+ * contexts on the sender, with delta encoding another 256 KiB of staged
+ * copies and the shared cache (delta.h: guest RAM / 64 at most 64 MiB by
+ * default, resident only as it fills); one payload buffer and one scratch (256 KiB each) and a
  * zstd context on the receiver; plus the sockets' own buffers.
  *
  * Ownership: the pipes do not own the connections or the map; both must
