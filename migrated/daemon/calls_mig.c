@@ -139,7 +139,7 @@ void migd_call_mig_start(struct migd_call *call)
 	}
 	if (r->zstd_level < -1 || r->zstd_level > 22) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "zstd_level %d: -1 (off), 0 (default) or 1..22",
+			       "zstd_level %d: -1 (off), 0 (adaptive) or 1..22",
 			       r->zstd_level);
 		return;
 	}
@@ -154,6 +154,8 @@ void migd_call_mig_start(struct migd_call *call)
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
 	prm.zstd_level = r->zstd_level;
+	prm.delta_cache = r->delta_cache < 0 ? -1 : r->delta_cache;
+	/* 0 = off; negative = on at the default size. */
 	if (r->id)
 		d->next_mig_id = r->id - 1; /* the daemon's id (a worker) */
 	ret = migd_mig_start_outgoing(d, v, &prm, &m, err, sizeof(err));

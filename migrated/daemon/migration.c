@@ -77,6 +77,7 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->pages_zero = p.pages_zero;
 	prog->pages_compressed = p.pages_compressed;
 	prog->pages_raw = p.pages_raw;
+	prog->pages_delta = p.pages_delta;
 	prog->bytes_wire = p.bytes_wire;
 	prog->compression_ratio = p.compression_ratio;
 	prog->bandwidth = p.bandwidth;
@@ -90,6 +91,9 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->verify_mismatches = p.verify_mismatches;
 	prog->verify_ns = p.verify_ns;
 	prog->verify_failed = p.verify_pages && p.verify_mismatches;
+	/* Only once finished: m->final no longer changes, p is a copy. */
+	if (m->finished && m->final.compress_levels[0])
+		prog->compress_levels = m->final.compress_levels;
 	prog->error = p.error;
 	/* From the snapshot, not from @m: the engine thread rewrites
 	 * m->latest (under m->lock) while this message is being packed. */
@@ -458,6 +462,7 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->opts.downtime_ms = prm->downtime_ms;
 	m->opts.timeout_ms = prm->timeout_ms;
 	m->opts.zstd_level = prm->zstd_level;
+	m->opts.delta_cache = prm->delta_cache;
 	m->opts.insecure = prm->insecure;
 	m->opts.io_timeout_ms = d->cfg.mig_io_timeout_ms;
 	*out = m;

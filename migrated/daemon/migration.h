@@ -69,6 +69,7 @@ struct migd_mig_params {
 	uint32_t downtime_ms;
 	uint32_t timeout_ms;
 	int32_t zstd_level;
+	int64_t delta_cache; /* mig_opts.delta_cache */
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
 };
 

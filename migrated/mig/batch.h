@@ -11,6 +11,10 @@
  * zstd to reach its ratio and for TLS records to be full, small enough
  * that N channels in flight hold only a few MiB.
  *
+ * With the stream feature MIG_FEATURE_DELTA, non-zero pages may also go
+ * as deltas against the copy the destination holds (delta_mask and one
+ * length per delta; delta.h has the record format and the rules).
+ *
  * Encoder (sender): one per data channel thread; it owns a zstd context
  * and an output buffer holding one whole frame (header, PageBatch,
  * payload), so a batch goes out in one write with no extra copy.
@@ -40,8 +44,15 @@ struct mig_batch_info {
 	uint32_t zero;	     /* of which zero pages */
 	uint32_t compressed; /* non-zero pages sent zstd-encoded */
 	uint32_t raw;	     /* non-zero pages sent raw */
+	uint32_t delta;	     /* of the compressed + raw: sent as a delta */
 	uint32_t payload;    /* payload bytes */
 	uint32_t wire;	     /* frame bytes: header, message, payload */
+	/* Encoder only: non-zero bytes handed to the compressor (0: not
+	 * tried), what they became (the same when it did not pay), and the
+	 * level of a compressed batch. For the adaptive choice (adapt.h). */
+	uint32_t tried;
+	uint32_t tried_out;
+	int level;
 };
 
 struct mig_batch_enc_cfg {
@@ -55,6 +66,26 @@ struct mig_batch_enc;
 int mig_batch_enc_create(const struct mig_batch_enc_cfg *cfg,
 			 struct mig_batch_enc **out);
 void mig_batch_enc_destroy(struct mig_batch_enc *enc);
+
+/*
+ * Compress the next batches at zstd level @level, or send them raw without
+ * trying when @level is 0 (the adaptive choice, adapt.h). Only for an
+ * encoder created with ENCODING_ZSTD. Returns 0, or -EINVAL (a raw
+ * encoder, or a level zstd refuses). Owner thread.
+ */
+int mig_batch_enc_set_level(struct mig_batch_enc *enc, int level);
+
+struct mig_delta_cache;
+
+/*
+ * Delta encoding for the next batches (delta.h): non-zero pages are
+ * copied first and sent as a delta against @cache's copy when it holds
+ * one (only to a destination that offered MIG_FEATURE_DELTA); @insert:
+ * pages sent full become cached. @cache NULL: off. The cache is shared by
+ * the channels and must outlive its use. 0 or -ENOMEM. Owner thread.
+ */
+int mig_batch_enc_set_delta(struct mig_batch_enc *enc,
+			    struct mig_delta_cache *cache, bool insert);
 
 /*
  * Encode the pages of @mask (bit i = gfn @gfn + i) of slot @slot, read
@@ -76,7 +107,9 @@ void mig_batch_dec_destroy(struct mig_batch_dec *dec);
  * Check a received batch header against @map; pure. Returns 0 or:
  *   -EPROTO    npages outside 1..64, empty page mask, bits beyond npages,
  *              zero mask not a subset, unknown encoding, zstd with no
- *              non-zero page;
+ *              non-zero page, delta mask not a subset of the non-zero
+ *              pages, delta lengths not one per delta page or outside
+ *              8..MIG_DELTA_REC_MAX;
  *   -ENOENT    unknown slot;
  *   -ERANGE    [first_gfn, first_gfn + npages) not inside the slot;
  *   -EMSGSIZE  payload_len impossible for the encoding.
@@ -89,7 +122,10 @@ int mig_batch_check(const Mig__PageBatch *b, const struct mig_memmap *map);
  * is not faulted in), the others decoded from @payload/@len. Returns 0,
  * the errors above, -EMSGSIZE (len != payload_len, declared size wrong:
  * nothing written) or -EBADMSG (corrupt data: the batch's own pages may be
- * partly written; the migration must fail).
+ * partly written; the migration must fail). A batch with deltas is decoded
+ * and every delta checked before anything is written: a malformed delta
+ * is -EBADMSG, one whose base is not the page the destination holds is
+ * -ESTALE, and either writes nothing.
  */
 int mig_batch_decode(struct mig_batch_dec *dec, const struct mig_memmap *map,
 		     const Mig__PageBatch *b, const uint8_t *payload,

@@ -4,9 +4,10 @@
  * method (compress_raw.c, compress_zstd.c), chosen per batch by the batch
  * codec (migrated/mig/batch.h) and named on the wire by Mig__Encoding.
  *
- * Pages are handed over as runs of contiguous 4 KiB pages (struct
- * mig_run), in gfn order, so that both sides read and write guest memory
- * in place. A context (ctx_create) belongs to one channel thread; methods
+ * Pages are handed over as runs of contiguous bytes (struct mig_run):
+ * 4 KiB pages in gfn order, so that both sides read and write guest
+ * memory in place, or a batch's staged copies and delta records
+ * (delta.h). A context (ctx_create) belongs to one channel thread; methods
  * are not thread-safe per context and keep no other state.
  */
 #ifndef MIG_COMPRESS_H
@@ -19,8 +20,8 @@
 #include "proto/migration.pb-c.h"
 
 struct mig_run {
-	uint8_t *ptr;	  /* first page of the run */
-	uint32_t npages;  /* contiguous pages */
+	uint8_t *ptr;	  /* first byte of the run */
+	uint32_t len;	  /* contiguous bytes (whole pages, or delta records) */
 };
 
 struct mig_comp_ops {
@@ -29,6 +30,8 @@ struct mig_comp_ops {
 	/* 0 or -ENOMEM; level is the method's own (ignored by raw). */
 	int (*ctx_create)(int level, void **out);
 	void (*ctx_destroy)(void *ctx); /* NULL is ok */
+	/* Change the level between frames: 0 or -EINVAL. NULL: no levels. */
+	int (*set_level)(void *ctx, int level);
 	/*
 	 * Encode the runs into @dst (capacity @cap). Returns the encoded
 	 * length, or -ENOSPC when it does not fit in @cap (the caller then
@@ -56,7 +59,7 @@ extern const struct mig_comp_ops mig_comp_zstd;
 /* The method of @enc, or NULL for ENCODING_INVALID and unknown values. */
 const struct mig_comp_ops *mig_comp_get(unsigned enc);
 
-/* Total pages of @nr runs. */
-uint64_t mig_runs_pages(const struct mig_run *runs, unsigned nr);
+/* Total bytes of @nr runs. */
+uint64_t mig_runs_bytes(const struct mig_run *runs, unsigned nr);
 
 #endif

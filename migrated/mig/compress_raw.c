@@ -7,12 +7,12 @@
 
 #include "hvcore/types.h"
 
-uint64_t mig_runs_pages(const struct mig_run *runs, unsigned nr)
+uint64_t mig_runs_bytes(const struct mig_run *runs, unsigned nr)
 {
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < nr; i++)
-		n += runs[i].npages;
+		n += runs[i].len;
 	return n;
 }
 
@@ -31,10 +31,10 @@ static ssize_t raw_compress(void *ctx, const struct mig_run *runs,
 {
 	size_t off = 0;
 
-	if (mig_runs_pages(runs, nr) << HV_PAGE_SHIFT > cap)
+	if (mig_runs_bytes(runs, nr) > cap)
 		return -ENOSPC;
 	for (unsigned i = 0; i < nr; i++) {
-		size_t len = (size_t)runs[i].npages << HV_PAGE_SHIFT;
+		size_t len = runs[i].len;
 
 		memcpy(dst + off, runs[i].ptr, len);
 		off += len;
@@ -48,10 +48,10 @@ static int raw_decompress(void *ctx, const uint8_t *src, size_t len,
 {
 	size_t off = 0;
 
-	if (len != mig_runs_pages(runs, nr) << HV_PAGE_SHIFT)
+	if (len != mig_runs_bytes(runs, nr))
 		return -EMSGSIZE;
 	for (unsigned i = 0; i < nr; i++) {
-		size_t n = (size_t)runs[i].npages << HV_PAGE_SHIFT;
+		size_t n = runs[i].len;
 
 		memcpy(runs[i].ptr, src + off, n);
 		off += n;

@@ -60,11 +60,23 @@ static void zstd_ctx_destroy(void *ctx)
 	free(z);
 }
 
+static int zstd_set_level(void *ctx, int level)
+{
+	struct zstd_ctx *z = ctx;
+
+	if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel() ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx,
+						ZSTD_c_compressionLevel,
+						level)))
+		return -EINVAL;
+	return 0;
+}
+
 static ssize_t zstd_compress(void *ctx, const struct mig_run *runs,
 			     unsigned nr, uint8_t *dst, size_t cap)
 {
 	struct zstd_ctx *z = ctx;
-	uint64_t total = mig_runs_pages(runs, nr) << HV_PAGE_SHIFT;
+	uint64_t total = mig_runs_bytes(runs, nr);
 	ZSTD_outBuffer out = { dst, cap, 0 };
 	size_t r;
 
@@ -83,7 +95,7 @@ static ssize_t zstd_compress(void *ctx, const struct mig_run *runs,
 		return -EIO;
 	for (unsigned i = 0; i < nr; i++) {
 		ZSTD_inBuffer in = { runs[i].ptr,
-				     (size_t)runs[i].npages << HV_PAGE_SHIFT,
+				     runs[i].len,
 				     0 };
 		ZSTD_EndDirective d = i + 1 == nr ? ZSTD_e_end
 						  : ZSTD_e_continue;
@@ -111,7 +123,7 @@ static int zstd_decompress(void *ctx, const uint8_t *src, size_t len,
 			   uint8_t *scratch)
 {
 	struct zstd_ctx *z = ctx;
-	uint64_t total = mig_runs_pages(runs, nr) << HV_PAGE_SHIFT;
+	uint64_t total = mig_runs_bytes(runs, nr);
 	unsigned long long declared;
 	uint8_t *dst;
 	size_t r, off = 0;
@@ -135,7 +147,7 @@ static int zstd_decompress(void *ctx, const uint8_t *src, size_t len,
 	if (nr == 1)
 		return 0;
 	for (unsigned i = 0; i < nr; i++) {
-		size_t n = (size_t)runs[i].npages << HV_PAGE_SHIFT;
+		size_t n = runs[i].len;
 
 		memcpy(runs[i].ptr, scratch + off, n);
 		off += n;
@@ -148,6 +160,7 @@ const struct mig_comp_ops mig_comp_zstd = {
 	.encoding = MIG__ENCODING__ENCODING_ZSTD,
 	.ctx_create = zstd_ctx_create,
 	.ctx_destroy = zstd_ctx_destroy,
+	.set_level = zstd_set_level,
 	.compress = zstd_compress,
 	.decompress = zstd_decompress,
 };

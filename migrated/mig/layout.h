@@ -20,9 +20,12 @@
 #include "hvcore/vm.h"
 #include "proto/migration.pb-c.h"
 
-/* MIG_FEATURE_* bits: none defined yet; a source needing one that the
- * destination lacks is refused with REFUSE_FEATURES. */
-#define MIG_FEATURES_SUPPORTED 0ull
+/* MIG_FEATURE_* bits: a source needing one that the destination lacks
+ * is refused with REFUSE_FEATURES; optional ones are used only when the
+ * destination's SetupAccept offers them.
+ * DELTA: PageBatch.delta_mask / delta_len (delta.h); optional. */
+#define MIG_FEATURE_DELTA (1ull << 0)
+#define MIG_FEATURES_SUPPORTED MIG_FEATURE_DELTA
 
 /* Longest VM name the layout carries (the daemon's own rule, parse.h). */
 #define MIG_VM_NAME_MAX 63

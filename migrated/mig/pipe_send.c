@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hvcore/bug.h"
 #include "hvcore/log.h"
+#include "migrated/mig/adapt.h"
 
 struct send_chan {
 	/* immutable after create */
@@ -19,13 +22,19 @@ struct send_chan {
 	pthread_t thread;
 	/* channel thread only */
 	struct mig_batch_enc *enc;
+	bool adaptive;
+	struct mig_adapt_state ad;
+	struct mig_adapt_epoch ep;
 	/* written by the channel thread, read by anyone */
 	_Atomic uint64_t batches, pages, zero, compressed, raw, payload, wire;
+	_Atomic uint64_t enc_ns, send_ns, delta;
+	_Atomic uint64_t level_pages[MIG_PIPE_LEVELS];
 };
 
 struct mig_send_pipe {
 	/* immutable after create */
 	const struct mig_memmap *map;
+	struct mig_delta_cache *delta;
 	unsigned n;
 	/* protected by lock */
 	pthread_mutex_t lock;
@@ -48,6 +57,71 @@ double mig_pipe_stats_ratio(const struct mig_pipe_stats *s)
 		       : 0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void mig_pipe_stats_levels(const struct mig_pipe_stats *s, char *buf,
+			   size_t len)
+{
+	uint64_t total = 0;
+	size_t off = 0;
+
+	if (!len)
+		return;
+	buf[0] = 0;
+	for (unsigned i = 0; i < MIG_PIPE_LEVELS; i++)
+		total += s->level_pages[i];
+	if (!total)
+		return;
+	for (unsigned i = 0; i < MIG_PIPE_LEVELS && off < len; i++) {
+		int n;
+
+		if (!s->level_pages[i])
+			continue;
+		n = snprintf(buf + off, len - off, "%s%d:%.0f%%",
+			     off ? " " : "zstd ", MIG_PIPE_LEVEL_MIN + (int)i,
+			     100.0 * (double)s->level_pages[i] /
+				     (double)total);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* Account one batch to the channel's epoch; decide at its end. */
+static void chan_adapt(struct send_chan *c, const struct mig_batch_info *in,
+		       uint64_t enc_ns, uint64_t send_ns)
+{
+	struct mig_adapt_state old = c->ad;
+	int r;
+
+	c->ep.batches++;
+	c->ep.pages += in->pages;
+	c->ep.enc_ns += enc_ns;
+	c->ep.send_ns += send_ns;
+	c->ep.tried_bytes += in->tried;
+	c->ep.tried_out += in->tried_out;
+	if (c->ep.batches < c->ad.epoch)
+		return;
+	c->ad = mig_adapt(&old, &c->ep);
+	memset(&c->ep, 0, sizeof(c->ep));
+	if (c->ad.rung == old.rung)
+		return;
+	r = mig_batch_enc_set_level(c->enc, mig_adapt_level(c->ad.rung));
+	if (r) {
+		/* Cannot happen with the ladder's levels; stay as we were. */
+		c->ad = old;
+		return;
+	}
+	hv_dbg("mig", "op=adapt chan=%u level=%d->%d", c->index,
+	       mig_adapt_level(old.rung), mig_adapt_level(c->ad.rung));
+}
+
 static void set_err(struct mig_send_pipe *p, int err)
 {
 	if (!p->err)
@@ -61,6 +135,7 @@ static void chan_run(struct send_chan *c)
 	struct mig_batch_info info;
 	struct mig_page_run run;
 	const uint8_t *frame;
+	uint64_t t0, t1, t2;
 	size_t len;
 	int r;
 
@@ -80,10 +155,15 @@ static void chan_run(struct send_chan *c)
 		if (r <= 0)
 			return;
 
+		if (p->delta)
+			mig_batch_enc_set_delta(c->enc, p->delta, run.cache);
+		t0 = now_ns();
 		r = mig_batch_encode(c->enc, p->map, run.slot, run.gfn,
 				     run.mask, &frame, &len, &info);
+		t1 = now_ns();
 		if (!r)
 			r = mig_conn_send_frame(c->conn, frame, len);
+		t2 = now_ns();
 		if (r) {
 			hv_err("mig", "op=send_batch chan=%u slot=%u gfn=0x%llx "
 				      "err=%d",
@@ -107,6 +187,19 @@ static void chan_run(struct send_chan *c)
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->wire, info.wire,
 					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->delta, info.delta,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->enc_ns, t1 - t0,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->send_ns, t2 - t1,
+					  memory_order_relaxed);
+		if (info.compressed && info.level >= MIG_PIPE_LEVEL_MIN &&
+		    info.level < MIG_PIPE_LEVEL_MIN + (int)MIG_PIPE_LEVELS)
+			atomic_fetch_add_explicit(
+				&c->level_pages[info.level - MIG_PIPE_LEVEL_MIN],
+				info.compressed, memory_order_relaxed);
+		if (c->adaptive)
+			chan_adapt(c, &info, t1 - t0, t2 - t1);
 	}
 }
 
@@ -168,6 +261,7 @@ int mig_send_pipe_create(struct mig_conn *const *conns, unsigned n,
 	if (!p)
 		return -ENOMEM;
 	p->map = map;
+	p->delta = cfg ? cfg->delta : NULL;
 	p->n = n;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work_cv, NULL);
@@ -181,6 +275,21 @@ int mig_send_pipe_create(struct mig_conn *const *conns, unsigned n,
 		ret = mig_batch_enc_create(&ecfg, &c->enc);
 		if (ret)
 			goto fail;
+		c->adaptive = cfg && cfg->adaptive &&
+			      ecfg.encoding != MIG__ENCODING__ENCODING_RAW;
+		if (p->delta) {
+			/* Allocate its buffers now, not mid-stream. */
+			ret = mig_batch_enc_set_delta(c->enc, p->delta, false);
+			if (ret)
+				goto fail;
+		}
+		if (c->adaptive) {
+			c->ad = mig_adapt_init();
+			ret = mig_batch_enc_set_level(
+				c->enc, mig_adapt_level(c->ad.rung));
+			if (ret)
+				goto fail;
+		}
 	}
 	for (; started < n; started++) {
 		ret = -pthread_create(&p->chans[started].thread, NULL,
@@ -250,6 +359,11 @@ void mig_send_pipe_stats(const struct mig_send_pipe *p,
 		out->raw += atomic_load(&c->raw);
 		out->payload += atomic_load(&c->payload);
 		out->wire += atomic_load(&c->wire);
+		out->delta += atomic_load(&c->delta);
+		out->enc_ns += atomic_load(&c->enc_ns);
+		out->send_ns += atomic_load(&c->send_ns);
+		for (unsigned l = 0; l < MIG_PIPE_LEVELS; l++)
+			out->level_pages[l] += atomic_load(&c->level_pages[l]);
 	}
 }
 

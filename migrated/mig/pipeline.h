@@ -18,8 +18,10 @@
  * how many batches each channel carried; mig_recv_pipe_wait() blocks until
  * they have all been applied.
  *
- * Memory: per channel, one encoder buffer (256 KiB + 64) and zstd contexts
- * on the sender; one payload buffer and one scratch (256 KiB each) and a
+ * Memory: per channel, one encoder buffer (256 KiB + 256) and zstd
+ * contexts on the sender, with delta encoding another 256 KiB of staged
+ * copies and the shared cache (delta.h: guest RAM / 64 at most 64 MiB by
+ * default, resident only as it fills); one payload buffer and one scratch (256 KiB each) and a
  * zstd context on the receiver; plus the sockets' own buffers.
  *
  * Ownership: the pipes do not own the connections or the map; both must
@@ -30,6 +32,8 @@
 #ifndef MIG_PIPELINE_H
 #define MIG_PIPELINE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hvcore/types.h"
@@ -44,6 +48,9 @@ struct mig_page_run {
 	uint32_t slot;
 	gfn_t gfn;
 	uint64_t mask;
+	/* With a delta cache: the pages sent full may be cached (the source
+	 * sets it for pages likely to be sent again, delta.h). */
+	bool cache;
 };
 
 /*
@@ -53,6 +60,10 @@ struct mig_page_run {
  */
 typedef int (*mig_page_next_cb)(void *ctx, struct mig_page_run *run);
 
+/* zstd levels counted per level in the stats: -7..22. */
+#define MIG_PIPE_LEVEL_MIN (-7)
+#define MIG_PIPE_LEVELS 30u
+
 /* Totals since create, summed over channels. Any thread. */
 struct mig_pipe_stats {
 	uint64_t batches;
@@ -60,17 +71,40 @@ struct mig_pipe_stats {
 	uint64_t zero;	     /* zero pages (one bit each) */
 	uint64_t compressed; /* non-zero pages sent zstd-encoded */
 	uint64_t raw;	     /* non-zero pages sent raw */
+	uint64_t delta;	     /* of compressed + raw: sent as a delta */
 	uint64_t payload;    /* payload bytes */
 	uint64_t wire;	     /* frame bytes (before TLS) */
+	uint64_t enc_ns;     /* channel threads' time encoding batches */
+	uint64_t send_ns;    /* ... and writing them (TLS, blocked) */
+	/* Non-zero pages sent compressed at zstd level MIN + i. */
+	uint64_t level_pages[MIG_PIPE_LEVELS];
 };
 
 /* pages * 4 KiB / wire bytes; 0 when nothing was sent. */
 double mig_pipe_stats_ratio(const struct mig_pipe_stats *s);
 
+/*
+ * What the channels compress with: zstd at a fixed @level, raw
+ * (@encoding RAW), or, with @adaptive, a level each channel chooses by
+ * itself every few batches from what it measures (migrated/mig/adapt.h;
+ * @level is then ignored).
+ */
 struct mig_send_pipe_cfg {
 	unsigned encoding; /* Mig__Encoding; 0 = ZSTD */
 	int level;	   /* zstd level; 0 = 1 */
+	bool adaptive;	   /* ZSTD only */
+	/* Delta-encode re-sent pages against this cache (delta.h), shared
+	 * by the channels, not owned; NULL: off. Only when the destination
+	 * offered MIG_FEATURE_DELTA. */
+	struct mig_delta_cache *delta;
 };
+
+/*
+ * "zstd -1:12% 1:80% 3:8%": each level's share of the compressed pages,
+ * into @buf (NUL-terminated, truncated to @len). "" when none.
+ */
+void mig_pipe_stats_levels(const struct mig_pipe_stats *s, char *buf,
+			   size_t len);
 
 struct mig_send_pipe;
 

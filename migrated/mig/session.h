@@ -65,7 +65,15 @@ struct mig_opts {
 	uint32_t throttle_max_pct; /* auto-throttle ceiling; 0 = default 99 */
 	uint32_t max_iterations;   /* before throttling; 0 = default */
 	uint32_t timeout_ms;	   /* whole migration; 0 = no limit */
-	int zstd_level;		   /* 0 = default (1); -1 = never compress */
+	/* 0 = adaptive: each data channel picks raw or a zstd level from
+	 * what limits it (migrated/mig/adapt.h); 1..22 = that zstd level,
+	 * fixed; -1 = never compress. */
+	int zstd_level;
+	/* Source: bytes of the cache of last-sent pages that re-sent pages
+	 * are delta-encoded against (delta.h), when the destination offers
+	 * it; 0 = off (the default: docs/benchmarks.md says why), -1 = the
+	 * default size (guest RAM / 64, 1..64 MiB). */
+	int64_t delta_cache;
 	/* TLS 1.3 with mutual authentication, or plain TCP when @insecure
 	 * (and only then: tls == NULL without insecure is -EINVAL). */
 	const struct mig_tls_cfg *tls;
@@ -181,6 +189,7 @@ struct mig_progress {
 	uint64_t pages_zero;
 	uint64_t pages_compressed;
 	uint64_t pages_raw;
+	uint64_t pages_delta; /* of compressed + raw: sent as a delta */
 	uint64_t bytes_wire; /* after compression, framing included */
 	double compression_ratio;
 	uint64_t bandwidth;	 /* bytes/s, last iteration */
@@ -209,6 +218,9 @@ struct mig_progress {
 	/* Pages never sent because they were holes of the source's memfd
 	 * (never written: zeros on both sides without a read). */
 	uint64_t pages_hole;
+	/* Each zstd level's share of the compressed pages, for example
+	 * "zstd -1:20% 1:80%" (the adaptive choice); "" when none. */
+	char compress_levels[96];
 	int error;	     /* negative errno: FAILED, UNRESOLVED, or a
 			      * COMPLETED one whose verification failed */
 	char message[256];   /* human-readable reason then */

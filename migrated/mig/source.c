@@ -27,6 +27,7 @@
 #include "hvcore/types.h"
 #include "hvcore/vcpu.h"
 #include "migrated/mig/converge.h"
+#include "migrated/mig/delta.h"
 #include "migrated/mig/digest.h"
 #include "migrated/mig/faultpoint.h"
 #include "migrated/mig/layout.h"
@@ -188,6 +189,7 @@ static int setup(struct mig_source *s)
 {
 	struct mig_send_pipe_cfg pcfg = { 0 };
 	Mig__VmLayout *layout = NULL;
+	bool peer_delta;
 	struct mig_memmap_slot *ms;
 	struct mig_frame_hdr h;
 	ProtobufCMessage *m;
@@ -226,6 +228,8 @@ static int setup(struct mig_source *s)
 		FAIL(s, -EPROTO, "bad setup reply %s from destination",
 		     mig_frame_type_name(h.type));
 	}
+	/* An older destination offers nothing: it is never sent deltas. */
+	peer_delta = ((Mig__SetupAccept *)m)->features & MIG_FEATURE_DELTA;
 	mig_frame_msg_free(m);
 
 	ret = src_dirty_init(s);
@@ -255,6 +259,18 @@ static int setup(struct mig_source *s)
 	pcfg.encoding = s->opts.zstd_level < 0 ? MIG__ENCODING__ENCODING_RAW
 					       : MIG__ENCODING__ENCODING_ZSTD;
 	pcfg.level = s->opts.zstd_level > 0 ? s->opts.zstd_level : 1;
+	pcfg.adaptive = s->opts.zstd_level == 0;
+	if (peer_delta && s->opts.delta_cache) {
+		uint64_t pages = mig_memmap_pages(s->map);
+		uint64_t bytes = s->opts.delta_cache > 0
+					 ? (uint64_t)s->opts.delta_cache
+					 : mig_delta_cache_default(pages);
+
+		ret = mig_delta_cache_create(bytes, pages, &s->delta);
+		if (ret)
+			FAIL(s, ret, "delta cache: %s", strerror(-ret));
+		pcfg.delta = s->delta;
+	}
 	ret = mig_send_pipe_create(s->data, s->nchan, s->map, &pcfg, &s->pipe);
 	if (ret)
 		FAIL(s, ret, "send pipeline: %s", strerror(-ret));
@@ -583,6 +599,14 @@ static void *src_thread(void *arg)
 		ret = src_peer_reason(s, ret);
 	mig_send_pipe_destroy(s->pipe);
 	s->pipe = NULL;
+	if (s->delta)
+		hv_info("mig", "op=delta_cache vm=%p pages_cached=%llu "
+			       "pages_delta=%llu",
+			(void *)s->vm,
+			(unsigned long long)mig_delta_cache_pages(s->delta),
+			(unsigned long long)s->prog.p.pages_delta);
+	mig_delta_cache_destroy(s->delta);
+	s->delta = NULL;
 	pthread_mutex_lock(&s->prog.lock);
 	s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
 	pthread_mutex_unlock(&s->prog.lock);

@@ -140,8 +140,11 @@ void src_prog_counters(struct mig_source *s)
 	s->prog.p.pages_zero = st.zero;
 	s->prog.p.pages_compressed = st.compressed;
 	s->prog.p.pages_raw = st.raw;
+	s->prog.p.pages_delta = st.delta;
 	s->prog.p.bytes_wire = st.wire + s->ctl_bytes;
 	s->prog.p.compression_ratio = mig_pipe_stats_ratio(&st);
+	mig_pipe_stats_levels(&st, s->prog.p.compress_levels,
+			      sizeof(s->prog.p.compress_levels));
 	s->prog.p.remaining_bytes = s->pending << HV_PAGE_SHIFT;
 	pthread_mutex_unlock(&s->prog.lock);
 }
@@ -179,6 +182,9 @@ static int next_run(void *ctx, struct mig_page_run *run)
 			run->slot = sl->id;
 			run->gfn = sl->base + s->cur_word * 64;
 			run->mask = m;
+			/* Pages dirtied again after the first pass are the
+			 * ones likely to be re-sent: cache those. */
+			run->cache = s->cur_iter > 0;
 			s->pending -= (uint64_t)__builtin_popcountll(m);
 			s->cur_word++;
 			return 1;
@@ -214,6 +220,7 @@ int src_send_pass(struct mig_source *s, uint32_t iteration)
 	s->run_start_ns = mig__now_ns();
 	s->cur_slot = 0;
 	s->cur_word = 0;
+	s->cur_iter = iteration;
 	ret = mig_send_pipe_run(s->pipe, next_run, s, counts);
 	if (ret)
 		return ret;

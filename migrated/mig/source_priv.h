@@ -81,6 +81,8 @@ struct mig_source {
 	uint64_t pass_limit_ns;	/* io timeout / 3 */
 	struct mig_memmap *map;
 	struct mig_send_pipe *pipe;
+	struct mig_delta_cache *delta; /* NULL: no delta encoding */
+	uint32_t cur_iter;	       /* the pass being sent */
 	struct mig_throttle thr;
 	uint64_t ctl_bytes;	/* control frames' share of bytes_wire */
 	/* One 64-bit hash per page (digest.h), memory map order: each page

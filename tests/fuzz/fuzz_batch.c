@@ -11,6 +11,13 @@
  * sentinel in its first and last word), a page of the zero mask reads back
  * as zero after success, a rejected header or a wrong size (-EMSGSIZE)
  * writes nothing, and mig_batch_decode() agrees with mig_batch_check().
+ * Deltas (PageBatch.delta_mask, delta.h): a batch with deltas is decoded
+ * and checked whole before its first write, so any error of one
+ * (-EBADMSG, -ESTALE: the base hash is not the page's) writes nothing.
+ * Every page the input wrote is reset to the canonical content (zeros and
+ * the two sentinel words) afterwards, so that the delta seeds, whose base
+ * hash is that of the canonical page, keep reaching the apply path while
+ * their runs are mutated.
  */
 #include <errno.h>
 #include <string.h>
@@ -77,8 +84,26 @@ static void check_and_restamp(const Mig__PageBatch *b, bool ok)
 						   b->first_gfn) &
 					  1)
 				FUZZ_CHECK(mig_page_is_zero(p));
+			memset(p, 0, HV_PAGE_SIZE);
 			*first_word(p) = SENTINEL;
 			*last_word(p) = SENTINEL;
+		}
+}
+
+/*
+ * Nothing was written: every page is still canonical (each input starts
+ * with all pages so), its middle bytes included.
+ */
+static void check_untouched(void)
+{
+	for (unsigned s = 0; s < FUZZ_NR_SLOTS; s++)
+		for (uint64_t i = 0; i < slots[s].npages; i++) {
+			uint8_t *p = slots[s].host + i * HV_PAGE_SIZE;
+
+			FUZZ_CHECK(*first_word(p) == SENTINEL &&
+				   *last_word(p) == SENTINEL);
+			for (size_t w = 8; w < HV_PAGE_SIZE - 8; w += 8)
+				FUZZ_CHECK(!*(uint64_t *)(p + w));
 		}
 }
 
@@ -111,13 +136,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (chk) {
 		/* A refused header is refused the same way, untouched. */
 		FUZZ_CHECK(ret == chk);
-		check_and_restamp(NULL, false);
+		check_untouched();
 		goto out;
 	}
-	FUZZ_CHECK(ret == 0 || ret == -EMSGSIZE || ret == -EBADMSG);
-	if (ret == -EMSGSIZE) {
-		/* Sizes are checked before the first write. */
-		check_and_restamp(NULL, false);
+	FUZZ_CHECK(ret == 0 || ret == -EMSGSIZE || ret == -EBADMSG ||
+		   (ret == -ESTALE && b->delta_mask));
+	if (ret == -EMSGSIZE || (ret && b->delta_mask)) {
+		/* Sizes, and a batch with deltas, are checked whole before
+		 * the first write. */
+		check_untouched();
 		goto out;
 	}
 	if (ret == 0) {
@@ -126,6 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(info.zero ==
 			   (uint32_t)__builtin_popcountll(b->zero_mask));
 		FUZZ_CHECK(info.payload == size - used);
+		FUZZ_CHECK(info.delta ==
+			   (uint32_t)__builtin_popcountll(b->delta_mask));
 	}
 	check_and_restamp(b, ret == 0);
 out:

@@ -19,6 +19,7 @@
 #include "hvcore/vm.h"
 #include "migrated/daemon/ctl_frame.h"
 #include "migrated/mig/batch.h"
+#include "migrated/mig/delta.h"
 #include "migrated/mig/conn.h"
 #include "migrated/mig/handshake.h"
 #include "migrated/mig/layout.h"
@@ -121,6 +122,60 @@ static void batch_seed(struct mig_batch_enc *enc, const struct mig_memmap *map,
 		put(stream, f, len);
 }
 
+/*
+ * Batches with deltas whose base is the page fuzz_batch.c keeps between
+ * inputs (zeros and a sentinel in the first and last word), so the
+ * fuzzer reaches the apply path while it mutates the runs.
+ */
+static void delta_batches(void)
+{
+	struct mig_batch_enc_cfg raw_cfg = {
+		.encoding = MIG__ENCODING__ENCODING_RAW};
+	struct mig_memmap_slot slots[FUZZ_NR_SLOTS];
+	struct mig_batch_enc *enc[2];
+	struct mig_delta_cache *cache;
+	struct mig_memmap *map;
+	const uint8_t *f;
+	size_t len;
+
+	fuzz_slots_map(slots);
+	FUZZ_CHECK(mig_memmap_create(slots, FUZZ_NR_SLOTS, &map) == 0);
+	FUZZ_CHECK(mig_batch_enc_create(NULL, &enc[0]) == 0);
+	FUZZ_CHECK(mig_batch_enc_create(&raw_cfg, &enc[1]) == 0);
+	for (unsigned e = 0; e < 2; e++) {
+		FUZZ_CHECK(mig_delta_cache_create(1 << 20, 4096, &cache) == 0);
+		FUZZ_CHECK(mig_batch_enc_set_delta(enc[e], cache, true) == 0);
+		for (unsigned i = 0; i < 8; i++) {
+			uint8_t *p = slots[0].host + (4 + i) * HV_PAGE_SIZE;
+			uint64_t sentinel = 0x5a5aa5a5c3c33c3cull;
+
+			memset(p, 0, HV_PAGE_SIZE);
+			memcpy(p, &sentinel, 8);
+			memcpy(p + HV_PAGE_SIZE - 8, &sentinel, 8);
+		}
+		FUZZ_CHECK(mig_batch_encode(enc[e], map, FUZZ_SLOT_A_ID, 4,
+					    0xff, &f, &len, NULL) == 0);
+		/* Small edits, one page rewritten, one gone zero. */
+		for (unsigned i = 0; i < 8; i++) {
+			uint8_t *p = slots[0].host + (4 + i) * HV_PAGE_SIZE;
+
+			memset(p + 64 * i + 8, 'a' + (int)i, 5 + i);
+			if (i == 3)
+				memset(p, 'z', HV_PAGE_SIZE);
+			if (i == 6)
+				memset(p, 0, HV_PAGE_SIZE);
+		}
+		FUZZ_CHECK(mig_batch_encode(enc[e], map, FUZZ_SLOT_A_ID, 4,
+					    0xff, &f, &len, NULL) == 0);
+		seed("batch", e ? "delta-raw" : "delta-zstd", f, len);
+		mig_batch_enc_set_delta(enc[e], NULL, false);
+		mig_delta_cache_destroy(cache);
+	}
+	mig_batch_enc_destroy(enc[0]);
+	mig_batch_enc_destroy(enc[1]);
+	mig_memmap_destroy(map);
+}
+
 static void batches(struct bytes *stream)
 {
 	struct mig_batch_enc_cfg raw_cfg = {
@@ -152,6 +207,7 @@ static void batches(struct bytes *stream)
 	mig_batch_enc_destroy(zstd);
 	mig_batch_enc_destroy(raw);
 	mig_memmap_destroy(map);
+	delta_batches();
 }
 
 /* ---- hello, captured off a real connection ---------------------------- */

@@ -24,7 +24,15 @@ static void usage(FILE *f)
 		"usage: migrate-send [--socket PATH] [--channels N]\n"
 		"                    [--bandwidth SIZE/s] [--downtime MS]\n"
 		"                    [--timeout-ms N] [--insecure] [--json]\n"
-		"                    [--interval MS] VM DEST:PORT\n"
+		"                    [--interval MS]\n"
+		"                    [--compress adaptive|off|LEVEL]\n"
+		"                    [--delta-cache SIZE|on|off] VM DEST:PORT\n"
+		"--compress: adaptive (default) lets each data channel pick raw\n"
+		"or a zstd level from what limits it; LEVEL (1..22) pins zstd\n"
+		"at that level; off sends every non-zero page raw.\n"
+		"--delta-cache: delta-encode re-sent pages against a cache of\n"
+		"that size of last-sent pages (on: guest RAM / 64, 1..64 MiB);\n"
+		"off (default): no delta encoding.\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
 		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
@@ -75,6 +83,8 @@ int main(int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "insecure", no_argument, NULL, 'i' },
+		{ "compress", required_argument, NULL, 'z' },
+		{ "delta-cache", required_argument, NULL, 'D' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -130,6 +140,30 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			sr.insecure = true;
+			break;
+		case 'D':
+			if (!strcmp(optarg, "off")) {
+				sr.delta_cache = 0;
+			} else if (!strcmp(optarg, "on")) {
+				sr.delta_cache = -1;
+			} else {
+				uint64_t sz;
+
+				if (migd_parse_size(optarg, &sz) || !sz ||
+				    sz > (1ull << 40))
+					goto bad;
+				sr.delta_cache = (int64_t)sz;
+			}
+			break;
+		case 'z':
+			if (!strcmp(optarg, "adaptive"))
+				sr.zstd_level = 0;
+			else if (!strcmp(optarg, "off"))
+				sr.zstd_level = -1;
+			else if (!migd_parse_u64(optarg, 22, &v) && v)
+				sr.zstd_level = (int32_t)v;
+			else
+				goto bad;
 			break;
 		case 'j':
 			so.json = true;

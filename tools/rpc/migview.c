@@ -114,6 +114,18 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 		(unsigned long long)p->pages_zero,
 		(unsigned long long)p->pages_compressed,
 		(unsigned long long)p->pages_raw);
+	if (p->pages_delta)
+		fprintf(f, "  delta:        %llu pages sent as a delta\n",
+			(unsigned long long)p->pages_delta);
+	if (p->compress_levels && *p->compress_levels)
+		fprintf(f, "  compression:  %s of compressed pages, %.0f%% of "
+			   "non-zero pages raw\n",
+			p->compress_levels,
+			p->pages_raw + p->pages_compressed
+				? 100.0 * (double)p->pages_raw /
+					  (double)(p->pages_raw +
+						   p->pages_compressed)
+				: 0.0);
 	fprintf(f, "  on the wire:  %s (ratio %.2f), last bandwidth %s\n",
 		migd_fmt_bytes(a, sizeof(a), p->bytes_wire),
 		p->compression_ratio,

@@ -3,8 +3,10 @@
 #include "tests/harness/hv_test.h"
 #include "hvcore/workload.h"
 #include "migrated/mig/batch.h"
+#include "migrated/mig/delta.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -460,7 +462,222 @@ static void test_zero_detection_sees_every_word(void)
 	free(p);
 }
 
+
+/* Change a few bytes of page @i of slot 0: a stamp-like edit. */
+static void edit(struct side *s, unsigned i, uint8_t v)
+{
+	page(s, 0, i)[8] = v;
+	memset(page(s, 0, i) + 2048, v, 24);
+}
+
+/*
+ * Pass 1 sends a window full and caches it; pass 2 sends it again after
+ * small edits, a rewrite and a page gone zero: the edited pages go as
+ * deltas, the rest full or zero, and every page lands intact.
+ */
+static void resend_with_deltas(unsigned encoding)
+{
+	struct mig_batch_enc *enc = enc_new(encoding);
+	struct mig_delta_cache *cache;
+	struct mig_batch_dec *dec;
+	struct mig_batch_info ei;
+	struct side src, dst;
+	Mig__PageBatch *b;
+
+	side_init(&src, true);
+	side_init(&dst, false);
+	fill_all(&src, HV_WL_CONTENT_TEXT);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_delta_cache_create(1 << 20, 2 * SLOT_PAGES,
+						     &cache),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_enc_set_delta(enc, cache, true), 0);
+	b = transfer(enc, dec, &src, &dst, 0, 0, ~0ULL, &ei);
+	CU_ASSERT_EQUAL(b->delta_mask, 0);
+	CU_ASSERT_EQUAL(mig_delta_cache_pages(cache), 64u);
+	mig_frame_msg_free(&b->base);
+
+	for (unsigned i = 0; i < 64; i++)
+		edit(&src, i, (uint8_t)i);
+	hv_wl_fill_page(page(&src, 0, 5), 1, 999, HV_WL_CONTENT_RANDOM);
+	memset(page(&src, 0, 9), 0, HV_PAGE_SIZE);
+	b = transfer(enc, dec, &src, &dst, 0, 0, ~0ULL, &ei);
+	CU_ASSERT_EQUAL(ei.delta, 62u);
+	CU_ASSERT_EQUAL(b->delta_mask, ~0ULL & ~(1ULL << 5) & ~(1ULL << 9));
+	CU_ASSERT_EQUAL(b->zero_mask, 1ULL << 9);
+	CU_ASSERT(ei.wire < 64 * 64 + 2 * HV_PAGE_SIZE);
+	mig_frame_msg_free(&b->base);
+	/* The zero page left the cache; the rewritten one is cached anew. */
+	CU_ASSERT_EQUAL(mig_delta_cache_pages(cache), 63u);
+
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(enc);
+	mig_delta_cache_destroy(cache);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
+static void test_resent_pages_go_as_deltas_and_land_intact(void)
+{
+	resend_with_deltas(MIG__ENCODING__ENCODING_ZSTD);
+	resend_with_deltas(MIG__ENCODING__ENCODING_RAW);
+}
+
+/*
+ * The destination does not hold the copy a delta refers to (a lost or
+ * changed page): the batch is refused as a whole and writes nothing.
+ */
+static void test_delta_against_a_page_the_destination_lacks_writes_nothing(void)
+{
+	struct mig_batch_enc *enc = enc_new(MIG__ENCODING__ENCODING_RAW);
+	struct mig_delta_cache *cache;
+	struct mig_batch_dec *dec;
+	struct mig_batch_info ei;
+	struct side src, dst;
+	const uint8_t *frame, *payload;
+	uint8_t *before = malloc(64 * HV_PAGE_SIZE);
+	Mig__PageBatch *b;
+	size_t len, plen;
+
+	side_init(&src, true);
+	side_init(&dst, false);
+	fill_all(&src, HV_WL_CONTENT_STAMP);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_delta_cache_create(1 << 20, 2 * SLOT_PAGES,
+						     &cache),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_enc_set_delta(enc, cache, true), 0);
+	b = transfer(enc, dec, &src, &dst, 0, 0, ~0ULL, &ei);
+	mig_frame_msg_free(&b->base);
+	for (unsigned i = 0; i < 64; i++)
+		edit(&src, i, 0x77);
+	/* Page 40 on the destination is not what the source sent. */
+	page(&dst, 0, 40)[3000] ^= 1;
+	memcpy(before, dst.mem[0], 64 * HV_PAGE_SIZE);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_encode(enc, src.map, 0, SLOT0_GFN,
+					       ~0ULL, &frame, &len, &ei),
+			      0);
+	CU_ASSERT_EQUAL(ei.delta, 64u);
+	b = parse(frame, len, &payload, &plen);
+	CU_ASSERT_EQUAL(mig_batch_decode(dec, dst.map, b, payload, plen, NULL),
+			-ESTALE);
+	CU_ASSERT(!memcmp(before, dst.mem[0], 64 * HV_PAGE_SIZE));
+	/* A delta run past the page's end: refused, nothing written. */
+	page(&dst, 0, 40)[3000] ^= 1;
+	memcpy(before, dst.mem[0], 64 * HV_PAGE_SIZE);
+	{
+		uint8_t *bad = malloc(plen);
+
+		memcpy(bad, payload, plen);
+		/*
+		 * Page 0's record: hash, skip 8, len 8, the new stamp word,
+		 * skip 2032 (0xf0 0x0f), len 24, ... Make the second skip
+		 * 4095: the run would end past the page.
+		 */
+		CU_ASSERT_EQUAL_FATAL(bad[MIG_DELTA_HDR], 8);
+		CU_ASSERT_EQUAL_FATAL(bad[MIG_DELTA_HDR + 10], 0xf0);
+		CU_ASSERT_EQUAL_FATAL(bad[MIG_DELTA_HDR + 11], 0x0f);
+		bad[MIG_DELTA_HDR + 10] = 0xff;
+		bad[MIG_DELTA_HDR + 11] = 0x1f;
+		CU_ASSERT_EQUAL(mig_batch_decode(dec, dst.map, b, bad, plen,
+						 NULL),
+				-EBADMSG);
+		CU_ASSERT(!memcmp(before, dst.mem[0], 64 * HV_PAGE_SIZE));
+		/* The intact batch applies. */
+		CU_ASSERT_EQUAL(mig_batch_decode(dec, dst.map, b, payload,
+						 plen, NULL),
+				0);
+		CU_ASSERT(!memcmp(src.mem[0], dst.mem[0], 64 * HV_PAGE_SIZE));
+		free(bad);
+	}
+	mig_frame_msg_free(&b->base);
+	free(before);
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(enc);
+	mig_delta_cache_destroy(cache);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
+/*
+ * Golden vector of a batch with a delta (stream feature DELTA): two pages
+ * at gfn 0x100, page 0 (all 0x11 before) changed in bytes 16..23 to 0x22
+ * and sent as a delta, page 1 zero; raw encoding. A wire change adds one.
+ */
+static const uint8_t golden_delta_batch[] = {
+	/* header: "MIGS", version 1, MSG_PAGE_BATCH, 39 bytes */
+	0x4d, 0x49, 0x47, 0x53, 0x01, 0x00, 0x07, 0x00, 0x27, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00,
+	/* first_gfn 0x100, npages 2, page_mask 3, zero_mask 2 */
+	0x10, 0x80, 0x02, 0x18, 0x02, 0x21, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x29, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	/* encoding RAW, payload_len 18, delta_mask 1, delta_len [18] */
+	0x30, 0x01, 0x38, 0x12, 0x41, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x4a, 0x01, 0x12,
+	/* payload: base hash of the 0x11 page, skip 16, 8 new bytes */
+	0xcc, 0x6f, 0xb6, 0x00, 0x32, 0xfa, 0x70, 0xd3, 0x10, 0x08, 0x22, 0x22,
+	0x22, 0x22, 0x22, 0x22, 0x22, 0x22,
+};
+
+static void test_golden_delta_batch_is_stable(void)
+{
+	struct mig_batch_enc *enc = enc_new(MIG__ENCODING__ENCODING_RAW);
+	struct mig_delta_cache *cache;
+	struct mig_batch_dec *dec;
+	struct side src, dst;
+	const uint8_t *frame, *payload;
+	Mig__PageBatch *b;
+	size_t len, plen;
+
+	side_init(&src, true);
+	side_init(&dst, true);
+	memset(page(&src, 0, 0), 0x11, HV_PAGE_SIZE);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&dec), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_delta_cache_create(1 << 20, 2 * SLOT_PAGES,
+						     &cache),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_enc_set_delta(enc, cache, true), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_encode(enc, src.map, 0, SLOT0_GFN, 3,
+					       &frame, &len, NULL),
+			      0);
+	memset(page(&src, 0, 0) + 16, 0x22, 8);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_encode(enc, src.map, 0, SLOT0_GFN, 3,
+					       &frame, &len, NULL),
+			      0);
+	if (len != sizeof(golden_delta_batch) ||
+	    memcmp(frame, golden_delta_batch, len)) {
+		for (size_t i = 0; i < len; i++)
+			fprintf(stderr, "0x%02x,%s", frame[i],
+				i % 12 == 11 ? "\n" : " ");
+		fprintf(stderr, "\n");
+	}
+	CU_ASSERT_EQUAL_FATAL(len, sizeof(golden_delta_batch));
+	CU_ASSERT(!memcmp(frame, golden_delta_batch, len));
+	/* The destination holds the old page 0 and applies the vector. */
+	memset(page(&dst, 0, 0), 0x11, HV_PAGE_SIZE);
+	memset(page(&dst, 0, 1), 0x99, HV_PAGE_SIZE);
+	b = parse(golden_delta_batch, sizeof(golden_delta_batch), &payload,
+		  &plen);
+	CU_ASSERT_EQUAL(b->delta_mask, 1);
+	CU_ASSERT_EQUAL(mig_batch_decode(dec, dst.map, b, payload, plen, NULL),
+			0);
+	CU_ASSERT(!memcmp(page(&src, 0, 0), page(&dst, 0, 0), HV_PAGE_SIZE));
+	CU_ASSERT(mig_page_is_zero(page(&dst, 0, 1)));
+	mig_frame_msg_free(&b->base);
+	mig_batch_dec_destroy(dec);
+	mig_batch_enc_destroy(enc);
+	mig_delta_cache_destroy(cache);
+	side_fini(&src);
+	side_fini(&dst);
+}
+
 static CU_TestInfo tests[] = {
+	{ "golden_delta_batch_is_stable",
+	  test_golden_delta_batch_is_stable },
+	{ "resent_pages_go_as_deltas_and_land_intact",
+	  test_resent_pages_go_as_deltas_and_land_intact },
+	{ "delta_against_a_page_the_destination_lacks_writes_nothing",
+	  test_delta_against_a_page_the_destination_lacks_writes_nothing },
 	{ "zero_pages_cost_one_bit", test_zero_pages_cost_one_bit },
 	{ "text_pages_go_zstd_random_pages_go_raw",
 	  test_text_pages_go_zstd_random_pages_go_raw },

@@ -219,6 +219,78 @@ static void test_64mib_mixed_pages_arrive_intact_over_2_tls_channels(void)
 	mem_fini(&dst);
 }
 
+static void fill_kind(struct mem *m, uint32_t kind, uint64_t seq)
+{
+	for (unsigned s = 0; s < 2; s++)
+		for (unsigned i = 0; i < SLOT_PAGES; i++)
+			hv_wl_fill_page(m->p[s] + i * 4096ULL, (uint16_t)s,
+					seq + i, kind);
+}
+
+/*
+ * The adaptive choice only picks how pages travel: random pages go raw
+ * (zstd is not even tried on most of them), text pages compressed at
+ * the levels it chose, and every page arrives intact either way.
+ */
+static void test_adaptive_sends_random_raw_and_text_compressed(void)
+{
+	struct mig_send_pipe_cfg cfg = { .adaptive = true };
+	struct mig_send_pipe *sp;
+	struct mig_recv_pipe *rp;
+	struct mig_pipe_stats a, b;
+	uint64_t counts[NCHAN], lv = 0;
+	struct mem src, dst;
+	struct chans c;
+	struct walk w;
+	char levels[96];
+
+	mem_init(&src);
+	mem_init(&dst);
+	chans_open(&c, true);
+	CU_ASSERT_EQUAL_FATAL(mig_send_pipe_create(c.src, NCHAN, src.map,
+						   &cfg, &sp),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_create(c.dst, NCHAN, dst.map,
+						   &rp),
+			      0);
+	fill_kind(&src, HV_WL_CONTENT_RANDOM, 1);
+	w = (struct walk){ .sparse_mask = ~0ULL };
+	CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next, &w, counts), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_wait(rp, counts, 30000), 0);
+	mig_send_pipe_stats(sp, &a);
+	CU_ASSERT_EQUAL(a.raw, a.pages);
+	CU_ASSERT_EQUAL(a.compressed, 0);
+
+	/* Two passes of text: the raw stretch in force when text begins
+	 * (at most MIG_ADAPT_RAW_MAX batches) ends within the first. */
+	for (unsigned pass = 0; pass < 2; pass++) {
+		fill_kind(&src, HV_WL_CONTENT_TEXT, 100000 * (pass + 1));
+		w = (struct walk){ .sparse_mask = ~0ULL };
+		CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next, &w, counts),
+				0);
+	}
+	CU_ASSERT_EQUAL(mig_send_pipe_finish(sp), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_join(rp), 0);
+	CU_ASSERT(!memcmp(src.p[0], dst.p[0], SLOT_PAGES * 4096ULL));
+	CU_ASSERT(!memcmp(src.p[1], dst.p[1], SLOT_PAGES * 4096ULL));
+	mig_send_pipe_stats(sp, &b);
+	/* A raw stretch ends with a probe: text batches may go raw until
+	 * then, never most of them. */
+	CU_ASSERT(b.compressed > (b.pages - a.pages) / 2);
+	for (unsigned i = 0; i < MIG_PIPE_LEVELS; i++)
+		lv += b.level_pages[i];
+	CU_ASSERT_EQUAL(lv, b.compressed);
+	mig_pipe_stats_levels(&b, levels, sizeof(levels));
+	CU_ASSERT(!strncmp(levels, "zstd ", 5));
+	CU_ASSERT(b.enc_ns > 0 && b.send_ns > 0);
+
+	mig_recv_pipe_destroy(rp);
+	mig_send_pipe_destroy(sp);
+	chans_close(&c);
+	mem_fini(&src);
+	mem_fini(&dst);
+}
+
 static void test_bad_batch_on_the_wire_fails_the_receiver(void)
 {
 	Mig__PageBatch b = MIG__PAGE_BATCH__INIT;
@@ -290,6 +362,8 @@ static void test_source_error_ends_the_run_and_cancel_wakes_receivers(void)
 }
 
 static CU_TestInfo tests[] = {
+	{ "adaptive_sends_random_raw_and_text_compressed",
+	  test_adaptive_sends_random_raw_and_text_compressed },
 	{ "64mib_mixed_pages_arrive_intact_over_2_tls_channels",
 	  test_64mib_mixed_pages_arrive_intact_over_2_tls_channels },
 	{ "bad_batch_on_the_wire_fails_the_receiver",
