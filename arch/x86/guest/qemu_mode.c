@@ -355,7 +355,7 @@ static uint64_t cur_cpu(void)
 	return rsp < MAX_CPUS ? rsp : 0;
 }
 
-static void heartbeat(uint64_t cpu)
+static void heartbeat(uint64_t cpu, uint64_t seq)
 {
 	const volatile struct hv_wl_params *p =
 		(const volatile struct hv_wl_params *)(uintptr_t)
@@ -363,12 +363,14 @@ static void heartbeat(uint64_t cpu)
 	const volatile struct hv_wl_status *st =
 		(const volatile struct hv_wl_status *)(uintptr_t)
 			HV_WL_STATUS_GPA;
-	char line[48] = "hb ";
+	char line[72] = "hb ";
 	size_t n = 3;
 
 	n += fmt_u64(line + n, cpu);
 	line[n++] = ' ';
 	n += fmt_u64(line + n, ++hb_count[cpu]);
+	line[n++] = ' ';
+	n += fmt_u64(line + n, seq);
 	line[n++] = '\n';
 	put_line(line, n);
 	if (!prefill_said[cpu] && p->vcpu[cpu].prefill &&
@@ -411,7 +413,7 @@ int hv_guest_qemu_ucall(const struct hv_ucall *uc)
 		return 0;
 	switch (uc->cmd) {
 	case HV_UCALL_HEARTBEAT:
-		heartbeat(cur_cpu());
+		heartbeat(cur_cpu(), uc->args[0]);
 		return 1;
 	case HV_UCALL_DONE:
 	case HV_UCALL_ASSERT:

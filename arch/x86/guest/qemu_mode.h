@@ -13,7 +13,8 @@
  *
  * Under QEMU the ucalls have no VMM to go to: heartbeats become lines on
  * the debug console port 0x402 (`-device isa-debugcon,iobase=0x402`),
- * "hb VCPU N\n", which a host reader timestamps on arrival as our VMM
+ * "hb VCPU N SEQ\n" (N counts heartbeats, SEQ the vCPU's page writes),
+ * which a host reader timestamps on arrival as our VMM
  * timestamps its heartbeats; "prefill done\n" follows once the prefill
  * (if asked for) is complete; DONE and ASSERT are printed on COM1 and the
  * debug port and end QEMU through isa-debug-exit (status 0 / 1).

@@ -251,6 +251,13 @@ static void test_invalid_params_are_refused(void)
 	free(ram);
 }
 
+/* A prefill that never ends must not hang the test: stop after 0.2 s. */
+static void stop_in_time(void *ctx, const struct hv_wl_status *st)
+{
+	if (st->heartbeats >= 200)
+		params(ctx)->vcpu[0].stop = 1;
+}
+
 /* RAM of one vCPU whose prefill finished and then ran @more pattern
  * writes (idle: none). */
 static uint8_t *ram_prefilled(uint32_t pattern, uint64_t more)
@@ -260,6 +267,7 @@ static uint8_t *ram_prefilled(uint32_t pattern, uint64_t more)
 		.page_for_write = env_write,
 		.page_for_read = env_read,
 		.now_tsc = env_now,
+		.heartbeat = stop_in_time,
 	};
 	struct hv_wl_params *p;
 
@@ -278,6 +286,7 @@ static uint8_t *ram_prefilled(uint32_t pattern, uint64_t more)
 		.write_pct = 100,
 		.seed = 3,
 		.max_writes = PAGES + more,
+		.heartbeat_us = 1000,
 		.prefill = 1,
 	};
 	CU_ASSERT_EQUAL_FATAL(hv_wl_run(p, status(ram, 0), 0, &env), 0);
