@@ -250,9 +250,10 @@ ours() { # link mem content rate rep
 	seq1=$(echo "$f" | jq '.vcpus[0].seq | tonumber')
 	wr=$(( (seq1 - seq0) / SETTLE ))
 	wpid=$(echo "$f" | jq '.info.worker_pid | tonumber')
-	before=$(pgrep -P "$DPID_D" | sort)
+	# The destination's worker: the daemon's child that recv made.
+	before=$(pgrep -P "$DPID_D" | sort || true)
 	port=$("$RECV" --socket "$d" --name "$vm" "$DST_IP:0")
-	dpid=$(comm -13 <(echo "$before") <(pgrep -P "$DPID_D" | sort) |
+	dpid=$(comm -13 <(echo "$before") <(pgrep -P "$DPID_D" | sort || true) |
 		head -1)
 	c0s=$(cpu_ticks "$wpid")
 	c0d=$(cpu_ticks "$dpid")
@@ -290,7 +291,7 @@ ours() { # link mem content rate rep
 		[$pre, ($p.elapsed_ns | ms), ($p.downtime.total_ns | ms),
 		 (if ($p.guest_downtime_ns // 0 | tonumber) > 0
 		  then ($p.guest_downtime_ns | ms) else "-" end),
-		 (($p.bytes_wire | tonumber) / 1048576 | round),
+		 (($p.bytes_wire | tonumber) / 1048576 * 10 | round / 10),
 		 $cs, $cd, $wr, $chk] | join(" ")' >>"$TMP/rows"
 	tail -1 "$TMP/rows" | print_row
 	"$CTL" --socket "$d" vm destroy "$vm" >/dev/null || true
@@ -398,7 +399,8 @@ qemu_run() { # link mem content rate rep setting
 		--arg g "$gap" --arg cs "$(secs "$c0s" "$c1s")" \
 		--arg cd "$(secs "$c0d" "$c1d")" --arg wr "$wr" --arg chk "$chk" '
 		[$pre, ."total-time", .downtime, $g,
-		 (.ram.transferred / 1048576 | round), $cs, $cd, $wr, $chk] |
+		 (.ram.transferred / 1048576 * 10 | round / 10), $cs, $cd, $wr,
+		 $chk] |
 		map(tostring) | join(" ")' >>"$TMP/rows"
 	tail -1 "$TMP/rows" | print_row
 	$PY qmp "$TMP/src.qmp" quit >/dev/null 2>&1 || true
