@@ -26,6 +26,7 @@ struct region {
 	uint64_t pages;
 	uint64_t seq; /* published seq S */
 	int sweep;    /* the sweep order can be checked */
+	int full;     /* prefilled: no page of the region may be zero */
 };
 
 static enum verdict check_page(const struct region *r, uint64_t idx,
@@ -38,7 +39,7 @@ static enum verdict check_page(const struct region *r, uint64_t idx,
 	if (!memcmp(pg, zero_page, HV_PAGE_SIZE)) {
 		/* The sweep wrote page idx with seq idx + 1 on its first
 		 * pass: once S reached that, the page cannot be empty. */
-		if (r->sweep && r->seq > idx)
+		if ((r->sweep && r->seq > idx) || r->full)
 			return PAGE_STALE;
 		return PAGE_ZERO;
 	}
@@ -113,7 +114,7 @@ static int check_params(const struct hv_wl_params *p,
 
 		if (hv_wl_check(p, v))
 			return -EINVAL;
-		if (w->pattern == HV_WL_PATTERN_IDLE)
+		if (w->pattern == HV_WL_PATTERN_IDLE && !w->prefill)
 			continue;
 		if (hv_wl_region_off(l, w) == HV_RAM_BAD)
 			return -EINVAL;
@@ -193,13 +194,17 @@ int hv_wl_verify_fd(const uint8_t *ram, uint64_t ram_bytes, int fd,
 			.content = w->content,
 			.pages = w->region_pages,
 			.seq = st[v].seq,
-			/* Reads move the sweep on without a stamp. */
-			.sweep = w->pattern == HV_WL_PATTERN_SWEEP &&
-				 w->write_pct == 100,
+			/* Reads move the sweep on without a stamp. An idle
+			 * vCPU's prefill is a sweep that stops after one
+			 * pass. */
+			.sweep = (w->pattern == HV_WL_PATTERN_SWEEP &&
+				  w->write_pct == 100) ||
+				 w->pattern == HV_WL_PATTERN_IDLE,
+			.full = w->prefill && st[v].seq >= w->region_pages,
 		};
 		uint64_t newest = 0, off0, i = 0;
 
-		if (w->pattern == HV_WL_PATTERN_IDLE)
+		if (w->pattern == HV_WL_PATTERN_IDLE && !w->prefill)
 			continue;
 		/* A region is consecutive in RAM offsets (workload.h). */
 		off0 = hv_wl_region_off(&l, w);

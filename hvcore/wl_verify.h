@@ -21,6 +21,9 @@
  *    (seq - 1) % region_pages == p, and it must be the newest such seq
  *    the vCPU can have written: seq > S - region_pages. An older one is
  *    a dirty page the copy lost ("stale").
+ *  - prefill (hvcore/workload.h): once S >= region_pages no page of the
+ *    region may be zero ("stale": the prefill wrote it); an idle vCPU
+ *    with a prefill is checked as a sweep that stopped after one pass.
  * Per vCPU with S > 0: the write S itself must be in memory ("lost"
  * otherwise: the guest counts a write only once it was made).
  *

@@ -57,7 +57,7 @@ static int check_vcpu(const struct hv_ram_layout *ram,
 		return -EINVAL_;
 	if (v->throttle_pct >= 100)
 		return -EINVAL_;
-	if (v->pattern == HV_WL_PATTERN_IDLE)
+	if (v->pattern == HV_WL_PATTERN_IDLE && !v->prefill)
 		return 0;
 	if (v->content == HV_WL_CONTENT_INVALID ||
 	    v->content >= HV_WL_CONTENT_COUNT)
@@ -169,7 +169,7 @@ struct run {
 	volatile struct hv_wl_status *st;
 	const struct hv_wl_env *env;
 	uint32_t vcpu;
-	uint32_t pattern, content, write_pct, hot_share_pct;
+	uint32_t pattern, content, write_pct, hot_share_pct, prefill;
 	uint64_t region_off, region_pages, hot_pages, max_writes;
 	struct hv_ram_layout ram;
 	uint64_t rng;
@@ -221,6 +221,35 @@ static void access_one(struct run *r)
 		r->sink += *(const volatile uint32_t *)(page + 8);
 		r->reads++;
 	}
+}
+
+/*
+ * One batch of the prefill, if one is still due: pages in order from
+ * where the last batch (or the last hv_wl_run(), after a return of the
+ * soft accelerator) stopped, which is seq itself, since the prefill is the
+ * vCPU's first writes. Every write is a real one (write_pct does not
+ * apply) so the region is fully populated. Returns 0 when no prefill is
+ * due, so the caller runs the pattern.
+ */
+static int prefill_batch(struct run *r)
+{
+	if (!r->prefill || r->seq >= r->region_pages)
+		return 0;
+	for (uint32_t i = 0; i < BATCH && r->seq < r->region_pages; i++) {
+		uint64_t gpa = hv_ram_off_to_gpa(&r->ram, r->region_off +
+						 r->seq * PAGE_SIZE_);
+		uint8_t *page = r->env->page_for_write(r->env->ctx, gpa);
+
+		hv_wl_fill_page(page, (uint16_t)r->vcpu, ++r->seq, r->content);
+		if (r->max_writes && r->seq >= r->max_writes)
+			break;
+	}
+	if (r->seq == r->region_pages) {
+		/* A sweep goes on from page 0, as after any full pass. */
+		r->sweep_pos = 0;
+		r->st->passes = r->st->passes + 1;
+	}
+	return 1;
 }
 
 static void publish(struct run *r, uint64_t now)
@@ -359,6 +388,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 		c.write_pct = s->write_pct;
 		c.hot_pct = s->hot_pct;
 		c.hot_share_pct = s->hot_share_pct;
+		c.prefill = s->prefill;
 		ret = check_vcpu(&r.ram, &c);
 		if (ret)
 			return ret;
@@ -376,6 +406,7 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 	r.content = vp->content;
 	r.write_pct = vp->write_pct;
 	r.hot_share_pct = vp->hot_share_pct;
+	r.prefill = vp->prefill;
 	r.hot_pages = r.region_pages * vp->hot_pct / 100;
 	if (!r.hot_pages)
 		r.hot_pages = 1;
@@ -412,8 +443,12 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 
 	while (!vp->stop && (!r.max_writes || r.seq < r.max_writes)) {
 		uint64_t start = env->now_tsc(env->ctx), now, paced = 0;
+		int filling = prefill_batch(&r);
 
-		if (vp->rate_pages != rate) {
+		if (filling) {
+			/* Pacing starts where the prefill ends. */
+			rate = UINT64_MAX;
+		} else if (vp->rate_pages != rate) {
 			/* (Re)start pacing from now at the new rate, in
 			 * 48.16 fixed-point ticks per write. */
 			rate = vp->rate_pages;
@@ -435,7 +470,9 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 			owed = 0;
 		}
 
-		if (r.pattern != HV_WL_PATTERN_IDLE) {
+		if (filling) {
+			/* This batch was the prefill's. */
+		} else if (r.pattern != HV_WL_PATTERN_IDLE) {
 			for (uint32_t i = 0; i < BATCH; i++) {
 				if (interval_fp) {
 					uint64_t debt = MAX_DEBT_MS *

@@ -34,7 +34,8 @@
 
 #define HV_WL_MAGIC 0x4c57564du       /* "MVWL" */
 #define HV_WL_STAMP_MAGIC 0x504d5453u /* "STMP" */
-/* 2: the RAM layout in the params page; regions follow RAM offsets. */
+/* 2: the RAM layout in the params page, regions follow RAM offsets, and
+ * the vCPU params grew prefill. */
 #define HV_WL_VERSION 2u
 #define HV_WL_MAX_VCPUS 64u
 /*
@@ -81,6 +82,15 @@ struct hv_wl_vcpu_params {
 	uint64_t max_writes;	/* stop after this many writes; 0 = never */
 	uint32_t throttle_pct;	/* 0..99: share of time the vCPU must idle */
 	uint32_t stop;		/* non-zero: finish the batch and return */
+	/*
+	 * Non-zero: before the pattern starts, write every page of the
+	 * region once, in order, flat out (page i gets seq i + 1), so that
+	 * the region is fully populated like a real VM's memory. Valid with
+	 * every pattern, idle included (then the region must be valid).
+	 * Done once status.seq >= region_pages (hv_wl_prefilled()).
+	 */
+	uint32_t prefill;
+	uint32_t reserved;
 };
 
 struct hv_wl_params {
@@ -97,7 +107,8 @@ struct hv_wl_params {
 struct hv_wl_status {
 	uint64_t seq;		/* writes done (= last stamp's seq) */
 	uint64_t reads;		/* reads done */
-	uint64_t passes;	/* completed sweeps of the region */
+	uint64_t passes;	/* completed sweeps of the region (a prefill
+				 * counts as one) */
 	uint64_t heartbeats;	/* heartbeats sent */
 	uint64_t last_tsc;	/* guest TSC at the last batch */
 	uint64_t max_gap_tsc;	/* largest gap between batches seen */
@@ -171,6 +182,17 @@ int hv_wl_run(const volatile struct hv_wl_params *p,
 /* Validate one vCPU's parameters (against params->ram when it names the
  * RAM size): 0 or -22 (EINVAL). */
 int hv_wl_check(const struct hv_wl_params *p, uint32_t vcpu);
+
+/*
+ * True when vCPU @vcpu's prefill (if it asked for one) is complete: the
+ * prefill is the vCPU's first region_pages writes, so it is done exactly
+ * when its published seq reached region_pages.
+ */
+static inline int hv_wl_prefilled(const volatile struct hv_wl_vcpu_params *v,
+				  const volatile struct hv_wl_status *st)
+{
+	return !v->prefill || st->seq >= v->region_pages;
+}
 
 /* Fill @page (4 KiB) as the workload would for (vcpu, seq, content). */
 void hv_wl_fill_page(uint8_t *page, uint16_t vcpu, uint64_t seq,

@@ -7,6 +7,8 @@ set(HV_GUEST_SRCS
 	${HV_GUEST_DIR}/entry.S
 	${HV_GUEST_DIR}/guest.c
 	${HV_GUEST_DIR}/halt.c
+
+	${HV_GUEST_DIR}/qemu_mode.c
 	${CMAKE_SOURCE_DIR}/hvcore/workload.c)
 # No project flags (sanitizers, -fPIE) reach the guest: it is its own
 # freestanding program, linked at 1 MiB by its own script.
@@ -27,6 +29,8 @@ add_custom_command(
 	DEPENDS ${HV_GUEST_SRCS} ${HV_GUEST_DIR}/guest.lds
 		${HV_GUEST_DIR}/layout.h ${HV_GUEST_DIR}/ucall.h
 		${HV_GUEST_DIR}/halt.h
+
+		${HV_GUEST_DIR}/qemu_mode.h
 		${CMAKE_SOURCE_DIR}/hvcore/workload.h
 	COMMENT "guest image arch/x86/guest/guest.elf")
 add_custom_target(hv_guest_x86 DEPENDS ${HV_GUEST_ELF})

@@ -4,6 +4,7 @@
  * destroy (calls.h). Loop thread.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -208,12 +209,12 @@ void migd_call_vm_create(struct migd_call *call)
 	hv_info(COMP,
 		"event=vm_created vm=%s accel=%s mem=%llu vcpus=%u "
 		"dirty_ring=%u backing=%s pattern=%u content=%u rate=%llu "
-		"started=%d",
+		"prefill=%d started=%d",
 		v->name, hv_accel_kind_name(accel),
 		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus,
 		cfg.dirty_ring_entries, hv_mem_backing_name(cfg.backing),
-		wl.pattern,
-		wl.content, (unsigned long long)wl.rate_pages, !r->paused);
+		wl.pattern, wl.content, (unsigned long long)wl.rate_pages,
+		wl.prefill, !r->paused);
 	reply_vm(call, v);
 	d->vms_created++;
 	migd_monitor_attach(d, v);
@@ -265,7 +266,28 @@ static Migd__Workload *workload_msg(struct migd_call *call,
 	w->hot_share_pct = wl->hot_share_pct;
 	w->heartbeat_us = wl->heartbeat_us;
 	w->seed = wl->seed;
+	w->prefill = wl->prefill;
 	return w;
+}
+
+/*
+ * Whether vCPU @i's prefill is done, from the params page as the guest
+ * sees it (it arrived with the memory after a migration or an update,
+ * whatever the host-side copy says) and its status line.
+ */
+static bool prefill_done(struct migd_vm *v, uint32_t i,
+			 const volatile struct hv_wl_status *st)
+{
+	struct hv_wl_vcpu_params p;
+
+	if (!st || hv_vm_read_guest(v->vm,
+				    HV_WL_PARAMS_GPA +
+					    offsetof(struct hv_wl_params,
+						     vcpu) +
+					    i * sizeof(p),
+				    &p, sizeof(p)))
+		return false;
+	return hv_wl_prefilled(&p, st);
 }
 
 static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
@@ -293,6 +315,7 @@ static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 		/* Clients speak RAM offsets (control.proto). */
 		s->region_offset = hv_ram_gpa_to_off(&l, p->region_gpa);
 	}
+	s->prefill_done = prefill_done(v, i, st);
 	s->region_bytes = p->region_pages * HV_PAGE_SIZE;
 	if (hv_vm_vcpu_stats(v->vm, i, &vs) == 0) {
 		s->heartbeats = vs.heartbeats;
@@ -336,9 +359,11 @@ void migd_call_vm_inspect(struct migd_call *call)
 	/* vcpu.h stamps heartbeats with CLOCK_MONOTONIC. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	r->prefill_done = true;
 	for (uint32_t i = 0; i < n; i++) {
 		fill_vcpu(call, v, i, &vs[i], now);
 		arr[i] = &vs[i];
+		r->prefill_done &= vs[i].prefill_done;
 	}
 	r->n_vcpus = n;
 	r->vcpus = arr;

@@ -86,6 +86,7 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 	o.heartbeat_us = w && w->heartbeat_us ? w->heartbeat_us
 					      : MIGD_HEARTBEAT_US_DEFAULT;
 	o.seed = w && w->seed ? w->seed : 0x5eed0000u;
+	o.prefill = w && w->prefill;
 	if (o.write_pct > 100)
 		FAIL("write_pct %u above 100", o.write_pct);
 	if (o.pattern == HV_WL_PATTERN_HOTSET &&
@@ -120,7 +121,7 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		FAIL("backing '%.32s': anon, memfd, memfd-thp or hugetlb",
 		     r->backing);
 	per_pages = (o.region_bytes >> HV_PAGE_SHIFT) / r->nr_vcpus;
-	if (!per_pages && o.pattern != HV_WL_PATTERN_IDLE)
+	if (!per_pages && (o.pattern != HV_WL_PATTERN_IDLE || o.prefill))
 		FAIL("region too small for %u vCPUs", r->nr_vcpus);
 
 	hv_vm_cfg_init(cfg, accel, r->mem_bytes, r->nr_vcpus);
@@ -142,6 +143,7 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		p->hot_share_pct = o.hot_share_pct;
 		p->heartbeat_us = o.heartbeat_us;
 		p->seed = o.seed + i;
+		p->prefill = o.prefill;
 	}
 	/* 0 (the daemon default) is resolved by the caller. */
 	cfg->dirty_ring_entries = r->dirty_ring > 0 ? (uint32_t)r->dirty_ring

@@ -48,6 +48,7 @@ struct migd_wl {
 	uint32_t hot_share_pct;
 	uint32_t heartbeat_us;
 	uint64_t seed;
+	bool prefill;
 };
 
 struct migd_vm {

@@ -59,7 +59,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 {
 	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
 	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
-	       O_PAUSED, O_RING, O_BACKING };
+	       O_PAUSED, O_RING, O_BACKING, O_PREFILL };
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -77,6 +77,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		{ "paused", no_argument, NULL, O_PAUSED },
 		{ "dirty-ring", required_argument, NULL, O_RING },
 		{ "backing", required_argument, NULL, O_BACKING },
+		{ "prefill", no_argument, NULL, O_PREFILL },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -150,6 +151,9 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 			break;
 		case O_PAUSED:
 			cr.paused = true;
+			break;
+		case O_PREFILL:
+			wl.prefill = true;
 			break;
 		case O_RING:
 			/* The daemon checks the size; off = the bitmap. */
@@ -286,6 +290,9 @@ static void print_inspect(const Migd__VmInspectResult *r)
 		       migd_fmt_bytes(a, sizeof(a), w->region_bytes),
 		       migd_fmt_bytes(c, sizeof(c), w->region_offset),
 		       w->write_pct, w->heartbeat_us);
+		if (w->prefill)
+			printf("prefill:   %s\n",
+			       r->prefill_done ? "done" : "in progress");
 	}
 	printf("%-5s %14s %10s %11s %8s %12s %-7s %s\n", "VCPU", "SEQ",
 	       "PASSES", "HEARTBEATS", "HB-AGE", "MAX-HB-GAP", "RUNNING",

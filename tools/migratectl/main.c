@@ -23,7 +23,7 @@ static const struct {
 	  "          [--region-offset SIZE] [--region-size SIZE]\n"
 	  "          [--write-pct N] [--hot-pct N] [--hot-share N]\n"
 	  "          [--heartbeat-us N] [--seed N] [--paused]\n"
-	  "          [--dirty-ring ENTRIES|off]\n"
+	  "          [--dirty-ring ENTRIES|off] [--prefill]\n"
 	  "          [--backing anon|memfd|memfd-thp|hugetlb]\n"
 	  "  vm list | vm inspect NAME | vm pause NAME | vm resume NAME\n"
 	  "  vm destroy NAME | vm set-rate NAME PAGES/S|SIZE/s [--vcpu N]...\n"

@@ -8,9 +8,12 @@
  * Two modes, chosen by CPU 0 at boot from the params page:
  *  - under our VMM the params page holds HV_WL_MAGIC: every vCPU runs
  *    hv_wl_run() and reports through ucalls;
- *  - under plain QEMU (no params) CPU 0 runs a built-in self-test workload,
- *    checks the stamps it wrote, prints the result on COM1 and leaves
- *    through isa-debug-exit (status 0 = pass, 1 = fail).
+ *  - under plain QEMU (no params) with "hvwl ..." on the PVH command line,
+ *    CPU 0 writes the params page from it and runs like under our VMM;
+ *    its ucalls go to the debug console (qemu_mode.c);
+ *  - under plain QEMU (no params, no "hvwl") CPU 0 runs a built-in
+ *    self-test workload, checks the stamps it wrote, prints the result on
+ *    COM1 and leaves through isa-debug-exit (status 0 = pass, 1 = fail).
  *
  * Everything here is freestanding: no libc; gcc may still emit calls to
  * memset/memcpy, which are defined at the end.
@@ -20,6 +23,7 @@
 
 #include "arch/x86/guest/halt.h"
 #include "arch/x86/guest/layout.h"
+#include "arch/x86/guest/qemu_mode.h"
 #include "arch/x86/guest/ucall.h"
 #include "hvcore/workload.h"
 
@@ -125,6 +129,8 @@ static void qemu_exit(uint32_t status)
 
 static void ucall_deliver(const struct hv_ucall *uc)
 {
+	if (hv_guest_qemu_ucall(uc))
+		return;
 	outl(HV_UCALL_PORT, (uint32_t)(uintptr_t)uc);
 	if (uc->cmd == HV_UCALL_HALT) {
 		hv_guest_halt_deliver((struct hv_ucall *)uc, !qemu_mode);
@@ -228,7 +234,6 @@ void hv_guest_cpu_main(uint64_t cpu, uint64_t start_info)
 	struct desc_ptr idtp = {sizeof(idt) - 1, (uint64_t)(uintptr_t)idt};
 	uint16_t tr = (uint16_t)(SEL_TSS0 + 16 * cpu);
 
-	(void)start_info;
 	tss[cpu].rsp[0] =
 		(uint64_t)(uintptr_t)hv_guest_kstack + (cpu + 1) * KSTACK_SIZE;
 	tss[cpu].iomap = sizeof(struct tss64); /* no I/O bitmap */
@@ -254,7 +259,8 @@ void hv_guest_cpu_main(uint64_t cpu, uint64_t start_info)
 			(const volatile struct hv_wl_params *)(uintptr_t)
 				HV_WL_PARAMS_GPA;
 
-		qemu_mode = p->magic != HV_WL_MAGIC;
+		qemu_mode = p->magic != HV_WL_MAGIC &&
+			    !hv_guest_qemu_boot(start_info);
 		if (qemu_mode)
 			serial_puts("hvguest: booted (PVH), no VMM params: "
 				    "self-test\n");

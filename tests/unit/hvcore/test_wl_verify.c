@@ -251,6 +251,75 @@ static void test_invalid_params_are_refused(void)
 	free(ram);
 }
 
+/* A prefill that never ends must not hang the test: stop after 0.2 s. */
+static void stop_in_time(void *ctx, const struct hv_wl_status *st)
+{
+	if (st->heartbeats >= 200)
+		params(ctx)->vcpu[0].stop = 1;
+}
+
+/* RAM of one vCPU whose prefill finished and then ran @more pattern
+ * writes (idle: none). */
+static uint8_t *ram_prefilled(uint32_t pattern, uint64_t more)
+{
+	uint8_t *ram = calloc(1, RAM_BYTES);
+	struct hv_wl_env env = {
+		.page_for_write = env_write,
+		.page_for_read = env_read,
+		.now_tsc = env_now,
+		.heartbeat = stop_in_time,
+	};
+	struct hv_wl_params *p;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ram);
+	env.ctx = ram;
+	p = params(ram);
+	p->magic = HV_WL_MAGIC;
+	p->version = HV_WL_VERSION;
+	p->nr_vcpus = 1;
+	p->tsc_khz = 1000000;
+	p->vcpu[0] = (struct hv_wl_vcpu_params){
+		.pattern = pattern,
+		.content = HV_WL_CONTENT_TEXT,
+		.region_gpa = SWEEP_GPA,
+		.region_pages = PAGES,
+		.write_pct = 100,
+		.seed = 3,
+		.max_writes = PAGES + more,
+		.heartbeat_us = 1000,
+		.prefill = 1,
+	};
+	CU_ASSERT_EQUAL_FATAL(hv_wl_run(p, status(ram, 0), 0, &env), 0);
+	CU_ASSERT_EQUAL_FATAL(status(ram, 0)->seq, PAGES + more);
+	return ram;
+}
+
+static void test_prefilled_regions_are_checked_whole(void)
+{
+	static const uint32_t pats[] = { HV_WL_PATTERN_RANDOM,
+					 HV_WL_PATTERN_IDLE };
+
+	for (unsigned k = 0; k < 2; k++) {
+		uint8_t *ram = ram_prefilled(pats[k], k ? 0 : 20);
+		struct hv_wl_verify r;
+
+		CU_ASSERT_EQUAL(verify(ram, &r), 0);
+		CU_ASSERT_TRUE(hv_wl_verify_clean(&r));
+		/* Idle included: its prefilled region is checked too. */
+		CU_ASSERT_EQUAL(r.pages, PAGES);
+		CU_ASSERT_EQUAL(r.written, PAGES);
+		/* A random vCPU may leave pages zero, but not once its
+		 * prefill wrote them all: the copy lost that page. */
+		memset(page(ram, SWEEP_GPA, 11), 0, HV_PAGE_SIZE);
+		CU_ASSERT_EQUAL(verify(ram, &r), 0);
+		CU_ASSERT_EQUAL(r.bad, 1);
+		CU_ASSERT_EQUAL(r.stale, 1);
+		CU_ASSERT_EQUAL(r.bad_gfns[0],
+				(SWEEP_GPA >> HV_PAGE_SHIFT) + 11);
+		free(ram);
+	}
+}
+
 static CU_TestInfo tests[] = {
 	{ "workload_output_is_clean", test_workload_output_is_clean },
 	{ "one_flipped_byte_is_found", test_one_flipped_byte_is_found },
@@ -266,6 +335,8 @@ static CU_TestInfo tests[] = {
 	  test_foreign_and_future_stamps_are_bad },
 	{ "mid_batch_slack_is_allowed", test_mid_batch_slack_is_allowed },
 	{ "invalid_params_are_refused", test_invalid_params_are_refused },
+	{ "prefilled_regions_are_checked_whole",
+	  test_prefilled_regions_are_checked_whole },
 	CU_TEST_INFO_NULL,
 };
 

@@ -276,6 +276,131 @@ static void test_run_resumes_seq_and_sweep_from_status(void)
 }
 
 /*
+ * Prefill (workload.h): the region is written once, page by page in
+ * order, before the pattern starts. The write order is recorded here.
+ */
+struct order_env {
+	struct host_env e;
+	uint64_t order[4096]; /* page index of each write */
+	uint64_t n;
+};
+
+static uint8_t *order_write(void *ctx, uint64_t gpa)
+{
+	struct order_env *o = ctx;
+
+	if (o->n < HV_ARRAY_SIZE(o->order))
+		o->order[o->n] = (gpa - REGION_GPA) / HV_PAGE_SIZE;
+	o->n++;
+	return env_write(&o->e, gpa);
+}
+
+static const uint8_t *order_read(void *ctx, uint64_t gpa)
+{
+	return env_read(&((struct order_env *)ctx)->e, gpa);
+}
+
+static void order_run(struct hv_wl_params *p, struct hv_wl_status *st,
+		      struct order_env *o)
+{
+	struct hv_wl_env env = {
+		.ctx = o,
+		.page_for_write = order_write,
+		.page_for_read = order_read,
+		.now_tsc = env_now,
+	};
+
+	CU_ASSERT_EQUAL(hv_wl_run(p, st, 0, &env), 0);
+}
+
+/* Page @i holds a complete write of (vcpu 0, its stamp's seq, content). */
+static bool page_is_whole_write(struct host_env *e, uint64_t i,
+				uint32_t content)
+{
+	static uint8_t want[HV_PAGE_SIZE];
+	const struct hv_wl_stamp *s = stamp(e, i);
+
+	if (s->magic != HV_WL_STAMP_MAGIC || s->vcpu != 0 || !s->seq)
+		return false;
+	memset(want, 0, sizeof(want));
+	hv_wl_fill_page(want, 0, s->seq, content);
+	return !memcmp(want, e->mem + i * HV_PAGE_SIZE, HV_PAGE_SIZE);
+}
+
+static void test_prefill_writes_every_page_once_in_order_then_the_pattern(void)
+{
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct order_env *o = calloc(1, sizeof(*o));
+	uint64_t in_order = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	setup(&p, &o->e, 300, HV_WL_PATTERN_RANDOM, HV_WL_CONTENT_TEXT);
+	p.vcpu[0].prefill = 1;
+	/* Reads do not apply to the prefill: every page gets written. */
+	p.vcpu[0].write_pct = 50;
+	p.vcpu[0].max_writes = 300;
+	order_run(&p, &st, o);
+	CU_ASSERT_EQUAL(st.seq, 300);
+	CU_ASSERT_EQUAL(o->n, 300);
+	CU_ASSERT_EQUAL(st.reads, 0);
+	CU_ASSERT_EQUAL(st.passes, 1);
+	CU_ASSERT_TRUE(hv_wl_prefilled(&p.vcpu[0], &st));
+	for (uint64_t i = 0; i < 300; i++) {
+		CU_ASSERT_EQUAL(o->order[i], i);
+		CU_ASSERT_EQUAL(stamp(&o->e, i)->seq, i + 1);
+		CU_ASSERT_TRUE(page_is_whole_write(&o->e, i,
+						   HV_WL_CONTENT_TEXT));
+	}
+	/* Then the pattern: random pages, half of the accesses reads. */
+	p.vcpu[0].max_writes = 1300;
+	order_run(&p, &st, o);
+	CU_ASSERT_EQUAL(st.seq, 1300);
+	CU_ASSERT_EQUAL(o->n, 1300);
+	CU_ASSERT(st.reads > 500);
+	CU_ASSERT_EQUAL(st.passes, 1);
+	for (uint64_t k = 300; k < 1300; k++)
+		in_order += o->order[k] == (k - 300) % 300;
+	CU_ASSERT(in_order < 50);
+	for (uint64_t i = 0; i < 300; i++)
+		CU_ASSERT_TRUE(page_is_whole_write(&o->e, i,
+						   HV_WL_CONTENT_TEXT));
+	CU_ASSERT_EQUAL(o->e.bad_accesses, 0);
+	free(o->e.mem);
+	free(o);
+}
+
+/* The soft accelerator returns from hv_wl_run() at every heartbeat and
+ * calls it again: the prefill goes on where it stopped, no page twice. */
+static void test_prefill_resumes_where_a_return_left_it(void)
+{
+	static const uint64_t stops[] = { 70, 130, 299, 300 };
+	struct hv_wl_params p;
+	struct hv_wl_status st = { 0 };
+	struct order_env *o = calloc(1, sizeof(*o));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	setup(&p, &o->e, 300, HV_WL_PATTERN_HOTSET, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].hot_pct = 10;
+	p.vcpu[0].hot_share_pct = 90;
+	p.vcpu[0].prefill = 1;
+	for (unsigned k = 0; k < HV_ARRAY_SIZE(stops); k++) {
+		p.vcpu[0].max_writes = stops[k];
+		order_run(&p, &st, o);
+		CU_ASSERT_EQUAL(st.seq, stops[k]);
+		CU_ASSERT_EQUAL(hv_wl_prefilled(&p.vcpu[0], &st),
+				stops[k] >= 300);
+	}
+	CU_ASSERT_EQUAL(o->n, 300);
+	for (uint64_t i = 0; i < 300; i++) {
+		CU_ASSERT_EQUAL(o->order[i], i);
+		CU_ASSERT_EQUAL(stamp(&o->e, i)->seq, i + 1);
+	}
+	free(o->e.mem);
+	free(o);
+}
+
+/*
  * Timed runs. Everything the workload shares (params, status, stop) is
  * touched by the worker thread only: the env's clock hook sets stop once
  * the run's own deadline passed, and the main thread reads the results
@@ -787,6 +912,54 @@ static void test_region_spans_the_hole_in_ram_offsets(void)
 	CU_ASSERT_EQUAL(hv_wl_check(&p, 0), 0);
 }
 
+/*
+ * The prefill runs flat out whatever the rate, and the rate holds from
+ * its end: on the simulated clock 2000 pages take 8 ms to prefill, where
+ * 1000 pages/s would need 2 s, and the remaining ~490 ms run at 1000/s.
+ */
+static void test_prefill_runs_flat_out_then_the_rate_holds(void)
+{
+	struct hv_wl_params p;
+	struct host_env e;
+	double rate;
+	uint64_t paced;
+
+	setup(&p, &e, 2000, HV_WL_PATTERN_RANDOM, HV_WL_CONTENT_STAMP);
+	p.vcpu[0].prefill = 1;
+	p.vcpu[0].rate_pages = 1000;
+	rate = run_timed_on(&p, &e, 500, TEST_CLOCK_VIRTUAL);
+	paced = (uint64_t)(rate * 0.5) > 2000 ? (uint64_t)(rate * 0.5) - 2000
+					      : 0;
+	printf("\n    %.0f writes in 500 ms: 2000 prefill + %llu paced",
+	       rate * 0.5, (unsigned long long)paced);
+	CU_ASSERT(rate * 0.5 >= 2000);
+	/* About 490 ms at 1000/s, plus at most one batch. */
+	CU_ASSERT(paced >= 440 && paced <= 490 + HV_WL_BATCH);
+	free(e.mem);
+}
+
+/* Idle with a prefill: the region written once, then heartbeats only. */
+static void test_prefill_of_an_idle_vcpu_writes_the_region_once(void)
+{
+	struct hv_wl_params p;
+	struct host_env e;
+
+	setup(&p, &e, 500, HV_WL_PATTERN_IDLE, HV_WL_CONTENT_TEXT);
+	p.vcpu[0].prefill = 1;
+	p.vcpu[0].heartbeat_us = 1000;
+	run_timed_on(&p, &e, 200, TEST_CLOCK_VIRTUAL);
+	CU_ASSERT_EQUAL(e.writes_seen, 500);
+	CU_ASSERT(e.heartbeats >= 100);
+	for (uint64_t i = 0; i < 500; i++)
+		CU_ASSERT_TRUE(page_is_whole_write(&e, i, HV_WL_CONTENT_TEXT));
+	/* An idle vCPU with a prefill needs a valid region. */
+	p.vcpu[0].region_pages = 0;
+	CU_ASSERT_EQUAL(hv_wl_check(&p, 0), -22);
+	p.vcpu[0].prefill = 0;
+	CU_ASSERT_EQUAL(hv_wl_check(&p, 0), 0);
+	free(e.mem);
+}
+
 static CU_TestInfo tests[] = {
 	{ "region_spans_the_hole_in_ram_offsets",
 	  test_region_spans_the_hole_in_ram_offsets },
@@ -814,6 +987,14 @@ static CU_TestInfo tests[] = {
 	{ "pacing_catches_up_across_returns",
 	  test_pacing_catches_up_across_returns },
 	{ "heartbeats_are_paced", test_heartbeats_are_paced },
+	{ "prefill_writes_every_page_once_in_order_then_the_pattern",
+	  test_prefill_writes_every_page_once_in_order_then_the_pattern },
+	{ "prefill_resumes_where_a_return_left_it",
+	  test_prefill_resumes_where_a_return_left_it },
+	{ "prefill_runs_flat_out_then_the_rate_holds",
+	  test_prefill_runs_flat_out_then_the_rate_holds },
+	{ "prefill_of_an_idle_vcpu_writes_the_region_once",
+	  test_prefill_of_an_idle_vcpu_writes_the_region_once },
 	{ "throttle_does_not_count_a_pause_as_busy_time",
 	  test_throttle_does_not_count_a_pause_as_busy_time },
 	CU_TEST_INFO_NULL,

@@ -254,6 +254,32 @@ static void test_held_name_is_taken_until_added_or_released(void)
 	migd_registry_fini(&reg);
 }
 
+/* --prefill reaches every vCPU's params, and is off unless asked for. */
+static void test_prefill_reaches_every_vcpu(void)
+{
+	Migd__Workload w = MIGD__WORKLOAD__INIT;
+	Migd__VmCreateRequest r = base_req();
+	struct hv_vm_cfg cfg;
+	struct migd_wl wl;
+	char err[256];
+
+	CU_ASSERT_EQUAL_FATAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl,
+						err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(wl.prefill);
+	CU_ASSERT_EQUAL(cfg.wl[0].prefill, 0);
+	w.prefill = true;
+	w.pattern = MIGD__WL_PATTERN__WL_PATTERN_IDLE;
+	r.workload = &w;
+	CU_ASSERT_EQUAL_FATAL(migd_vm_cfg_build(&r, HV_ACCEL_SOFT, &cfg, &wl,
+						err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(wl.prefill);
+	for (uint32_t i = 0; i < r.nr_vcpus; i++) {
+		CU_ASSERT_EQUAL(cfg.wl[i].prefill, 1);
+		/* An idle vCPU that prefills needs a valid region. */
+		CU_ASSERT(cfg.wl[i].region_pages > 0);
+	}
+}
+
 static CU_TestInfo tests[] = {
 	{ "defaults_split_region_between_vcpus",
 	  test_defaults_split_region_between_vcpus },
@@ -263,6 +289,7 @@ static CU_TestInfo tests[] = {
 	  test_region_offsets_skip_the_mmio_hole },
 	{ "dirty_ring_sizes", test_dirty_ring_sizes },
 	{ "backing_names", test_backing_names },
+	{ "prefill_reaches_every_vcpu", test_prefill_reaches_every_vcpu },
 	{ "accel_names", test_accel_names },
 	{ "registry_refuses_duplicate_names",
 	  test_registry_refuses_duplicate_names },

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Helpers of tools/bench/vs-qemu.sh for the QEMU side.
+
+  vsqemu.py hb LOG SRC_SOCK DST_SOCK
+      Listen on two Unix sockets that the source's and the destination's
+      QEMU connect to (-chardev socket,path=...,server=off on their
+      isa-debugcon); append every complete line the guest writes as
+      "REALTIME_NS src|dst LINE" to LOG. A line is timestamped with
+      CLOCK_REALTIME when its newline arrives, as our VMM timestamps its
+      heartbeats when they arrive. Runs until SIGTERM.
+  vsqemu.py qmp SOCK COMMAND [ARGS_JSON]
+      One QMP command; prints its "return" as JSON (exit 1 on an error).
+  vsqemu.py migrate SRC_QMP DST_QMP URI SETTING TIMEOUT_S
+      One migration with SETTING (default, bw10g, multifd2, multifd2zstd):
+      capabilities and parameters on both sides, migrate-incoming on the
+      destination, migrate on the source, query-migrate every 10 ms until
+      it completes, fails or TIMEOUT_S passes (then migrate_cancel). Prints
+      the last query-migrate as JSON.
+  vsqemu.py gap LOG
+      The guest-seen downtime from a heartbeat log: the time from the
+      source's last heartbeat to the destination's first, in ms (the same
+      rule as our engine's guest_downtime_ns); "-" without both.
+  vsqemu.py rate LOG SECONDS
+      Guest page writes per second over the last SECONDS of the source's
+      heartbeats (from their seq field).
+"""
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+
+
+def hb(log, src, dst):
+    sel = selectors.DefaultSelector()
+    out = open(log, "a", buffering=1)
+    for tag, path in (("src", src), ("dst", dst)):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen(2)
+        sel.register(s, selectors.EVENT_READ, ("listen", tag))
+    bufs = {}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        for key, _ in sel.select():
+            kind, tag = key.data
+            if kind == "listen":
+                c, _ = key.fileobj.accept()
+                bufs[c] = b""
+                sel.register(c, selectors.EVENT_READ, ("conn", tag))
+                continue
+            data = key.fileobj.recv(65536)
+            now = time.time_ns()
+            if not data:
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                continue
+            buf = bufs[key.fileobj] + data
+            *lines, rest = buf.split(b"\n")
+            bufs[key.fileobj] = rest
+            for ln in lines:
+                out.write("%d %s %s\n" % (now, tag,
+                                          ln.decode("ascii", "replace")))
+
+
+class Qmp:
+    def __init__(self, path, timeout=30):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        end = time.time() + timeout
+        while True:
+            try:
+                self.s.connect(path)
+                break
+            except OSError:
+                if time.time() > end:
+                    raise
+                time.sleep(0.05)
+        self.f = self.s.makefile("rwb", buffering=0)
+        self._read()  # greeting
+        self.cmd("qmp_capabilities")
+
+    def _read(self):
+        line = self.f.readline()
+        if not line:
+            raise EOFError("QMP connection closed")
+        return json.loads(line)
+
+    def cmd(self, name, **args):
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        self.f.write((json.dumps(msg) + "\n").encode())
+        while True:
+            r = self._read()
+            if "return" in r:
+                return r["return"]
+            if "error" in r:
+                raise RuntimeError("%s: %s" % (name, r["error"]["desc"]))
+
+
+SETTINGS = {
+    "default": ([], {}),
+    "bw10g": ([], {"max-bandwidth": 10 * 1000 ** 3}),
+    "multifd2": (["multifd"], {"multifd-channels": 2}),
+    "multifd2zstd": (["multifd"], {"multifd-channels": 2,
+                                   "multifd-compression": "zstd"}),
+}
+
+
+def migrate(src_path, dst_path, uri, setting, timeout):
+    caps, params = SETTINGS[setting]
+    src, dst = Qmp(src_path), Qmp(dst_path)
+    for q in (src, dst):
+        if caps:
+            q.cmd("migrate-set-capabilities",
+                  capabilities=[{"capability": c, "state": True}
+                                for c in caps])
+        if params:
+            q.cmd("migrate-set-parameters", **params)
+    dst.cmd("migrate-incoming", uri=uri)
+    t0 = time.time()
+    src.cmd("migrate", uri=uri)
+    last = {}
+    while True:
+        last = src.cmd("query-migrate")
+        st = last.get("status")
+        if st in ("completed", "failed", "cancelled"):
+            break
+        if time.time() - t0 > timeout:
+            src.cmd("migrate_cancel")
+            last["status"] = "timeout"
+            break
+        time.sleep(0.01)
+    last["wall-ms"] = round((time.time() - t0) * 1000, 1)
+    if last["status"] == "completed":
+        # The destination runs once it reports so.
+        end = time.time() + 10
+        while dst.cmd("query-status")["status"] != "running" and \
+                time.time() < end:
+            time.sleep(0.01)
+    print(json.dumps(last))
+    return 0 if last["status"] == "completed" else 1
+
+
+def read_log(log):
+    rows = []
+    with open(log) as f:
+        for ln in f:
+            p = ln.split()
+            if len(p) >= 4 and p[2] == "hb":
+                rows.append((int(p[0]), p[1], p[3:]))
+    return rows
+
+
+def gap(log):
+    rows = read_log(log)
+    first_dst = next((t for t, tag, _ in rows if tag == "dst"), None)
+    src = [t for t, tag, _ in rows if tag == "src" and
+           (first_dst is None or t <= first_dst)]
+    if first_dst is None or not src:
+        print("-")
+        return 1
+    print("%.1f" % ((first_dst - src[-1]) / 1e6))
+    return 0
+
+
+def rate(log, seconds):
+    rows = [(t, int(f[2])) for t, tag, f in read_log(log)
+            if tag == "src" and len(f) >= 3]
+    if len(rows) < 2:
+        print("-")
+        return 1
+    t1, s1 = rows[-1]
+    t0, s0 = next(((t, s) for t, s in rows if t >= t1 - seconds * 1e9),
+                  rows[0])
+    print("%.0f" % ((s1 - s0) * 1e9 / (t1 - t0)) if t1 > t0 else "-")
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    c = argv[1]
+    if c == "hb" and len(argv) == 5:
+        return hb(*argv[2:])
+    if c == "qmp" and len(argv) in (4, 5):
+        args = json.loads(argv[4]) if len(argv) == 5 else {}
+        try:
+            print(json.dumps(Qmp(argv[2]).cmd(argv[3], **args)))
+        except RuntimeError as e:
+            print("qmp: %s" % e, file=sys.stderr)
+            return 1
+        return 0
+    if c == "migrate" and len(argv) == 7 and argv[5] in SETTINGS:
+        return migrate(argv[2], argv[3], argv[4], argv[5], float(argv[6]))
+    if c == "gap" and len(argv) == 3:
+        return gap(argv[2])
+    if c == "rate" and len(argv) == 4:
+        return rate(argv[2], float(argv[3]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
