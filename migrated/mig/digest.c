@@ -165,11 +165,42 @@ static void put_le(uint8_t *b, uint64_t v, unsigned n)
 		b[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* One slot's header, as the digest defines it. */
+static int update_hdr(EVP_MD_CTX *ctx, const struct mig_memmap_slot *sl)
+{
+	uint8_t hdr[20];
+
+	put_le(hdr, sl->id, 4);
+	put_le(hdr + 4, sl->base_gfn, 8);
+	put_le(hdr + 12, sl->npages, 8);
+	return EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
+}
+
+/* @n table entries, little-endian on the wire whatever the host is. */
+static int update_entries(EVP_MD_CTX *ctx, const uint64_t *t, uint64_t n)
+{
+	uint8_t buf[8 * 512];
+	int ok = 1;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* The table is already in wire order: hash it in place. */
+	(void)buf;
+	return EVP_DigestUpdate(ctx, t, n * sizeof(uint64_t));
+#endif
+	for (uint64_t i = 0; ok && i < n; i += 512) {
+		uint64_t m = HV_MIN(n - i, 512u);
+
+		for (uint64_t k = 0; k < m; k++)
+			put_le(buf + 8 * k, t[i + k], 8);
+		ok = EVP_DigestUpdate(ctx, buf, m * 8);
+	}
+	return ok;
+}
+
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	uint8_t buf[8 * 512];
 	uint64_t idx = 0;
 	unsigned len = 0;
 	int ok;
@@ -179,27 +210,9 @@ int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	for (unsigned s = 0; ok && s < mig_memmap_count(map); s++) {
 		const struct mig_memmap_slot *sl = mig_memmap_at(map, s);
-		uint8_t hdr[20];
 
-		put_le(hdr, sl->id, 4);
-		put_le(hdr + 4, sl->base_gfn, 8);
-		put_le(hdr + 12, sl->npages, 8);
-		ok = EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* The table is already in wire order: hash it in place. */
-		ok = ok && EVP_DigestUpdate(ctx, table + idx,
-					    sl->npages * sizeof(uint64_t));
-		idx += sl->npages;
-		continue;
-#endif
-		/* Little-endian on the wire whatever the host is. */
-		for (uint64_t i = 0; ok && i < sl->npages; i += 512) {
-			uint64_t n = HV_MIN(sl->npages - i, 512u);
-
-			for (uint64_t k = 0; k < n; k++)
-				put_le(buf + 8 * k, table[idx + i + k], 8);
-			ok = EVP_DigestUpdate(ctx, buf, n * 8);
-		}
+		ok = update_hdr(ctx, sl) &&
+		     update_entries(ctx, table + idx, sl->npages);
 		idx += sl->npages;
 	}
 	ok = ok && EVP_DigestFinal_ex(ctx, out, &len) && len == MIG_DIGEST_LEN;
@@ -254,27 +267,53 @@ int mig_digest_compute_data(const struct mig_memmap *map,
 			    const uint64_t *const *data, unsigned nthreads,
 			    uint8_t out[MIG_DIGEST_LEN], uint64_t *pages)
 {
-	uint64_t total = mig_memmap_pages(map), idx = 0;
-	uint64_t *table;
-	int ret = 0;
+	/*
+	 * The table is hashed a chunk at a time rather than built whole:
+	 * 8 bytes a page of a 256 GiB VM is 512 MiB the destination would
+	 * touch at every commit, mostly for holes that hash to the zero
+	 * hash without being read.
+	 */
+	uint64_t *chunk = malloc(MIG_DIGEST_CHUNK_PAGES * sizeof(*chunk));
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint64_t total = 0;
+	unsigned len = 0;
+	int ret = 0, ok;
 
-	table = malloc(HV_MAX(total, 1) * sizeof(*table));
-	if (!table)
+	if (!chunk || !ctx) {
+		free(chunk);
+		EVP_MD_CTX_free(ctx);
 		return -ENOMEM;
-	for (unsigned s = 0; !ret && s < mig_memmap_count(map); s++) {
+	}
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (unsigned s = 0; ok && !ret && s < mig_memmap_count(map); s++) {
 		const struct mig_memmap_slot *sl = mig_memmap_at(map, s);
 
-		ret = mig_hash_range(sl->host, sl->npages, NULL,
-				     data ? data[s] : NULL, table + idx,
-				     nthreads);
-		idx += sl->npages;
+		ok = update_hdr(ctx, sl);
+		for (uint64_t i = 0; ok && !ret && i < sl->npages;
+		     i += MIG_DIGEST_CHUNK_PAGES) {
+			uint64_t n = HV_MIN(sl->npages - i,
+					    (uint64_t)MIG_DIGEST_CHUNK_PAGES);
+
+			ret = mig_hash_range(sl->host + (i << HV_PAGE_SHIFT), n,
+					     NULL,
+					     data && data[s] ? data[s] + i / 64
+							     : NULL,
+					     chunk, nthreads);
+			ok = !ret && update_entries(ctx, chunk, n);
+		}
+		total += sl->npages;
 	}
-	if (!ret)
-		ret = mig_digest_table(map, table, out);
-	if (!ret && pages)
+	ok = ok && !ret && EVP_DigestFinal_ex(ctx, out, &len) &&
+	     len == MIG_DIGEST_LEN;
+	EVP_MD_CTX_free(ctx);
+	free(chunk);
+	if (ret)
+		return ret;
+	if (!ok)
+		return -EIO;
+	if (pages)
 		*pages = total;
-	free(table);
-	return ret;
+	return 0;
 }
 
 int mig_digest_compute(const struct mig_memmap *map, unsigned nthreads,

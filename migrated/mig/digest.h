@@ -39,6 +39,10 @@
 /* The 64-bit hash of the 4 KiB page at @page. Pure, thread-safe. */
 uint64_t mig_page_hash(const void *page);
 
+/* Pages hashed at a time by mig_digest_compute_data() and the source's
+ * verification (a multiple of 64: data-map words stay aligned). */
+#define MIG_DIGEST_CHUNK_PAGES (1u << 18)
+
 /* The hash of a page of zeros (what a hole or a zero page hashes to). */
 uint64_t mig_zero_page_hash(void);
 

@@ -344,7 +344,8 @@ int src_hash_sent(struct mig_source *s)
 int src_verify(struct mig_source *s)
 {
 	uint64_t t0 = mig__now_ns(), bad = 0, first_bad = UINT64_MAX;
-	uint64_t *now = malloc(HV_MAX(s->table_pages, 1) * sizeof(uint64_t));
+	/* A chunk at a time, as the digest: never a second whole table. */
+	uint64_t *now = malloc(MIG_DIGEST_CHUNK_PAGES * sizeof(uint64_t));
 	int ret = 0;
 
 	if (!now)
@@ -361,16 +362,24 @@ int src_verify(struct mig_source *s)
 			free(data);
 			data = NULL;
 		}
-		ret = mig_hash_range(sl->host, sl->npages, NULL, data,
-				     now + sl->tidx, 2);
+		for (uint64_t p = 0; !ret && p < sl->npages;
+		     p += MIG_DIGEST_CHUNK_PAGES) {
+			uint64_t n = HV_MIN(sl->npages - p,
+					    (uint64_t)MIG_DIGEST_CHUNK_PAGES);
+			const uint64_t *want = s->table + sl->tidx + p;
+
+			ret = mig_hash_range(sl->host + (p << HV_PAGE_SHIFT), n,
+					     NULL, data ? data + p / 64 : NULL,
+					     now, 2);
+			for (uint64_t k = 0; !ret && k < n; k++) {
+				if (now[k] == want[k])
+					continue;
+				if (!bad)
+					first_bad = sl->tidx + p + k;
+				bad++;
+			}
+		}
 		free(data);
-	}
-	for (uint64_t i = 0; !ret && i < s->table_pages; i++) {
-		if (now[i] == s->table[i])
-			continue;
-		if (!bad)
-			first_bad = i;
-		bad++;
 	}
 	free(now);
 	if (ret)
