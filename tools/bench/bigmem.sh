@@ -49,7 +49,7 @@ kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null; }
 # one MEM OFFSET REP: prints "mem rep total_s src_hwm_mib dst_rss_mib
 # dst_anon_mib dst_shmem_mib"
 one() {
-	local mem=$1 off=$2 rep=$3 name=v$rep-$1 wpid port out
+	local mem=$1 off=$2 rep=$3 name=v$3-$1 wpid port out
 	"$CTL" --socket "$S" vm create "$name" --mem "$mem" --vcpus 2 \
 		--pattern sweep --rate 20000 --region-offset "$off" \
 		--region-size 256M >/dev/null || return
@@ -67,9 +67,14 @@ one() {
 	tt=$(sed -nE 's/^ *total time: +([0-9.]+) (m?s).*/\1 \2/p' <<<"$out" | tail -1)
 	case "$tt" in *" ms") tt=$(echo "${tt% ms} / 1000" | bc -l) ;; *) tt=${tt% s} ;; esac
 	grep -q "0 differ" <<<"$out" || echo "# $name: verification: $(grep verified <<<"$out")" >&2
-	sleep 0.5
-	local dp
-	dp=$("$CTL" --socket "$D" --json vm inspect "$name" | jq -r .info.worker_pid)
+	local dp=
+	# The destination registers the VM once it resumed it.
+	for _ in $(seq 300); do
+		dp=$("$CTL" --socket "$D" --json vm inspect "$name" 2>/dev/null |
+			jq -r '.info.worker_pid // empty')
+		[ -n "$dp" ] && break
+		sleep 0.1
+	done
 	printf "%-5s %3s %8.2f %10.0f %10.0f %9.0f %9.0f\n" "$mem" "$rep" "$tt" \
 		"$(echo "$(cat "$T/hwm") / 1024" | bc -l)" \
 		"$(echo "$(kib "$dp" VmRSS) / 1024" | bc -l)" \
