@@ -94,6 +94,7 @@ struct hash_job {
 	uint64_t *table;
 	uint64_t first, end; /* pages of the range this job fills */
 	uint64_t zero_hash;
+	uint64_t rel; /* stored as hash ^ rel */
 	pthread_t thread;
 };
 
@@ -111,10 +112,11 @@ static void *hash_run(void *arg)
 			continue;
 		}
 		if (j->data && !bit_test(j->data, i))
-			j->table[i] = j->zero_hash;
+			j->table[i] = j->zero_hash ^ j->rel;
 		else
-			j->table[i] = mig_page_is_zero(pg) ? j->zero_hash
-							    : mig_page_hash(pg);
+			j->table[i] = (mig_page_is_zero(pg) ? j->zero_hash
+							     : mig_page_hash(pg)) ^
+				      j->rel;
 	}
 	return NULL;
 }
@@ -122,6 +124,14 @@ static void *hash_run(void *arg)
 int mig_hash_range(const uint8_t *host, uint64_t npages,
 		   const uint64_t *select, const uint64_t *data,
 		   uint64_t *table, unsigned nthreads)
+{
+	return mig_hash_range_rel(host, npages, select, data, table, 0,
+				  nthreads);
+}
+
+int mig_hash_range_rel(const uint8_t *host, uint64_t npages,
+		       const uint64_t *select, const uint64_t *data,
+		       uint64_t *table, uint64_t rel, unsigned nthreads)
 {
 	struct hash_job jobs[MIG_DIGEST_MAX_THREADS];
 	unsigned started = 0;
@@ -143,6 +153,7 @@ int mig_hash_range(const uint8_t *host, uint64_t npages,
 			.first = HV_MIN(t * per, npages),
 			.end = HV_MIN((t + 1) * per, npages),
 			.zero_hash = mig_zero_page_hash(),
+			.rel = rel,
 		};
 	/* Jobs 1.. in threads, job 0 here. */
 	for (unsigned t = 1; t < nthreads; t++, started++) {
@@ -176,22 +187,24 @@ static int update_hdr(EVP_MD_CTX *ctx, const struct mig_memmap_slot *sl)
 	return EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
 }
 
-/* @n table entries, little-endian on the wire whatever the host is. */
-static int update_entries(EVP_MD_CTX *ctx, const uint64_t *t, uint64_t n)
+/* @n table entries (each stored ^ @rel), little-endian on the wire
+ * whatever the host is. */
+static int update_entries(EVP_MD_CTX *ctx, const uint64_t *t, uint64_t n,
+			  uint64_t rel)
 {
 	uint8_t buf[8 * 512];
 	int ok = 1;
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	/* The table is already in wire order: hash it in place. */
-	(void)buf;
-	return EVP_DigestUpdate(ctx, t, n * sizeof(uint64_t));
+	if (!rel)
+		return EVP_DigestUpdate(ctx, t, n * sizeof(uint64_t));
 #endif
 	for (uint64_t i = 0; ok && i < n; i += 512) {
 		uint64_t m = HV_MIN(n - i, 512u);
 
 		for (uint64_t k = 0; k < m; k++)
-			put_le(buf + 8 * k, t[i + k], 8);
+			put_le(buf + 8 * k, t[i + k] ^ rel, 8);
 		ok = EVP_DigestUpdate(ctx, buf, m * 8);
 	}
 	return ok;
@@ -199,6 +212,12 @@ static int update_entries(EVP_MD_CTX *ctx, const uint64_t *t, uint64_t n)
 
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN])
+{
+	return mig_digest_table_rel(map, table, 0, out);
+}
+
+int mig_digest_table_rel(const struct mig_memmap *map, const uint64_t *table,
+			 uint64_t rel, uint8_t out[MIG_DIGEST_LEN])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	uint64_t idx = 0;
@@ -212,7 +231,7 @@ int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		const struct mig_memmap_slot *sl = mig_memmap_at(map, s);
 
 		ok = update_hdr(ctx, sl) &&
-		     update_entries(ctx, table + idx, sl->npages);
+		     update_entries(ctx, table + idx, sl->npages, rel);
 		idx += sl->npages;
 	}
 	ok = ok && EVP_DigestFinal_ex(ctx, out, &len) && len == MIG_DIGEST_LEN;
@@ -299,7 +318,7 @@ int mig_digest_compute_data(const struct mig_memmap *map,
 					     data && data[s] ? data[s] + i / 64
 							     : NULL,
 					     chunk, nthreads);
-			ok = !ret && update_entries(ctx, chunk, n);
+			ok = !ret && update_entries(ctx, chunk, n, 0);
 		}
 		total += sl->npages;
 	}

@@ -62,12 +62,24 @@ int mig_hash_range(const uint8_t *host, uint64_t npages,
 		   uint64_t *table, unsigned nthreads);
 
 /*
+ * The same, storing each entry as hash ^ @rel. With @rel the zero-page
+ * hash, a page of zeros is entry 0, so a table that starts calloc'd (all
+ * zero pages) costs memory only where pages were hashed.
+ */
+int mig_hash_range_rel(const uint8_t *host, uint64_t npages,
+		       const uint64_t *select, const uint64_t *data,
+		       uint64_t *table, uint64_t rel, unsigned nthreads);
+
+/*
  * The digest (definition above) of a finished page table: @table holds
  * one entry per page of @map, slots back to back in id order. Does not
  * change @table. 0, -ENOMEM or -EIO (OpenSSL).
  */
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN]);
+/* The same over a table whose entries are stored ^ @rel. */
+int mig_digest_table_rel(const struct mig_memmap *map, const uint64_t *table,
+			 uint64_t rel, uint8_t out[MIG_DIGEST_LEN]);
 
 /*
  * Data map of pages [0, @npages) of memfd @fd from byte @off: bit i set
