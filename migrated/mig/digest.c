@@ -196,9 +196,18 @@ static int update_entries(EVP_MD_CTX *ctx, const uint64_t *t, uint64_t n,
 	int ok = 1;
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	/* The table is already in wire order: hash it in place. */
+	/* The table is already in wire order: hash it in place, or undo
+	 * @rel a word at a time. */
 	if (!rel)
 		return EVP_DigestUpdate(ctx, t, n * sizeof(uint64_t));
+	for (uint64_t i = 0; ok && i < n; i += 512) {
+		uint64_t m = HV_MIN(n - i, 512u), w[512];
+
+		for (uint64_t k = 0; k < m; k++)
+			w[k] = t[i + k] ^ rel;
+		ok = EVP_DigestUpdate(ctx, w, m * 8);
+	}
+	return ok;
 #endif
 	for (uint64_t i = 0; ok && i < n; i += 512) {
 		uint64_t m = HV_MIN(n - i, 512u);
