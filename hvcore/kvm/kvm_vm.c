@@ -138,6 +138,19 @@ static int load_guest(struct hv_vm *vm, struct hv_kvm_vm *k)
 	struct x86_pvh_image img;
 	int ret;
 
+	/*
+	 * The guest image's boot tables (arch/x86/guest/entry.S) and the
+	 * APs' (HV_X86_AP_PT_*) identity-map the first 4 GiB only: RAM from
+	 * 4 GiB up (hvcore/ram_layout.h) would fault in the guest. Refused
+	 * clearly until the guest maps all of its RAM.
+	 */
+	if (vm->cfg.mem_bytes > HV_RAM_HOLE_START) {
+		hv_err("kvm",
+		       "op=load_guest mem=%llu err=%d "
+		       "reason=guest_maps_only_4GiB_above_3GiB_unsupported",
+		       (unsigned long long)vm->cfg.mem_bytes, -EOPNOTSUPP);
+		return -EOPNOTSUPP;
+	}
 	ret = x86_pvh_load(path, vm->mem->hva, vm->mem->bytes, &img);
 	if (ret)
 		return ret;

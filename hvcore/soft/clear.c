@@ -56,16 +56,32 @@ static void unlock(struct clear_run *r)
 		hv_soft_mmu_read_unlock(r->vm->mmu);
 }
 
-/* Re-arm one page. 0, or -ENOMEM when a split needs a page the cache lacks
- * (nothing half-done: the caller tops up and calls again). */
-static int protect_one(struct clear_run *r, gpa_t gpa)
+/*
+ * Re-arm one page. 0, or -ENOMEM when a split needs a page the cache lacks
+ * (nothing half-done: the caller tops up and calls again). When the page
+ * is not mapped, *@unmapped_end is the end of the unmapped block the walk
+ * stopped in (a missing table unmaps up to 512 GiB): the caller skips the
+ * pages up to there, which keeps the first clear of a large VM whose
+ * guest touched little (every page initially dirty) from walking it page
+ * by page. Else it is @gpa.
+ */
+static int protect_one(struct clear_run *r, gpa_t gpa, gpa_t *unmapped_end)
 {
 	struct hv_soft_mmu *mmu = r->vm->mmu;
 	const struct hv_arch_pte_fmt *fmt = hv_soft_mmu_fmt(mmu);
 	struct hv_soft_walk w;
 
-	if (!hv_soft_mmu_walk(mmu, gpa, &w))
-		return 0; /* not mapped: its next access faults and logs */
+	*unmapped_end = gpa;
+	if (!hv_soft_mmu_walk(mmu, gpa, &w)) {
+		/* Not mapped: its next access faults and logs. A table
+		 * missing at w.level leaves its whole span unmapped. */
+		if (!fmt->present(w.pte)) {
+			uint64_t size = 1ULL << hv_pte_level_shift(w.level);
+
+			*unmapped_end = HV_ALIGN_DOWN(gpa, size) + size;
+		}
+		return 0;
+	}
 	for (;;) {
 		unsigned perm = fmt->perm(w.pte), np;
 
@@ -129,6 +145,7 @@ int hv_soft_vm_clear(struct hv_soft_vm *vm, uint32_t slot_id, uint64_t first,
 	pthread_mutex_lock(&vm->clear_lock);
 	for (uint64_t c = 0; c < count && !ret; c += chunk) {
 		uint64_t end = HV_MIN(c + chunk, count), since = 0;
+		gpa_t skip;
 
 		if (hv_soft_pgcache_topup(&vm->split_cache, SPLIT_CACHE_MIN)) {
 			ret = -ENOMEM;
@@ -146,8 +163,15 @@ int hv_soft_vm_clear(struct hv_soft_vm *vm, uint32_t slot_id, uint64_t first,
 			i += __builtin_ctzll(word);
 			if (i >= end)
 				break;
-			err = protect_one(&r, hv_gfn_to_gpa(s->base_gfn +
-							    first + i));
+			err = protect_one(&r,
+					  hv_gfn_to_gpa(s->base_gfn + first + i),
+					  &skip);
+			if (!err && skip > hv_gfn_to_gpa(s->base_gfn + first +
+							 i + 1)) {
+				/* Nothing mapped up to there. */
+				i = hv_gpa_to_gfn(skip) - s->base_gfn - first;
+				continue;
+			}
 			/* The write-lock baseline holds the lock for the
 			 * whole chunk, as KVM_CLEAR_DIRTY_LOG holds
 			 * mmu_lock; only a dry cache makes it let go. */

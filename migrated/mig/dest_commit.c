@@ -79,7 +79,7 @@ static int dst_digest(struct mig_dest *d)
 
 	if (!d->htab)
 		return dst_digest_reread(d);
-	ret = mig_digest_table_xor(d->map, d->htab, mig_zero_page_hash(),
+	ret = mig_digest_table_rel(d->map, d->htab, mig_zero_page_hash(),
 				   d->digest);
 	if (!ret)
 		d->digest_pages = mig_memmap_pages(d->map);

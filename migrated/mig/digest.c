@@ -94,6 +94,7 @@ struct hash_job {
 	uint64_t *table;
 	uint64_t first, end; /* pages of the range this job fills */
 	uint64_t zero_hash;
+	uint64_t rel; /* stored as hash ^ rel */
 	pthread_t thread;
 };
 
@@ -111,10 +112,11 @@ static void *hash_run(void *arg)
 			continue;
 		}
 		if (j->data && !bit_test(j->data, i))
-			j->table[i] = j->zero_hash;
+			j->table[i] = j->zero_hash ^ j->rel;
 		else
-			j->table[i] = mig_page_is_zero(pg) ? j->zero_hash
-							    : mig_page_hash(pg);
+			j->table[i] = (mig_page_is_zero(pg) ? j->zero_hash
+							     : mig_page_hash(pg)) ^
+				      j->rel;
 	}
 	return NULL;
 }
@@ -122,6 +124,14 @@ static void *hash_run(void *arg)
 int mig_hash_range(const uint8_t *host, uint64_t npages,
 		   const uint64_t *select, const uint64_t *data,
 		   uint64_t *table, unsigned nthreads)
+{
+	return mig_hash_range_rel(host, npages, select, data, table, 0,
+				  nthreads);
+}
+
+int mig_hash_range_rel(const uint8_t *host, uint64_t npages,
+		       const uint64_t *select, const uint64_t *data,
+		       uint64_t *table, uint64_t rel, unsigned nthreads)
 {
 	struct hash_job jobs[MIG_DIGEST_MAX_THREADS];
 	unsigned started = 0;
@@ -143,6 +153,7 @@ int mig_hash_range(const uint8_t *host, uint64_t npages,
 			.first = HV_MIN(t * per, npages),
 			.end = HV_MIN((t + 1) * per, npages),
 			.zero_hash = mig_zero_page_hash(),
+			.rel = rel,
 		};
 	/* Jobs 1.. in threads, job 0 here. */
 	for (unsigned t = 1; t < nthreads; t++, started++) {
@@ -165,17 +176,59 @@ static void put_le(uint8_t *b, uint64_t v, unsigned n)
 		b[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* One slot's header, as the digest defines it. */
+static int update_hdr(EVP_MD_CTX *ctx, const struct mig_memmap_slot *sl)
+{
+	uint8_t hdr[20];
+
+	put_le(hdr, sl->id, 4);
+	put_le(hdr + 4, sl->base_gfn, 8);
+	put_le(hdr + 12, sl->npages, 8);
+	return EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
+}
+
+/* @n table entries (each stored ^ @rel), little-endian on the wire
+ * whatever the host is. */
+static int update_entries(EVP_MD_CTX *ctx, const uint64_t *t, uint64_t n,
+			  uint64_t rel)
+{
+	uint8_t buf[8 * 512];
+	int ok = 1;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* The table is already in wire order: hash it in place, or undo
+	 * @rel a word at a time. */
+	if (!rel)
+		return EVP_DigestUpdate(ctx, t, n * sizeof(uint64_t));
+	for (uint64_t i = 0; ok && i < n; i += 512) {
+		uint64_t m = HV_MIN(n - i, 512u), w[512];
+
+		for (uint64_t k = 0; k < m; k++)
+			w[k] = t[i + k] ^ rel;
+		ok = EVP_DigestUpdate(ctx, w, m * 8);
+	}
+	return ok;
+#endif
+	for (uint64_t i = 0; ok && i < n; i += 512) {
+		uint64_t m = HV_MIN(n - i, 512u);
+
+		for (uint64_t k = 0; k < m; k++)
+			put_le(buf + 8 * k, t[i + k] ^ rel, 8);
+		ok = EVP_DigestUpdate(ctx, buf, m * 8);
+	}
+	return ok;
+}
+
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN])
 {
-	return mig_digest_table_xor(map, table, 0, out);
+	return mig_digest_table_rel(map, table, 0, out);
 }
 
-int mig_digest_table_xor(const struct mig_memmap *map, const uint64_t *table,
-			 uint64_t key, uint8_t out[MIG_DIGEST_LEN])
+int mig_digest_table_rel(const struct mig_memmap *map, const uint64_t *table,
+			 uint64_t rel, uint8_t out[MIG_DIGEST_LEN])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	uint8_t buf[8 * 512];
 	uint64_t idx = 0;
 	unsigned len = 0;
 	int ok;
@@ -185,31 +238,9 @@ int mig_digest_table_xor(const struct mig_memmap *map, const uint64_t *table,
 	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	for (unsigned s = 0; ok && s < mig_memmap_count(map); s++) {
 		const struct mig_memmap_slot *sl = mig_memmap_at(map, s);
-		uint8_t hdr[20];
 
-		put_le(hdr, sl->id, 4);
-		put_le(hdr + 4, sl->base_gfn, 8);
-		put_le(hdr + 12, sl->npages, 8);
-		ok = EVP_DigestUpdate(ctx, hdr, sizeof(hdr));
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* The table is already in wire order: hash it in place. */
-		if (!key) {
-			ok = ok && EVP_DigestUpdate(ctx, table + idx,
-						    sl->npages *
-							    sizeof(uint64_t));
-			idx += sl->npages;
-			continue;
-		}
-#endif
-		/* Little-endian on the wire whatever the host is. */
-		for (uint64_t i = 0; ok && i < sl->npages; i += 512) {
-			uint64_t n = HV_MIN(sl->npages - i, 512u);
-
-			for (uint64_t k = 0; k < n; k++)
-				put_le(buf + 8 * k, table[idx + i + k] ^ key,
-				       8);
-			ok = EVP_DigestUpdate(ctx, buf, n * 8);
-		}
+		ok = update_hdr(ctx, sl) &&
+		     update_entries(ctx, table + idx, sl->npages, rel);
 		idx += sl->npages;
 	}
 	ok = ok && EVP_DigestFinal_ex(ctx, out, &len) && len == MIG_DIGEST_LEN;
@@ -221,27 +252,53 @@ int mig_digest_compute_data(const struct mig_memmap *map,
 			    const uint64_t *const *data, unsigned nthreads,
 			    uint8_t out[MIG_DIGEST_LEN], uint64_t *pages)
 {
-	uint64_t total = mig_memmap_pages(map), idx = 0;
-	uint64_t *table;
-	int ret = 0;
+	/*
+	 * The table is hashed a chunk at a time rather than built whole:
+	 * 8 bytes a page of a 256 GiB VM is 512 MiB the destination would
+	 * touch at every commit, mostly for holes that hash to the zero
+	 * hash without being read.
+	 */
+	uint64_t *chunk = malloc(MIG_DIGEST_CHUNK_PAGES * sizeof(*chunk));
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint64_t total = 0;
+	unsigned len = 0;
+	int ret = 0, ok;
 
-	table = malloc(HV_MAX(total, 1) * sizeof(*table));
-	if (!table)
+	if (!chunk || !ctx) {
+		free(chunk);
+		EVP_MD_CTX_free(ctx);
 		return -ENOMEM;
-	for (unsigned s = 0; !ret && s < mig_memmap_count(map); s++) {
+	}
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (unsigned s = 0; ok && !ret && s < mig_memmap_count(map); s++) {
 		const struct mig_memmap_slot *sl = mig_memmap_at(map, s);
 
-		ret = mig_hash_range(sl->host, sl->npages, NULL,
-				     data ? data[s] : NULL, table + idx,
-				     nthreads);
-		idx += sl->npages;
+		ok = update_hdr(ctx, sl);
+		for (uint64_t i = 0; ok && !ret && i < sl->npages;
+		     i += MIG_DIGEST_CHUNK_PAGES) {
+			uint64_t n = HV_MIN(sl->npages - i,
+					    (uint64_t)MIG_DIGEST_CHUNK_PAGES);
+
+			ret = mig_hash_range(sl->host + (i << HV_PAGE_SHIFT), n,
+					     NULL,
+					     data && data[s] ? data[s] + i / 64
+							     : NULL,
+					     chunk, nthreads);
+			ok = !ret && update_entries(ctx, chunk, n, 0);
+		}
+		total += sl->npages;
 	}
-	if (!ret)
-		ret = mig_digest_table(map, table, out);
-	if (!ret && pages)
+	ok = ok && !ret && EVP_DigestFinal_ex(ctx, out, &len) &&
+	     len == MIG_DIGEST_LEN;
+	EVP_MD_CTX_free(ctx);
+	free(chunk);
+	if (ret)
+		return ret;
+	if (!ok)
+		return -EIO;
+	if (pages)
 		*pages = total;
-	free(table);
-	return ret;
+	return 0;
 }
 
 int mig_digest_compute(const struct mig_memmap *map, unsigned nthreads,

@@ -40,6 +40,10 @@
 /* The 64-bit hash of the 4 KiB page at @page. Pure, thread-safe. */
 uint64_t mig_page_hash(const void *page);
 
+/* Pages hashed at a time by mig_digest_compute_data() and the source's
+ * verification (a multiple of 64: data-map words stay aligned). */
+#define MIG_DIGEST_CHUNK_PAGES (1u << 18)
+
 /* The hash of a page of zeros (what a hole or a zero page hashes to). */
 uint64_t mig_zero_page_hash(void);
 
@@ -59,16 +63,24 @@ int mig_hash_range(const uint8_t *host, uint64_t npages,
 		   uint64_t *table, unsigned nthreads);
 
 /*
+ * The same, storing each entry as hash ^ @rel. With @rel the zero-page
+ * hash, a page of zeros is entry 0, so a table that starts calloc'd (all
+ * zero pages) costs memory only where pages were hashed.
+ */
+int mig_hash_range_rel(const uint8_t *host, uint64_t npages,
+		       const uint64_t *select, const uint64_t *data,
+		       uint64_t *table, uint64_t rel, unsigned nthreads);
+
+/*
  * The digest (definition above) of a finished page table: @table holds
  * one entry per page of @map, slots back to back in id order. Does not
  * change @table. 0, -ENOMEM or -EIO (OpenSSL).
  */
 int mig_digest_table(const struct mig_memmap *map, const uint64_t *table,
 		     uint8_t out[MIG_DIGEST_LEN]);
-/* The same over entries stored as hash ^ @key (the destination's table,
- * key = mig_zero_page_hash(): see mig_recv_pipe_create_hashed()). */
-int mig_digest_table_xor(const struct mig_memmap *map, const uint64_t *table,
-			 uint64_t key, uint8_t out[MIG_DIGEST_LEN]);
+/* The same over a table whose entries are stored ^ @rel. */
+int mig_digest_table_rel(const struct mig_memmap *map, const uint64_t *table,
+			 uint64_t rel, uint8_t out[MIG_DIGEST_LEN]);
 
 /*
  * Digest of every page of @map into @out; *@pages (may be NULL) gets the

@@ -505,7 +505,8 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	/* The table already holds every page as sent: only its own 8 bytes
 	 * per page are hashed inside the downtime. */
 	pages = s->table_pages;
-	ret = mig_digest_table(s->map, s->table, digest);
+	ret = mig_digest_table_rel(s->map, s->table, mig_zero_page_hash(),
+				   digest);
 	if (ret)
 		FAIL(s, ret, "digest: %s", strerror(-ret));
 	dg.algo = MIG__DIGEST_ALGO__DIGEST_PAGE64_SHA256;

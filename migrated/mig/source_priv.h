@@ -86,7 +86,8 @@ struct mig_source {
 	struct mig_throttle thr;
 	uint64_t ctl_bytes;	/* control frames' share of bytes_wire */
 	/* One 64-bit hash per page (digest.h), memory map order: each page
-	 * as last sent; holes never sent keep the zero-page hash. */
+	 * as last sent, stored ^ the zero-page hash, so holes never sent
+	 * stay 0 and their table pages are never touched. */
 	uint64_t *table;
 	uint64_t table_pages;
 	uint64_t holes; /* pages skipped as holes in the first pass */
@@ -139,8 +140,9 @@ int src_send_pass(struct mig_source *s, uint32_t iteration);
  * migration with the peer's reason. 0 or negative errno. */
 int src_ctl_expect(struct mig_source *s, unsigned want, ProtobufCMessage **m,
 		   const char *what);
-/* The page table (after the memory map exists): every entry the zero
- * hash, each slot's index and host address filled. */
+/* The page table (after the memory map exists): entries are page hashes
+ * stored ^ the zero-page hash (mig_hash_range_rel()), all 0 at first (a
+ * lazily zero calloc); each slot's index and host address filled. */
 int src_table_init(struct mig_source *s);
 /* Drop the holes of the guest's memfd from the dirty set (call right
  * after the first harvest: every later write is logged). */
