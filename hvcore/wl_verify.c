@@ -3,11 +3,15 @@
  * The page-stamp oracle (hvcore/wl_verify.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "hvcore/wl_verify.h"
 #include "hvcore/workload.h"
+
+/* Pages per data-map query of hv_wl_verify_mem(). */
+#define DATA_CHUNK 32768u
 
 static const uint8_t zero_page[HV_PAGE_SIZE];
 
@@ -139,16 +143,54 @@ static void check_hole(struct hv_wl_verify *out, const struct region *r,
 			      l, off0 + (i << HV_PAGE_SHIFT))));
 }
 
+/* Where to learn which RAM holds data: a memfd, a data-map function, or
+ * nothing (everything is data). */
+struct data_src {
+	int fd;
+	hv_wl_data_map_fn map;
+	void *ctx;
+	uint64_t bits[DATA_CHUNK / 64];
+};
+
+/* next_data() through a data-map function, a chunk at a time. */
+static uint64_t next_data_mem(struct data_src *src, uint64_t off0, uint64_t i,
+			      uint64_t n, uint64_t *data_end)
+{
+	*data_end = n;
+	while (i < n) {
+		uint64_t cnt = HV_MIN(n - i, (uint64_t)DATA_CHUNK), j, k;
+
+		if (src->map(src->ctx, off0 + (i << HV_PAGE_SHIFT), cnt,
+			     src->bits))
+			return i; /* cannot tell: data */
+		for (j = 0; j < cnt && !(src->bits[j / 64] >> (j % 64) & 1);
+		     j++)
+			;
+		if (j == cnt) {
+			i += cnt;
+			continue;
+		}
+		for (k = j; k < cnt && (src->bits[k / 64] >> (k % 64) & 1); k++)
+			;
+		*data_end = k < cnt ? i + k : n;
+		return i + j;
+	}
+	return n;
+}
+
 /*
  * The first region page at or after @i (below @n) that may hold data, and
- * in *@data_end the end of that data run. Without an fd, or when the fd
+ * in *@data_end the end of that data run. Without a source, or when it
  * cannot tell, everything is data.
  */
-static uint64_t next_data(int fd, uint64_t off0, uint64_t i, uint64_t n,
-			  uint64_t *data_end)
+static uint64_t next_data(struct data_src *src, uint64_t off0, uint64_t i,
+			  uint64_t n, uint64_t *data_end)
 {
 	off_t d, h;
+	int fd = src->fd;
 
+	if (src->map)
+		return next_data_mem(src, off0, i, n, data_end);
 	*data_end = n;
 	if (fd < 0)
 		return i;
@@ -164,6 +206,9 @@ static uint64_t next_data(int fd, uint64_t off0, uint64_t i, uint64_t n,
 	return HV_MIN((uint64_t)d, n);
 }
 
+static int verify(const uint8_t *ram, uint64_t ram_bytes,
+		  struct data_src *src, struct hv_wl_verify *out);
+
 int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 		 struct hv_wl_verify *out)
 {
@@ -172,6 +217,30 @@ int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 
 int hv_wl_verify_fd(const uint8_t *ram, uint64_t ram_bytes, int fd,
 		    struct hv_wl_verify *out)
+{
+	struct data_src src = { .fd = fd };
+
+	return verify(ram, ram_bytes, &src, out);
+}
+
+int hv_wl_verify_map(const uint8_t *ram, uint64_t ram_bytes,
+		     hv_wl_data_map_fn map, void *ctx, struct hv_wl_verify *out)
+{
+	struct data_src *src = calloc(1, sizeof(*src));
+	int ret;
+
+	if (!src)
+		return -ENOMEM;
+	src->fd = -1;
+	src->map = map;
+	src->ctx = ctx;
+	ret = verify(ram, ram_bytes, src, out);
+	free(src);
+	return ret;
+}
+
+static int verify(const uint8_t *ram, uint64_t ram_bytes,
+		  struct data_src *src, struct hv_wl_verify *out)
 {
 	const struct hv_wl_params *p;
 	const struct hv_wl_status *st;
@@ -209,7 +278,7 @@ int hv_wl_verify_fd(const uint8_t *ram, uint64_t ram_bytes, int fd,
 		/* A region is consecutive in RAM offsets (workload.h). */
 		off0 = hv_wl_region_off(&l, w);
 		while (i < r.pages) {
-			uint64_t end, d = next_data(fd, off0, i, r.pages, &end);
+			uint64_t end, d = next_data(src, off0, i, r.pages, &end);
 
 			check_hole(out, &r, &l, off0, i, d);
 			for (i = d; i < end; i++) {

@@ -69,6 +69,22 @@ int hv_wl_verify(const uint8_t *ram, uint64_t ram_bytes,
 int hv_wl_verify_fd(const uint8_t *ram, uint64_t ram_bytes, int fd,
 		    struct hv_wl_verify *out);
 
+/*
+ * A data map of @npages pages from RAM offset @off into @bits (one bit a
+ * page, set = may hold data, clear = a hole that reads as zeros): 0, or a
+ * negative errno when it cannot tell (the pages are then read).
+ * hv_guest_mem_data_map() has this shape.
+ */
+typedef int (*hv_wl_data_map_fn)(void *ctx, uint64_t off, uint64_t npages,
+				 uint64_t *bits);
+/*
+ * The same, learning the holes from @map (whatever the backing: a memfd
+ * hole or anonymous memory never touched), which it calls with @ctx a
+ * chunk at a time. -ENOMEM besides the errors above.
+ */
+int hv_wl_verify_map(const uint8_t *ram, uint64_t ram_bytes,
+		     hv_wl_data_map_fn map, void *ctx, struct hv_wl_verify *out);
+
 /* True when @r found nothing wrong. */
 static inline int hv_wl_verify_clean(const struct hv_wl_verify *r)
 {

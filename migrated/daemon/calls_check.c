@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "hvcore/vm.h"
 #include "hvcore/wl_verify.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
@@ -51,6 +53,12 @@ static Migd__VmCheckResult *result_new(struct migd_call *call,
 	r->n_bad_gfns = vr->nr_bad_gfns;
 	r->bad_gfns = gfns;
 	return r;
+}
+
+/* hv_wl_verify_map()'s data map of the VM's RAM, any backing. */
+static int data_map(void *mem, uint64_t off, uint64_t npages, uint64_t *bits)
+{
+	return hv_guest_mem_data_map(mem, off, npages, bits);
 }
 
 void migd_call_vm_check(struct migd_call *call)
@@ -99,10 +107,10 @@ void migd_call_vm_check(struct migd_call *call)
 		paused = true;
 	}
 	t0 = migd_now_ns();
-	/* With the memfd, the never-written RAM of a large sparse VM is
-	 * skipped rather than read (and allocated) page by page. */
-	ret = hv_wl_verify_fd(ram, v->vm->cfg.mem_bytes, hv_vm_mem_fd(v->vm),
-			      &vr);
+	/* The never-written RAM of a large sparse VM is skipped rather than
+	 * read (and, in a memfd, allocated) page by page. */
+	ret = hv_wl_verify_map(ram, v->vm->cfg.mem_bytes, data_map, v->vm->mem,
+			       &vr);
 	ns = migd_now_ns() - t0;
 	if (paused)
 		rret = hv_vm_resume(v->vm);

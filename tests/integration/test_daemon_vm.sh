@@ -67,7 +67,7 @@ expect_rc 3 "pause unknown VM" ctl vm pause nosuch
 expect_rc 3 "destroy unknown VM" ctl vm destroy nosuch
 expect_rc 2 "memory not a multiple of 2 MiB" ctl vm create x --mem 33M
 expect_rc 2 "memory too small" ctl vm create x --mem 8M
-expect_rc 2 "memory too large" ctl vm create x --mem 64G
+expect_rc 2 "memory too large" ctl vm create x --mem 8T
 expect_rc 2 "zero vCPUs" ctl vm create x --vcpus 0
 expect_rc 2 "too many vCPUs" ctl vm create x --vcpus 65
 expect_rc 2 "bad name" ctl vm create 'a/b'
