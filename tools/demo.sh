@@ -4,8 +4,10 @@
 #   1. starts two daemons (state directories, control sockets and
 #      migration ports of their own; development TLS: one throwaway CA
 #      shared by both, host certificates signed by it);
-#   2. creates a 1 GiB, 2-vCPU guest on the first one, dirtying about
-#      100 MB/s (KVM where /dev/kvm works, else the soft accelerator);
+#   2. creates a 1 GiB, 2-vCPU guest on the first one that first writes
+#      every page of its RAM once (--prefill: a real VM's memory is full),
+#      then dirties about 100 MB/s (KVM where /dev/kvm works, else the
+#      soft accelerator);
 #   3. migrates it live to the second one over mutual TLS 1.3 with zstd
 #      on 2 data channels, and prints the engine's report;
 #   4. shows the post-commit verification (every page of the frozen
@@ -78,11 +80,19 @@ B_=$TMP/hostB/control.sock
 echo "   hostA: pid ${PIDS[0]}, control $A"
 echo "   hostB: pid ${PIDS[1]}, control $B_, migrations on 127.0.0.1:$PORT"
 
-echo "== guest 'demo' on hostA: $MEM, 2 vCPUs, sweeping ~$RATE MB/s"
+echo "== guest 'demo' on hostA: $MEM, 2 vCPUs, every page written once, then ~$RATE MB/s"
 "$CTL" --socket "$A" vm create demo --mem "$MEM" --vcpus 2 --pattern sweep \
 	--content stamp --rate "$((RATE * 1000000 / 4096 / 2))" \
-	--heartbeat-us 2000 >/dev/null
-sleep 2
+	--heartbeat-us 2000 --prefill >/dev/null
+t0=$(date +%s%N)
+until "$CTL" --socket "$A" vm inspect demo | grep -q "prefill: *done"; do
+	[ $(($(date +%s%N) - t0)) -lt 300000000000 ] ||
+		{ echo "demo: the guest's prefill did not finish in 300 s" >&2
+		  exit 1; }
+	sleep 0.2
+done
+echo "   prefill done in $((($(date +%s%N) - t0) / 1000000)) ms"
+sleep 1
 "$CTL" --socket "$A" vm list
 
 echo "== hostB listens (mutual TLS 1.3)"
