@@ -21,8 +21,8 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void check_migration_opts(enum hv_accel_kind accel, uint32_t nr,
-				 uint64_t rate, const char *what, bool delta)
+static void check_migration(enum hv_accel_kind accel, uint32_t nr,
+			    uint64_t rate, const char *what)
 {
 	struct su_run r = { 0 };
 	uint64_t wall_ns;
@@ -34,15 +34,6 @@ static void check_migration_opts(enum hv_accel_kind accel, uint32_t nr,
 	if (skip) {
 		hv_test_skip(what, "accelerator not available");
 		return;
-	}
-	if (delta) {
-		/* A short downtime limit and a capped link make several
-		 * passes, so pages are sent again: as deltas. */
-		su_opts(&r.src_opts, false);
-		su_opts(&r.dst_opts, true);
-		r.src_opts.delta_cache = -1;
-		r.src_opts.downtime_ms = 2;
-		r.src_opts.max_bandwidth = 20 << 20;
 	}
 	wall_ns = mono_ns();
 	su_migrate(vm, &r);
@@ -63,11 +54,6 @@ static void check_migration_opts(enum hv_accel_kind accel, uint32_t nr,
 	}
 	/* The guest goes on where it stopped, on the destination. */
 	CU_ASSERT(su_vm_progresses(r.dst_vm, 2000));
-	if (delta) {
-		CU_ASSERT(r.src_final.pages_delta > 0);
-	} else {
-		CU_ASSERT_EQUAL(r.src_final.pages_delta, 0);
-	}
 	if (rate != UINT64_MAX && r.src_snap) {
 		const struct hv_wl_status *st =
 			(const struct hv_wl_status *)(r.src_snap +
@@ -114,12 +100,6 @@ static void check_migration_opts(enum hv_accel_kind accel, uint32_t nr,
 	hv_vm_destroy(vm);
 }
 
-static void check_migration(enum hv_accel_kind accel, uint32_t nr,
-			    uint64_t rate, const char *what)
-{
-	check_migration_opts(accel, nr, rate, what, false);
-}
-
 static void test_kvm_idle_guest_arrives_page_identical_and_runs(void)
 {
 	HV_TEST_REQUIRE_KVM();
@@ -138,16 +118,7 @@ static void test_soft_dirtying_guest_loses_no_write(void)
 	check_migration(HV_ACCEL_SOFT, 2, 5000, "soft dirtying");
 }
 
-/* Re-sent pages as deltas against the source's cache: still every
- * write arrives, every page verified. */
-static void test_soft_guest_with_deltas_loses_no_write(void)
-{
-	check_migration_opts(HV_ACCEL_SOFT, 2, 5000, "soft deltas", true);
-}
-
 static CU_TestInfo tests[] = {
-	{ "soft_guest_with_deltas_loses_no_write",
-	  test_soft_guest_with_deltas_loses_no_write },
 	{ "kvm_idle_guest_arrives_page_identical_and_runs",
 	  test_kvm_idle_guest_arrives_page_identical_and_runs },
 	{ "kvm_dirtying_guest_loses_no_write",
