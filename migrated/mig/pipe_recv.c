@@ -294,20 +294,36 @@ static bool counts_reached(const struct mig_recv_pipe *p,
 	return all;
 }
 
+static uint64_t applied_total(const struct mig_recv_pipe *p)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < p->n; i++)
+		n += p->chans[i].applied;
+	return n;
+}
+
+static void deadline_in(struct timespec *dl, unsigned ms)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += ms / 1000;
+	dl->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
 int mig_recv_pipe_wait(struct mig_recv_pipe *p,
 		       const uint64_t *channel_batches, unsigned timeout_ms)
 {
 	struct timespec dl;
+	uint64_t seen;
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	deadline_in(&dl, timeout_ms);
 	pthread_mutex_lock(&p->lock);
+	seen = applied_total(p);
 	for (;;) {
 		int short_err = 0;
 
@@ -321,10 +337,18 @@ int mig_recv_pipe_wait(struct mig_recv_pipe *p,
 			ret = short_err;
 			break;
 		}
+		/* The limit is on silence, not on the length of a pass: a
+		 * backlog of well-compressed pages (4 MiB of socket buffer
+		 * can hold GiBs of stamp pages) may take long to apply. */
+		if (applied_total(p) != seen) {
+			seen = applied_total(p);
+			deadline_in(&dl, timeout_ms);
+		}
 		if (!timeout_ms) {
 			pthread_cond_wait(&p->cv, &p->lock);
 		} else if (pthread_cond_timedwait(&p->cv, &p->lock, &dl) ==
-			   ETIMEDOUT) {
+				   ETIMEDOUT &&
+			   applied_total(p) == seen) {
 			ret = -ETIMEDOUT;
 			break;
 		}

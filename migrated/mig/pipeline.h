@@ -162,7 +162,8 @@ int mig_recv_pipe_create_hashed(struct mig_conn *const *conns, unsigned n,
 
 /*
  * Wait until channel i has applied @channel_batches[i] batches, for every
- * i, or @timeout_ms passed (0: no limit). Returns 0, -ETIMEDOUT or the
+ * i, or no batch was applied for @timeout_ms (0: no limit): a long pass
+ * that keeps making progress never times out. Returns 0, -ETIMEDOUT or the
  * first error of any channel (-EPROTO if a channel ended before the
  * count).
  */

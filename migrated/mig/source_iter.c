@@ -5,9 +5,11 @@
  * bitmap word) at a time, pacing to the bandwidth cap.
  */
 #include <errno.h>
+#include <linux/sockios.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include "hvcore/guest_mem.h"
@@ -54,6 +56,55 @@ void src_dirty_fini(struct mig_source *s)
 	s->slots = NULL;
 	s->fetch_buf = NULL;
 	s->nslots = 0;
+}
+
+/* Bytes the data channels' sockets still hold unsent (SIOCOUTQ). */
+static uint64_t data_outq(struct mig_source *s)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < s->nchan; i++) {
+		int q = 0;
+
+		if (s->data[i] &&
+		    ioctl(mig_conn_fd(s->data[i]), SIOCOUTQ, &q) == 0 && q > 0)
+			sum += (uint64_t)q;
+	}
+	return sum;
+}
+
+/*
+ * Wait for the destination's answer to a pass for as long as it keeps
+ * taking the pass in: the I/O timeout bounds silence, not the length of a
+ * pass. Well-compressed pages (a stamp page is a few bytes on the wire)
+ * leave the destination seconds of work in the socket buffers after the
+ * source's last write; while those drain (the data sockets' unsent bytes
+ * shrink) the wait goes on. Returns 0 when a frame (or an error, or a
+ * cancel) is there for src_ctl_expect() to read, else -ETIMEDOUT, failed.
+ */
+static int wait_pass_answer(struct mig_source *s, const char *what)
+{
+	uint64_t q = data_outq(s), waited = 0;
+
+	for (;;) {
+		uint64_t now_q;
+		int ret;
+
+		if (atomic_load(&s->cancel))
+			return 0;
+		ret = mig_conn_wait_recv(s->ctl, 100);
+		if (ret != -ETIMEDOUT)
+			return 0;
+		waited += 100;
+		if (!s->io_ms || waited < s->io_ms)
+			continue;
+		now_q = data_outq(s);
+		if (now_q >= q)
+			FAIL(s, -ETIMEDOUT, "%s: control channel: %s", what,
+			     strerror(ETIMEDOUT));
+		q = now_q;
+		waited = 0;
+	}
 }
 
 int64_t src_harvest(struct mig_source *s)
@@ -244,6 +295,9 @@ int src_send_pass(struct mig_source *s, uint32_t iteration)
 		char what[48];
 
 		snprintf(what, sizeof(what), "iteration %u", iteration);
+		ret = wait_pass_answer(s, what);
+		if (ret)
+			return ret;
 		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ITER_ACK, &m, what);
 		if (ret)
 			return ret;
