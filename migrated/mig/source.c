@@ -353,10 +353,14 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 				     mig_throttle_max(&s->thr));
 			FAIL(s, ret, "iteration %u: %s", iter, strerror(-ret));
 		}
-		t_e = mig__now_ns();
 		ret = src_hash_sent(s);
 		if (ret)
 			FAIL(s, ret, "page hashes: %s", strerror(-ret));
+		/* The rate the source moves pages at is the whole pass's,
+		 * hashing included: the final pass pays it inside the
+		 * downtime, and a guest that re-dirties its region faster
+		 * than that never converges without a throttle. */
+		t_e = mig__now_ns();
 		mig_send_pipe_stats(s->pipe, &b);
 		sent = b.pages - a.pages;
 		if (bw_pages <= 0 || t_e - t_s >= SRC_BW_MIN_NS ||
