@@ -242,7 +242,15 @@ int hv_soft_accel_vcpu_restore(struct hv_vcpu *vcpu, const struct hv_blob *in)
 	    soft_get_le32(p + 4) != VCPU_STATE_VERSION ||
 	    soft_get_le32(p + 8) != vcpu->id || soft_get_le32(p + 12) != 0)
 		return -EINVAL;
-	memset(&st, 0, sizeof(st));
+	/*
+	 * Over the status line as guest RAM holds it: after a migration
+	 * that is the source's own line (its page travelled with the rest),
+	 * so the fields the state does not carry (the throttle still owed)
+	 * stay as the source left them, and the restore changes nothing the
+	 * page-by-page comparison of both sides would see.
+	 */
+	if (hv_vm_read_guest(vcpu->vm, status_gpa(vcpu), &st, sizeof(st)))
+		memset(&st, 0, sizeof(st));
 	st.seq = soft_get_le64(p + 16);
 	st.reads = soft_get_le64(p + 24);
 	st.passes = soft_get_le64(p + 32);
