@@ -368,7 +368,10 @@ if start_send i1; then
 	send_fails 4 i1
 	runs_on_source i1 "4"
 	check_clean "$SRC" i1 "4: i1 on the source"
-	for _ in $(seq 50); do alive "$dw" || break; sleep 0.1; done
+	# Up to 15 s: the orphan cancels, tells the source, discards what
+	# it received and writes its outcome; one fresh-clone ASan run took
+	# longer than 5 s here (not understood yet, see the issue notes).
+	for _ in $(seq 150); do alive "$dw" || break; sleep 0.1; done
 	[ -n "$dw" ] && ! alive "$dw" &&
 		ok "4: the destination worker ($dw) exited" ||
 		fail "4: destination worker '$dw' still runs"
