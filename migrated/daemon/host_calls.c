@@ -83,6 +83,19 @@ static void forward(struct migd_call *call, struct migd_worker *w,
 	}
 }
 
+/*
+ * Whether to ask @w about its VM: it has one, or it is receiving one under
+ * a name it claimed. The latter registers the VM and tells us before the
+ * source learns that the migration succeeded, but its event may still be
+ * on its way: the worker's own answer comes after it on the same stream.
+ */
+static bool worker_askable(const struct migd_worker *w)
+{
+	if (w->crashed || w->retired || w->conn_lost)
+		return false;
+	return w->has_vm || w->name[0];
+}
+
 /* The running VM @name, or NULL with the call failed. */
 static struct migd_worker *vm_worker(struct migd_call *call, const char *name)
 {
@@ -94,7 +107,7 @@ static struct migd_worker *vm_worker(struct migd_call *call, const char *name)
 		return NULL;
 	}
 	w = migd_host_find(call->d, name);
-	if (!w || !w->has_vm) {
+	if (!w || (!w->has_vm && !worker_askable(w))) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", name);
 		return NULL;
@@ -378,7 +391,7 @@ static void h_vm_list(struct migd_call *call)
 	for (struct migd_worker *w = call->d->host->workers; w; w = w->next) {
 		Migd__Request req = MIGD__REQUEST__INIT;
 
-		if (!w->has_vm || w->crashed || w->retired || w->conn_lost)
+		if (!worker_askable(w))
 			continue;
 		req.call_case = MIGD__REQUEST__CALL_VM_LIST;
 		req.vm_list = &lr;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hvcore/log.h"
 #include "migrated/vmm/worker.h"
@@ -134,6 +135,7 @@ static void async_closed(uv_handle_t *h)
 {
 	struct migd_mig *m = h->data;
 
+	pthread_cond_destroy(&m->settled);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -165,6 +167,10 @@ static void trim_history(struct migd *d)
 
 #ifdef MIGD_HAVE_ENGINE
 
+/* How long the engine waits for the loop to register an incoming VM that
+ * runs, before it tells the source anyway. */
+#define MIGD_RUNNING_WAIT_S 3
+
 /* Engine thread. */
 static void progress_cb(void *arg, const struct mig_progress *p)
 {
@@ -174,6 +180,32 @@ static void progress_cb(void *arg, const struct mig_progress *p)
 	m->latest = *p;
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->async);
+}
+
+/*
+ * Engine thread: the incoming VM runs. The loop registers it (and tells
+ * the daemon) before the engine sends Resumed, so that whoever heard of
+ * the success from the source finds the VM here. Bounded: a loop that
+ * does not answer in time registers it later, when it does.
+ */
+static void running_cb(void *arg, struct hv_vm *vm)
+{
+	struct migd_mig *m = arg;
+	struct timespec until;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += MIGD_RUNNING_WAIT_S;
+	pthread_mutex_lock(&m->lock);
+	m->vm_in = vm;
+	m->vm_running = true;
+	uv_async_send(&m->async);
+	while (!m->vm_settled && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&m->settled, &m->lock, &until);
+	pthread_mutex_unlock(&m->lock);
+	if (ret == ETIMEDOUT)
+		hv_warn(COMP, "event=incoming_settle_slow mig=%llu s=%d",
+			(unsigned long long)m->id, MIGD_RUNNING_WAIT_S);
 }
 
 /* Waiter thread: the one place that blocks on the engine. */
@@ -192,7 +224,8 @@ static void waiter_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->latest = final;
 	m->result = ret;
-	m->vm_in = ret ? NULL : vm;
+	if (!ret && vm)
+		m->vm_in = vm;
 	m->done = true;
 	pthread_mutex_unlock(&m->lock);
 	uv_async_send(&m->async);
@@ -303,7 +336,9 @@ static void settle_incoming(struct migd_mig *m)
 	struct migd_vm *v;
 	int ret;
 
-	if (m->result || !vm) {
+	/* A VM that runs here (handed over at resume) is kept whatever
+	 * happened after: the source may have been told it runs here. */
+	if (!vm || (!m->vm_running && m->result)) {
 		if (m->name_held)
 			migd_registry_release(&d->reg, m->vm);
 		m->name_held = false;
@@ -348,6 +383,17 @@ static void settle_incoming(struct migd_mig *m)
 	}
 	migd_monitor_attach(d, v);
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_INVALID, false);
+}
+
+/* The engine handed the incoming VM over as it resumed it, and waits:
+ * register it, then let the engine tell the source. */
+static void settle_running(struct migd_mig *m)
+{
+	settle_incoming(m);
+	pthread_mutex_lock(&m->lock);
+	m->vm_settled = true;
+	pthread_cond_broadcast(&m->settled);
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* The waiter is done: reap it, settle the VM, announce the end. */
@@ -413,19 +459,22 @@ static void async_cb(uv_async_t *a)
 {
 	struct migd_mig *m = a->data;
 	enum mig_phase phase;
-	bool done;
+	bool done, running;
 
 	if (m->finished)
 		return;
 	pthread_mutex_lock(&m->lock);
 	phase = m->latest.phase;
 	done = m->done;
+	running = m->vm_running && !m->vm_settled;
 	pthread_mutex_unlock(&m->lock);
 	if (done) {
 		settle(m);
 		return;
 	}
 	adopt_name(m);
+	if (running)
+		settle_running(m);
 	if (phase != m->published_phase && !phase_terminal(phase)) {
 		m->published_phase = phase;
 		hv_info(COMP, "event=migration_phase mig=%llu vm=%s phase=%s",
@@ -449,8 +498,10 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->prm = *prm;
 	m->id = ++d->next_mig_id;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->settled, NULL);
 	ret = uv_async_init(d->loop, &m->async, async_cb);
 	if (ret) {
+		pthread_cond_destroy(&m->settled);
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return ret;
@@ -597,6 +648,8 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	}
 	m->opts.dst_name_check = name_check_cb;
 	m->opts.dst_name_arg = m;
+	m->opts.dst_running = running_cb;
+	m->opts.dst_running_arg = m;
 	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
 	base.backing = d->cfg.backing; /* ours, whatever the source's was */
 	ret = set_tls(m, true, err, err_size);

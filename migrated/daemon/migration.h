@@ -92,6 +92,11 @@ struct migd_mig {
 	bool done;
 	int result;
 	struct hv_vm *vm_in; /* incoming success: the received VM */
+	/* incoming: the engine handed the running VM over (vm_in) and waits
+	 * on @settled until the loop registered it (vm_settled) */
+	bool vm_running;
+	bool vm_settled;
+	pthread_cond_t settled;
 
 	/* loop thread */
 	char vm[MIGD_NAME_MAX + 1]; /* source VM / registry name */

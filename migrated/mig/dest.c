@@ -552,6 +552,7 @@ static void *dst_thread(void *arg)
 		       "op=migrate_in port=%u err=%d msg=\"%s\"", d->port, ret,
 		       hv_log_escape(p.message, esc, sizeof(esc)));
 	}
+	(void)mig_faultpoint(MIG_FP_DST_DONE); /* tests: a slow end */
 	/* The pipe's threads write into the VM's memory: stop them first. */
 	teardown(d);
 	/* Nothing of a failed migration is kept. */

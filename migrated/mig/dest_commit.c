@@ -193,9 +193,15 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	r.resume_ns = t1 - t0;
 	r.first_heartbeat_realtime_ns = mig__mono_to_real(hb);
 	r.heartbeat_wait_ns = mig__now_ns() - t1;
-	/* The VM runs here now, whether or not the report arrives. */
+	/* The VM runs here now, whether or not the report arrives. Its
+	 * owner learns it before the source does, so that nobody who heard
+	 * of the success from the source finds it missing here. */
 	d->vm_out = d->vm;
 	d->vm = NULL;
+	if (d->opts.dst_running) {
+		d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
+		d->vm_out = NULL;
+	}
 	ret = mig_faultpoint(MIG_FP_DST_RESUMED);
 	if (ret == 0)
 		ret = mig_faultpoint(MIG_FP_DST_RESUMED_SEND);

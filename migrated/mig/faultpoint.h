@@ -57,6 +57,7 @@
 #define MIG_FP_DST_COMMIT "dst.commit"		  /* Commit received */
 #define MIG_FP_DST_RESUMED "dst.resumed"	  /* VM started, not reported */
 #define MIG_FP_DST_RESUMED_SEND "dst.resumed.send" /* Resumed on the wire */
+#define MIG_FP_DST_DONE "dst.done" /* engine ends, before its teardown */
 
 /*
  * Reach point @name. 0: go on. -EIO: fail here. MIG_FAULT_DROP: do not

@@ -104,6 +104,17 @@ struct mig_opts {
 	int (*dst_name_check)(void *arg, const char *name, char *why,
 			      size_t why_len);
 	void *dst_name_arg;
+	/*
+	 * Destination (NULL: none). Called from the engine thread once the VM
+	 * runs here, before the source is told so (Resumed): the callback
+	 * takes ownership of @vm (mig_dest_wait() then gives no VM back), so
+	 * that whoever asks after the source's migration returned finds the
+	 * VM where it now runs. It may block briefly (a bounded wait for the
+	 * owner's thread to register the VM); it must not call into this
+	 * migration.
+	 */
+	void (*dst_running)(void *arg, struct hv_vm *vm);
+	void *dst_running_arg;
 	/* Tests and benchmarks only; NULL in production. */
 	const struct mig_hooks *hooks;
 };
@@ -310,7 +321,8 @@ int mig_dest_cancel(struct mig_dest *dst);
 void mig_dest_get_progress(struct mig_dest *dst, struct mig_progress *p);
 /*
  * Wait for the end. 0: COMPLETED and *vm_out is the running VM, now owned
- * by the caller. Negative errno: nothing was kept (*vm_out untouched).
+ * by the caller (NULL when opts->dst_running took it already). Negative
+ * errno: nothing was kept (*vm_out untouched).
  */
 int mig_dest_wait(struct mig_dest *dst, struct hv_vm **vm_out,
 		  struct mig_progress *final);

@@ -14,7 +14,10 @@
 #      memfd while the source stalls at src.acked): the VM runs on the
 #      destination, the post-commit verification finds the page, and
 #      that is an error: migrate-send exits 7, the event and the metrics
-#      say so.
+#      say so;
+#   5. a destination whose engine is slow to end after Resumed
+#      (dst.done=sleep:2000): the moment migrate-send returned, the
+#      destination daemon lists the VM as running and checks its pages.
 # After every step: the VM is never running on both daemons.
 # KVM where available, else the soft accelerator: this runs everywhere.
 # argv: migrated migratectl migrate-send migrate-recv
@@ -216,4 +219,22 @@ rc=$?
 where v4 dst
 [ "$(metric migd_migration_verify_failures_total)" = 1 ] && ok "v4: counted as a verification failure" ||
 	fail "v4: verify failures $(metric migd_migration_verify_failures_total)"
+
+# 5. The source hears of the success only once the destination registered
+#    the VM: its engine still sleeps 5 s after Resumed, and yet the VM is
+#    listed, running and checkable there the moment migrate-send returns.
+dst_daemon dst5 "dst.done@1=sleep:5000"
+guest n5
+migrate n5
+[ "$SEND_RC" = 0 ] && ok "n5: migrated" ||
+	fail "n5: migrate-send exit $SEND_RC: $(tail -5 "$TMP/n5.out")"
+SOCK=$DST ctl --json vm list >"$TMP/n5.list" 2>&1
+grep -q "event=migration_finished.*vm=n5" "$TMP/dst5.log" &&
+	fail "n5: the destination's engine had ended already (no race tested)"
+[ "$(jq -r '[.vms[]? | select(.name == "n5") | .state] | first // "none"' \
+	"$TMP/n5.list")" = VM_STATE_RUNNING ] &&
+	ok "n5: listed as running on the destination at once" ||
+	fail "n5: destination list right after migrate-send: $(cat "$TMP/n5.list")"
+SOCK=$DST expect_rc 0 "n5: its pages check on the destination at once" \
+	ctl vm check n5
 finish
