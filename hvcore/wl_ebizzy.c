@@ -109,7 +109,9 @@ int hv_wl_ebizzy_run(struct hv_wl_sync_cpu *c,
 		st->records++;
 		if (g->lock_every && n % g->lock_every == 0)
 			alloc_section(c, g);
-		if (g->call_every && n % g->call_every == 0) {
+		if (g->call_every && n % g->call_every == 0)
+			hv_wl_call_many(c, all);
+		if (g->free_every && n % g->free_every == 0) {
 			if (hv_wl_mutex_lock(c, g->mutex_spins))
 				break;
 			hv_wl_call_many(c, all);

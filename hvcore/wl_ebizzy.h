@@ -5,11 +5,13 @@
  * does records (read a chunk of a random page of its region, search it,
  * write it to another page), takes a shared spinlock for a short
  * critical section every lock_every records (an allocator's lock), and
- * every call_every records "frees memory": it takes the VM's sleeping
+ * every free_every records "frees memory": it takes the VM's sleeping
  * mutex (mmap_sem), sends a synchronous call to every other vCPU (the
  * TLB shootdown) and releases it. Waiters for the mutex sleep (halt), so
  * the targets of the shootdown are often halted vCPUs that the IPI wakes:
- * the case the ready boost is about.
+ * the case the ready boost is about. Optionally, every call_every records,
+ * a synchronous call to every other vCPU without the mutex, so that
+ * several senders' calls cross.
  *
  * Freestanding like hvcore/wl_sync.h, on which it runs: all shared state
  * is in the sync area (guest memory); the records touch the vCPU's region
@@ -35,7 +37,8 @@ struct hv_wl_ebizzy_cfg {
 	uint32_t chunk_pages;  /* pages per record (>= 1) */
 	uint32_t lock_every;   /* records between spinlock sections; 0 off */
 	uint32_t lock_hold;    /* accesses inside the spinlock section */
-	uint32_t call_every;   /* records between frees (mutex + call); 0 off */
+	uint32_t free_every;   /* records between frees (mutex + call); 0 off */
+	uint32_t call_every;   /* records between bare calls to all; 0 off */
 	uint32_t mutex_spins;  /* optimistic spins before a mutex sleeps */
 	uint64_t max_records;  /* 0: until the host stops the vCPUs */
 	uint64_t seed;

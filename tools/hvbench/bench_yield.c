@@ -126,8 +126,8 @@ static void usage(void)
 		"usage: hvbench yield [--vms 1,2,3] [--vcpus N] [--threads N]\n"
 		"         [--slice-us US] [--seconds S] [--runs N]\n"
 		"         [--ple-spins N] [--chunk-pages N] [--chunk-bytes N]\n"
-		"         [--lock-every N] [--lock-hold N] [--call-every N]\n"
-		"         [--mutex-spins N]\n");
+		"         [--lock-every N] [--lock-hold N] [--free-every N]\n"
+		"         [--call-every N] [--mutex-spins N]\n");
 }
 
 static int bench_yield(int argc, char **argv)
@@ -144,6 +144,7 @@ static int bench_yield(int argc, char **argv)
 		{ "chunk-bytes", required_argument, NULL, 'b' },
 		{ "lock-every", required_argument, NULL, 'l' },
 		{ "lock-hold", required_argument, NULL, 'h' },
+		{ "free-every", required_argument, NULL, 'F' },
 		{ "call-every", required_argument, NULL, 'C' },
 		{ "mutex-spins", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
@@ -162,7 +163,7 @@ static int bench_yield(int argc, char **argv)
 				.chunk_pages = 4,
 				.lock_every = 4,
 				.lock_hold = 4,
-				.call_every = 16,
+				.free_every = 16,
 				.mutex_spins = 64,
 				.seed = 42,
 			},
@@ -192,6 +193,7 @@ static int bench_yield(int argc, char **argv)
 		case 'b': o.cfg.wl.chunk_bytes = (uint32_t)v; break;
 		case 'l': o.cfg.wl.lock_every = (uint32_t)v; break;
 		case 'h': o.cfg.wl.lock_hold = (uint32_t)v; break;
+		case 'F': o.cfg.wl.free_every = (uint32_t)v; break;
 		case 'C': o.cfg.wl.call_every = (uint32_t)v; break;
 		case 'M': o.cfg.wl.mutex_spins = (uint32_t)v; break;
 		default:
@@ -214,12 +216,13 @@ static int bench_yield(int argc, char **argv)
 	printf("yield: %u vCPUs per VM over %u run tokens, slice %llu us, "
 	       "%u runs of %.1f s per policy, PLE every %u spins\n"
 	       "records: %u pages x %u B, spinlock every %u (hold %u), "
-	       "mutex + call to all every %u, mutex spins %u\n",
+	       "mutex + call to all every %u, bare call every %u, "
+	       "mutex spins %u\n",
 	       o.cfg.vcpus, o.cfg.sched.threads,
 	       (unsigned long long)(o.cfg.sched.slice_ns / 1000), o.runs,
 	       o.seconds, o.cfg.ple_spins, o.cfg.wl.chunk_pages,
 	       o.cfg.wl.chunk_bytes, o.cfg.wl.lock_every, o.cfg.wl.lock_hold,
-	       o.cfg.wl.call_every, o.cfg.wl.mutex_spins);
+	       o.cfg.wl.free_every, o.cfg.wl.call_every, o.cfg.wl.mutex_spins);
 	for (unsigned row = 0; row < o.nr_rows && !ret; row++) {
 		for (unsigned r = 0; r < o.runs && !ret; r++) {
 			bool boost_first = r & 1;

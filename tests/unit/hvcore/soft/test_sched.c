@@ -26,6 +26,7 @@ struct syn {
 	atomic_int active;
 	atomic_int violations;
 	atomic_bool stop;
+	unsigned halt_pct; /* share of iterations that end in a halt */
 	atomic_uint_fast64_t progress[SYN_VCPUS];
 	pthread_t th[SYN_VCPUS];
 };
@@ -92,9 +93,9 @@ static void *syn_vcpu(void *p)
 		atomic_fetch_add(&y->progress[i], 1);
 		hv_soft_sched_kick(y->sv[rand_r(&seed) % SYN_VCPUS]);
 		leave(y, v);
-		if (r < 15)
+		if (r < y->halt_pct)
 			hv_soft_sched_halt(v);
-		else if (r < 40)
+		else if (r < y->halt_pct + 25)
 			hv_soft_sched_yield(v);
 		enter(y, v);
 	}
@@ -171,6 +172,7 @@ static void test_never_more_vcpus_running_than_tokens_nor_a_token_twice(void)
 		uint64_t yields = 0, halts = 0;
 
 		CU_ASSERT_FATAL(y != NULL);
+		y->halt_pct = 15;
 		syn_run(pols[p], 600, y, st);
 		hv_soft_sched_get_stats(y->s, &ss);
 		CU_ASSERT_EQUAL(atomic_load(&y->violations), 0);
@@ -189,10 +191,12 @@ static void test_never_more_vcpus_running_than_tokens_nor_a_token_twice(void)
 }
 
 /*
- * Bounded wait: with 8 vCPUs on 2 tokens and 1 ms slices a runnable vCPU
- * waits a few slices at most (lending never carries a token past its
- * slice). 100 ms leaves room for a loaded host descheduling the threads;
- * a starving vCPU would wait most of the run.
+ * Bounded wait: with 8 vCPUs on 2 tokens and 1 ms slices, a runnable vCPU
+ * waits a few slices (lending never carries a token past its slice), plus
+ * whatever the host's own scheduler adds on a loaded machine (a token
+ * holder descheduled by the kernel does not tick). No halts here, so only
+ * slice expiry and yields move tokens: a vCPU that the scheduler starves
+ * waits for most of the second. 300 ms is far from both.
  */
 static void test_no_vcpu_waits_more_than_a_few_slices_under_boost(void)
 {
@@ -200,14 +204,15 @@ static void test_no_vcpu_waits_more_than_a_few_slices_under_boost(void)
 	struct syn *y = calloc(1, sizeof(*y));
 
 	CU_ASSERT_FATAL(y != NULL);
+	y->halt_pct = 0;
 	syn_run(HV_SOFT_YIELD_BOOSTED, 1000, y, st);
 	for (unsigned i = 0; i < SYN_VCPUS; i++) {
-		if (st[i].max_wait_ns >= 100000000ULL)
+		if (st[i].max_wait_ns >= 300000000ULL)
 			printf("\nvCPU %u waited %.1f ms\n", i,
 			       st[i].max_wait_ns / 1e6);
-		CU_ASSERT(st[i].max_wait_ns < 100000000ULL);
+		CU_ASSERT(st[i].max_wait_ns < 300000000ULL);
 		CU_ASSERT(atomic_load(&y->progress[i]) > 0);
-		CU_ASSERT(st[i].ns[0] > 0);
+		CU_ASSERT(st[i].preemptions > 0);
 	}
 	hv_soft_sched_destroy(y->s);
 	free(y);

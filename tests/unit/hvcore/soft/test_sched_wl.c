@@ -55,7 +55,7 @@ static struct hv_soft_sched_wl_cfg base_cfg(enum hv_soft_yield_policy pol)
 			   .policy = pol },
 		.wl = { .region_pages = 512, .chunk_bytes = 512,
 			.chunk_pages = 2, .lock_every = 2, .lock_hold = 2,
-			.call_every = 4, .mutex_spins = 16, .seed = 7 },
+			.free_every = 4, .mutex_spins = 16, .seed = 7 },
 		.ple_spins = 32,
 	};
 }
@@ -73,9 +73,10 @@ static void test_every_cross_vcpu_call_completes(void)
 		struct oracle o = { 0 };
 
 		cfg.wl.max_records = 200;
+		cfg.wl.call_every = 3; /* senders' calls cross */
 		cfg.on_sched = on_sched;
 		cfg.arg = &o;
-		CU_ASSERT_FATAL(!hv_soft_sched_wl_run(&cfg, 60000000000ULL,
+		CU_ASSERT_FATAL(!hv_soft_sched_wl_run(&cfg, 30000000000ULL,
 						      &res));
 		for (unsigned m = 0; m < VMS; m++) {
 			uint64_t targets = 0, handled = 0;
@@ -86,7 +87,7 @@ static void test_every_cross_vcpu_call_completes(void)
 
 				CU_ASSERT_EQUAL(v->result, 0);
 				CU_ASSERT_EQUAL(v->wl.records, 200);
-				CU_ASSERT_EQUAL(v->sync.calls, 200 / 4);
+				CU_ASSERT_EQUAL(v->sync.calls, 200 / 4 + 200 / 3);
 				CU_ASSERT_EQUAL(v->sync.call_targets,
 						v->sync.calls * (VCPUS - 1));
 				CU_ASSERT_EQUAL(v->sync.call_acks,
@@ -118,10 +119,10 @@ static void test_boosted_yields_reach_woken_vcpus_without_starving_any(void)
 	CU_ASSERT_FATAL(!hv_soft_sched_wl_run(&cfg, 800000000ULL, &res));
 	for (unsigned i = 0; i < VMS * VCPUS; i++) {
 		CU_ASSERT(out[i].wl.records > 0);
-		if (out[i].sched.max_wait_ns >= 200000000ULL)
+		if (out[i].sched.max_wait_ns >= 300000000ULL)
 			printf("\nvCPU %u waited %.1f ms\n", i,
 			       out[i].sched.max_wait_ns / 1e6);
-		CU_ASSERT(out[i].sched.max_wait_ns < 200000000ULL);
+		CU_ASSERT(out[i].sched.max_wait_ns < 300000000ULL);
 		wakeups += out[i].sched.wakeups;
 		yields += out[i].sched.yields;
 	}
