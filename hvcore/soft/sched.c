@@ -192,9 +192,10 @@ static void pass(struct hv_soft_sched *s, unsigned t, uint64_t now)
 {
 	struct sched_token *tok = &s->tok[t];
 
-	if (!sched_list_empty(&tok->lenders))
+	if (!sched_list_empty(&tok->lenders)) {
+		s->st.lends_back++;
 		sched_grant(s, t, sched_vcpu_of(tok->lenders.next), now, false);
-	else if (!sched_list_empty(&s->runq))
+	} else if (!sched_list_empty(&s->runq))
 		sched_grant(s, t, sched_vcpu_of(s->runq.next), now, true);
 }
 
@@ -285,6 +286,7 @@ void hv_soft_sched_tick(struct hv_soft_sched_vcpu *v)
 
 		sched_unlink(l);
 		runq_append(s, l);
+		s->st.lends_flushed++;
 	}
 	runq_append(s, v);
 	sched_grant(s, t, sched_vcpu_of(s->runq.next), now, true);

@@ -31,6 +31,7 @@ struct agg {
 	double rps[MAX_RUNS];
 	double ns[HV_SOFT_SCHED_NR_BUCKETS];
 	double ple, yields, wakeups, preempt, calls, max_wait_ms;
+	double grants, back, flushed;
 	unsigned n;
 };
 
@@ -72,6 +73,9 @@ static int one_run(const struct yield_opts *o, unsigned vms,
 		if (v->sched.max_wait_ns / 1e6 > a->max_wait_ms)
 			a->max_wait_ms = v->sched.max_wait_ns / 1e6;
 	}
+	a->grants += (double)res.sched.grants;
+	a->back += (double)res.sched.lends_back;
+	a->flushed += (double)res.sched.lends_flushed;
 	if (res.sched.violations) {
 		fprintf(stderr, "yield: scheduler oracle: %llu violations\n",
 			(unsigned long long)res.sched.violations);
@@ -97,8 +101,10 @@ static void print_time(const char *row, const char *pol, const struct agg *a)
 	printf("| %s | %s |", row, pol);
 	for (unsigned b = 0; b < HV_SOFT_SCHED_NR_BUCKETS; b++)
 		printf(" %.1f |", pct(a, b));
-	printf(" %.0f | %.0f%% | %.0f | %.1f |\n", a->ple / a->n,
-	       a->ple ? 100.0 * a->yields / a->ple : 0, a->wakeups / a->n,
+	printf(" %.0f | %.0f%% | %.0f | %.0f | %.0f%% | %.0f | %.1f |\n",
+	       a->ple / a->n, a->ple ? 100.0 * a->yields / a->ple : 0,
+	       a->calls / a->n, a->grants / a->n,
+	       a->yields ? 100.0 * a->back / a->yields : 0, a->wakeups / a->n,
 	       a->max_wait_ms);
 }
 
@@ -261,13 +267,16 @@ static int bench_yield(int argc, char **argv)
 		       o.cfg.sched.threads, mb, mo, 100.0 * (mo / mb - 1),
 		       o.vms[row] <= 3 ? seed[o.vms[row] - 1] : "-");
 	}
-	printf("\nwhere vCPU time went (%% of vCPU time, all runs), PLE exits "
-	       "per run, share that found a candidate, wake-ups per run, "
-	       "longest wait for a token\n\n| VMs | policy |");
+	printf("\nwhere vCPU time went (%% of vCPU time, all runs); per run: "
+	       "PLE exits, share that found a candidate, calls sent, tokens "
+	       "handed over, share of lent tokens given back before the slice "
+	       "ended, wake-ups; longest wait for a token\n\n"
+	       "| VMs | policy |");
 	for (unsigned b = 0; b < HV_SOFT_SCHED_NR_BUCKETS; b++)
 		printf(" %s |", bucket_names[b]);
-	printf(" PLE exits | yielded | wake-ups | max wait ms |\n|---|---|");
-	for (unsigned b = 0; b < HV_SOFT_SCHED_NR_BUCKETS + 4; b++)
+	printf(" PLE exits | yielded | calls | handovers | lent back | "
+	       "wake-ups | max wait ms |\n|---|---|");
+	for (unsigned b = 0; b < HV_SOFT_SCHED_NR_BUCKETS + 7; b++)
 		printf("---|");
 	printf("\n");
 	for (unsigned row = 0; row < o.nr_rows; row++) {
