@@ -7,7 +7,12 @@
  */
 #include "hvcore/soft/sched_priv.h"
 
+#include <sched.h>
+
 #include "hvcore/bug.h"
+
+/* How long a lender spins for its token before it sleeps. */
+#define LEND_SPIN_NS 50000u
 
 /*
  * A candidate waits for a token (KVM: runnable, not running) and carries
@@ -71,6 +76,19 @@ bool hv_soft_sched_yield(struct hv_soft_sched_vcpu *v)
 	sched_list_insert(&v->link, &s->tok[t].lenders, s->tok[t].lenders.next);
 	v->list = &s->tok[t].lenders;
 	sched_grant(s, t, c, now, false);
+	pthread_mutex_unlock(&s->lock);
+	/*
+	 * The lender is runnable, as a yielder stays on its CPU's run queue
+	 * in the kernel: the candidate usually halts again within
+	 * microseconds and the token comes straight back, so wait for it
+	 * spinning (giving the host CPU away) a little before sleeping on
+	 * the condition variable, whose wake-up costs an OS scheduling
+	 * latency the kernel's context switch does not have.
+	 */
+	for (uint64_t end = now + LEND_SPIN_NS;
+	     !atomic_load(&v->on_cpu) && sched_now() < end;)
+		sched_yield();
+	pthread_mutex_lock(&s->lock);
 	sched_wait_token(s, v);
 	pthread_mutex_unlock(&s->lock);
 	return true;
