@@ -64,6 +64,9 @@ struct hv_soft_sched_cfg {
 	unsigned threads;  /* run tokens, 1..HV_SOFT_SCHED_MAX_THREADS */
 	uint64_t slice_ns; /* > 0 */
 	enum hv_soft_yield_policy policy;
+	/* A lender spins (yielding the host CPU) this long for its token
+	 * before it sleeps; 0: it sleeps at once (sched_yield.c says why). */
+	uint64_t lend_spin_ns;
 };
 
 struct hv_soft_sched;

@@ -11,9 +11,6 @@
 
 #include "hvcore/bug.h"
 
-/* How long a lender spins for its token before it sleeps. */
-#define LEND_SPIN_NS 50000u
-
 /*
  * A candidate waits for a token (KVM: runnable, not running) and carries
  * the policy's mark: preempted for the baseline, ready (preempted, or
@@ -85,7 +82,7 @@ bool hv_soft_sched_yield(struct hv_soft_sched_vcpu *v)
 	 * the condition variable, whose wake-up costs an OS scheduling
 	 * latency the kernel's context switch does not have.
 	 */
-	for (uint64_t end = now + LEND_SPIN_NS;
+	for (uint64_t end = now + s->cfg.lend_spin_ns;
 	     !atomic_load(&v->on_cpu) && sched_now() < end;)
 		sched_yield();
 	pthread_mutex_lock(&s->lock);

@@ -133,7 +133,7 @@ static void usage(void)
 		"         [--slice-us US] [--seconds S] [--runs N]\n"
 		"         [--ple-spins N] [--chunk-pages N] [--chunk-bytes N]\n"
 		"         [--lock-every N] [--lock-hold N] [--free-every N]\n"
-		"         [--call-every N] [--mutex-spins N]\n");
+		"         [--call-every N] [--mutex-spins N] [--lend-spin-us US]\n");
 }
 
 static int bench_yield(int argc, char **argv)
@@ -153,6 +153,7 @@ static int bench_yield(int argc, char **argv)
 		{ "free-every", required_argument, NULL, 'F' },
 		{ "call-every", required_argument, NULL, 'C' },
 		{ "mutex-spins", required_argument, NULL, 'M' },
+		{ "lend-spin-us", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct yield_opts o = {
@@ -162,7 +163,8 @@ static int bench_yield(int argc, char **argv)
 		.seconds = 2,
 		.cfg = {
 			.vcpus = 8,
-			.sched = { .threads = 2, .slice_ns = 1000000 },
+			.sched = { .threads = 2, .slice_ns = 1000000,
+				   .lend_spin_ns = 50000 },
 			.wl = {
 				.region_pages = 512,
 				.chunk_bytes = 1024,
@@ -202,6 +204,7 @@ static int bench_yield(int argc, char **argv)
 		case 'F': o.cfg.wl.free_every = (uint32_t)v; break;
 		case 'C': o.cfg.wl.call_every = (uint32_t)v; break;
 		case 'M': o.cfg.wl.mutex_spins = (uint32_t)v; break;
+		case 'L': o.cfg.sched.lend_spin_ns = v * 1000; break;
 		default:
 			usage();
 			return 2;
@@ -220,12 +223,14 @@ static int bench_yield(int argc, char **argv)
 		return 1;
 	}
 	printf("yield: %u vCPUs per VM over %u run tokens, slice %llu us, "
+	       "lender spin %llu us, "
 	       "%u runs of %.1f s per policy, PLE every %u spins\n"
 	       "records: %u pages x %u B, spinlock every %u (hold %u), "
 	       "mutex + call to all every %u, bare call every %u, "
 	       "mutex spins %u\n",
 	       o.cfg.vcpus, o.cfg.sched.threads,
-	       (unsigned long long)(o.cfg.sched.slice_ns / 1000), o.runs,
+	       (unsigned long long)(o.cfg.sched.slice_ns / 1000),
+	       (unsigned long long)(o.cfg.sched.lend_spin_ns / 1000), o.runs,
 	       o.seconds, o.cfg.ple_spins, o.cfg.wl.chunk_pages,
 	       o.cfg.wl.chunk_bytes, o.cfg.wl.lock_every, o.cfg.wl.lock_hold,
 	       o.cfg.wl.free_every, o.cfg.wl.call_every, o.cfg.wl.mutex_spins);

@@ -52,7 +52,7 @@ static struct hv_soft_sched_wl_cfg base_cfg(enum hv_soft_yield_policy pol)
 		.vms = VMS,
 		.vcpus = VCPUS,
 		.sched = { .threads = THREADS, .slice_ns = 500000,
-			   .policy = pol },
+			   .policy = pol, .lend_spin_ns = 50000 },
 		.wl = { .region_pages = 512, .chunk_bytes = 512,
 			.chunk_pages = 2, .lock_every = 2, .lock_hold = 2,
 			.free_every = 4, .mutex_spins = 16, .seed = 7 },
