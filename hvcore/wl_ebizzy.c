@@ -21,8 +21,9 @@ static uint64_t xorshift(uint64_t *s)
 static void flush_handler(struct hv_wl_sync_cpu *c, uint32_t from)
 {
 	const uint64_t *d = (const uint64_t *)hv_wl_sync_access(
-		c, c->area_gpa + __builtin_offsetof(struct hv_wl_sync_area,
-						    spin_data),
+		c,
+		c->area_gpa +
+			__builtin_offsetof(struct hv_wl_sync_area, spin_data),
 		0);
 
 	(void)from;
@@ -64,8 +65,8 @@ static void record(struct hv_wl_sync_cpu *c, const struct hv_wl_ebizzy_cfg *g,
 static void alloc_section(struct hv_wl_sync_cpu *c,
 			  const struct hv_wl_ebizzy_cfg *g)
 {
-	uint64_t lock = c->area_gpa +
-			__builtin_offsetof(struct hv_wl_sync_area, spin);
+	uint64_t lock =
+		c->area_gpa + __builtin_offsetof(struct hv_wl_sync_area, spin);
 	uint64_t data = c->area_gpa +
 			__builtin_offsetof(struct hv_wl_sync_area, spin_data);
 
@@ -75,14 +76,15 @@ static void alloc_section(struct hv_wl_sync_cpu *c,
 
 		/* Plain data guarded by the lock, but other vCPUs' flush
 		 * handlers read d[1] without it: atomics. */
-		__atomic_store_n(&d[i % 7], __atomic_load_n(&d[i % 7],
-				 __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&d[i % 7],
+				 __atomic_load_n(&d[i % 7], __ATOMIC_RELAXED) +
+					 1,
+				 __ATOMIC_RELAXED);
 	}
 	hv_wl_spin_unlock(c, lock);
 }
 
-int hv_wl_ebizzy_run(struct hv_wl_sync_cpu *c,
-		     const struct hv_wl_ebizzy_cfg *g,
+int hv_wl_ebizzy_run(struct hv_wl_sync_cpu *c, const struct hv_wl_ebizzy_cfg *g,
 		     struct hv_wl_ebizzy_stats *st)
 {
 	uint64_t rng = g->seed | 1, all;
@@ -94,8 +96,8 @@ int hv_wl_ebizzy_run(struct hv_wl_sync_cpu *c,
 	    (g->region_gpa & (PAGE_4K - 1)) || !c->env->ple_spins ||
 	    c->id >= HV_WL_SYNC_MAX_CPUS)
 		return -22;
-	a = (const struct hv_wl_sync_area *)c->env->page_for_read(
-		c->env->ctx, c->area_gpa);
+	a = (const struct hv_wl_sync_area *)c->env->page_for_read(c->env->ctx,
+								  c->area_gpa);
 	nr = __atomic_load_n(&a->nr_cpus, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&a->magic, __ATOMIC_SEQ_CST) != HV_WL_SYNC_MAGIC ||
 	    c->id >= nr)

@@ -101,7 +101,7 @@ struct hv_wl_sync_env {
 
 /* Guest counters of one vCPU. */
 struct hv_wl_sync_stats {
-	uint64_t calls;	      /* synchronous calls sent */
+	uint64_t calls;	       /* synchronous calls sent */
 	uint64_t call_targets; /* vCPUs posted to, over all calls */
 	uint64_t call_acks;    /* of those, handlers that ran */
 	uint64_t call_skips;   /* of those, vCPUs that went offline first */

@@ -26,8 +26,9 @@ int hv_soft_sched_create(const struct hv_soft_sched_cfg *cfg,
 	struct hv_soft_sched *s;
 
 	if (!cfg->threads || cfg->threads > HV_SOFT_SCHED_MAX_THREADS ||
-	    !cfg->slice_ns || (cfg->policy != HV_SOFT_YIELD_BASELINE &&
-			       cfg->policy != HV_SOFT_YIELD_BOOSTED))
+	    !cfg->slice_ns ||
+	    (cfg->policy != HV_SOFT_YIELD_BASELINE &&
+	     cfg->policy != HV_SOFT_YIELD_BOOSTED))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)

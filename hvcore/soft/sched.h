@@ -86,8 +86,8 @@ struct hv_soft_sched_vcpu_stats {
 
 /* Whole scheduler. */
 struct hv_soft_sched_stats {
-	uint64_t grants;     /* tokens handed to a vCPU */
-	uint64_t violations; /* a token or vCPU found in use twice (oracle) */
+	uint64_t grants;      /* tokens handed to a vCPU */
+	uint64_t violations;  /* a token or vCPU found in use twice (oracle) */
 	uint64_t max_running; /* most vCPUs holding tokens at once */
 	uint64_t lends_back;  /* tokens given back to a lender */
 	uint64_t lends_flushed; /* lenders sent to the queue by slice end */

@@ -104,7 +104,9 @@ struct hv_soft_sched {
 static inline struct hv_soft_sched_vcpu *sched_vcpu_of(struct sched_link *l)
 {
 	return (struct hv_soft_sched_vcpu *)((char *)l -
-		__builtin_offsetof(struct hv_soft_sched_vcpu, link));
+					     __builtin_offsetof(
+						     struct hv_soft_sched_vcpu,
+						     link));
 }
 
 uint64_t sched_now(void);

@@ -208,8 +208,8 @@ static int setup(struct run *r)
 		for (unsigned i = 0; i < c->vcpus; i++) {
 			struct wl_vcpu *w = &r->w[m * c->vcpus + i];
 
-			ret = hv_soft_sched_vcpu_create(r->s, m,
-							&r->sv[m * c->vcpus + i]);
+			ret = hv_soft_sched_vcpu_create(
+				r->s, m, &r->sv[m * c->vcpus + i]);
 			if (ret)
 				return ret;
 			w->r = r;
@@ -231,8 +231,9 @@ static int setup(struct run *r)
 			w->wl = c->wl;
 			w->wl.region_gpa = HV_SOFT_RIG_LOW_BYTES +
 					   i * c->wl.region_pages * 4096;
-			w->wl.seed = c->wl.seed + 0x9e3779b97f4a7c15ULL *
-						      (m * c->vcpus + i + 1);
+			w->wl.seed =
+				c->wl.seed +
+				0x9e3779b97f4a7c15ULL * (m * c->vcpus + i + 1);
 		}
 	}
 	return 0;
@@ -295,8 +296,8 @@ int hv_soft_sched_wl_run(const struct hv_soft_sched_wl_cfg *cfg,
 	}
 	if (ret || !cfg->wl.max_records) {
 		if (!ret) {
-			struct timespec ts = { (time_t)(run_ns / 1000000000ULL),
-					       (long)(run_ns % 1000000000ULL) };
+			struct timespec ts = {(time_t)(run_ns / 1000000000ULL),
+					      (long)(run_ns % 1000000000ULL)};
 
 			while (nanosleep(&ts, &ts))
 				;

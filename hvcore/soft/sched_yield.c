@@ -22,8 +22,7 @@ static bool candidate(const struct hv_soft_sched *s,
 {
 	if (c->state != SCHED_WAITING)
 		return false;
-	return s->cfg.policy == HV_SOFT_YIELD_BOOSTED ? c->ready
-						      : c->preempted;
+	return s->cfg.policy == HV_SOFT_YIELD_BOOSTED ? c->ready : c->preempted;
 }
 
 /*

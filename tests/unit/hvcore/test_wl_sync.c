@@ -71,12 +71,15 @@ static void cpu_init(struct cpu *c, struct guest *g, unsigned id)
 {
 	c->g = g;
 	c->id = id;
-	c->env = (struct hv_wl_sync_env){ .ctx = c, .page_for_write = pw,
-					  .page_for_read = pr,
-					  .ple_exit = ple, .send_ipi = ipi,
-					  .halt = halt, .ple_spins = 16 };
-	c->c = (struct hv_wl_sync_cpu){ .env = &c->env, .area_gpa = AREA,
-					.id = id };
+	c->env = (struct hv_wl_sync_env){.ctx = c,
+					 .page_for_write = pw,
+					 .page_for_read = pr,
+					 .ple_exit = ple,
+					 .send_ipi = ipi,
+					 .halt = halt,
+					 .ple_spins = 16};
+	c->c = (struct hv_wl_sync_cpu){
+		.env = &c->env, .area_gpa = AREA, .id = id};
 }
 
 /* An unguarded increment with a window between the read and the write:
@@ -84,8 +87,8 @@ static void cpu_init(struct cpu *c, struct guest *g, unsigned id)
  * it out. */
 static void bump(struct hv_wl_sync_cpu *c, unsigned i)
 {
-	volatile uint64_t *p = (volatile uint64_t *)hv_wl_sync_access(
-		c, COUNTERS + 8 * i, 1);
+	volatile uint64_t *p =
+		(volatile uint64_t *)hv_wl_sync_access(c, COUNTERS + 8 * i, 1);
 	uint64_t v = *p;
 
 	sched_yield(); /* let another thread in, if the lock would */
@@ -95,8 +98,7 @@ static void bump(struct hv_wl_sync_cpu *c, unsigned i)
 static void *worker(void *p)
 {
 	struct cpu *c = p;
-	uint64_t spin = AREA + __builtin_offsetof(struct hv_wl_sync_area,
-						  spin);
+	uint64_t spin = AREA + __builtin_offsetof(struct hv_wl_sync_area, spin);
 
 	for (unsigned n = 1; n <= ITERS; n++) {
 		hv_wl_spin_lock(&c->c, spin);
@@ -172,8 +174,8 @@ static void *spinner(void *p)
 {
 	struct cpu *c = p;
 
-	hv_wl_spin_lock(&c->c, AREA + __builtin_offsetof(
-					   struct hv_wl_sync_area, spin));
+	hv_wl_spin_lock(
+		&c->c, AREA + __builtin_offsetof(struct hv_wl_sync_area, spin));
 	return NULL;
 }
 
@@ -182,8 +184,7 @@ static void *spinner(void *p)
 static void test_spinner_takes_a_pause_loop_exit_every_ple_spins(void)
 {
 	struct guest *g = guest_new();
-	uint64_t spin = AREA + __builtin_offsetof(struct hv_wl_sync_area,
-						  spin);
+	uint64_t spin = AREA + __builtin_offsetof(struct hv_wl_sync_area, spin);
 	struct cpu c[2];
 	pthread_t t;
 
@@ -207,20 +208,19 @@ static void test_area_init_refuses_bad_cpu_count(void)
 
 	CU_ASSERT_FATAL(a != NULL);
 	CU_ASSERT_EQUAL(hv_wl_sync_area_init(a, 0), -22);
-	CU_ASSERT_EQUAL(hv_wl_sync_area_init(a, HV_WL_SYNC_MAX_CPUS + 1),
-			-22);
+	CU_ASSERT_EQUAL(hv_wl_sync_area_init(a, HV_WL_SYNC_MAX_CPUS + 1), -22);
 	CU_ASSERT_EQUAL(hv_wl_sync_area_init(a, 3), 0);
 	CU_ASSERT_EQUAL(a->online, 7);
 	free(a);
 }
 
 static CU_TestInfo tests[] = {
-	{ "locks_exclude_and_crossing_calls_complete",
-	  test_locks_exclude_and_crossing_calls_complete },
-	{ "spinner_takes_a_pause_loop_exit_every_ple_spins",
-	  test_spinner_takes_a_pause_loop_exit_every_ple_spins },
-	{ "area_init_refuses_bad_cpu_count",
-	  test_area_init_refuses_bad_cpu_count },
+	{"locks_exclude_and_crossing_calls_complete",
+	 test_locks_exclude_and_crossing_calls_complete},
+	{"spinner_takes_a_pause_loop_exit_every_ple_spins",
+	 test_spinner_takes_a_pause_loop_exit_every_ple_spins},
+	{"area_init_refuses_bad_cpu_count",
+	 test_area_init_refuses_bad_cpu_count},
 	CU_TEST_INFO_NULL,
 };
 

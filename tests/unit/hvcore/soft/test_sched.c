@@ -108,18 +108,18 @@ static void *syn_vcpu(void *p)
  * Run the synthetic vCPUs for @ms under @pol; the control thread kicks
  * one vCPU every 200 us (a timer interrupt), so halts always end.
  */
-static void syn_run(enum hv_soft_yield_policy pol, unsigned ms,
-		    struct syn *y, struct hv_soft_sched_vcpu_stats *st)
+static void syn_run(enum hv_soft_yield_policy pol, unsigned ms, struct syn *y,
+		    struct hv_soft_sched_vcpu_stats *st)
 {
-	struct hv_soft_sched_cfg cfg = { .threads = SYN_THREADS,
-					 .slice_ns = 1000000, .policy = pol };
+	struct hv_soft_sched_cfg cfg = {
+		.threads = SYN_THREADS, .slice_ns = 1000000, .policy = pol};
 	uint64_t end;
 	unsigned k = 0;
 
 	CU_ASSERT_FATAL(!hv_soft_sched_create(&cfg, &y->s));
 	for (unsigned i = 0; i < SYN_VCPUS; i++)
-		CU_ASSERT_FATAL(!hv_soft_sched_vcpu_create(y->s, i % 2,
-							   &y->sv[i]));
+		CU_ASSERT_FATAL(
+			!hv_soft_sched_vcpu_create(y->s, i % 2, &y->sv[i]));
 	for (unsigned i = 0; i < SYN_VCPUS; i++) {
 		struct syn_arg *a = malloc(sizeof(*a));
 
@@ -130,7 +130,7 @@ static void syn_run(enum hv_soft_yield_policy pol, unsigned ms,
 	}
 	end = now_ns() + ms * 1000000ULL;
 	while (now_ns() < end) {
-		struct timespec ts = { 0, 200000 };
+		struct timespec ts = {0, 200000};
 
 		nanosleep(&ts, NULL);
 		hv_soft_sched_kick(y->sv[k++ % SYN_VCPUS]);
@@ -161,9 +161,8 @@ static void syn_run(enum hv_soft_yield_policy pol, unsigned ms,
 
 static void test_never_more_vcpus_running_than_tokens_nor_a_token_twice(void)
 {
-	static const enum hv_soft_yield_policy pols[] = {
-		HV_SOFT_YIELD_BASELINE, HV_SOFT_YIELD_BOOSTED
-	};
+	static const enum hv_soft_yield_policy pols[] = {HV_SOFT_YIELD_BASELINE,
+							 HV_SOFT_YIELD_BOOSTED};
 
 	for (unsigned p = 0; p < 2; p++) {
 		struct hv_soft_sched_vcpu_stats st[SYN_VCPUS];
@@ -242,11 +241,12 @@ static void *pong(void *p)
 
 static void test_kick_of_a_halting_vcpu_is_never_lost(void)
 {
-	struct hv_soft_sched_cfg cfg = { .threads = 1, .slice_ns = 1000000,
-					 .policy = HV_SOFT_YIELD_BOOSTED };
+	struct hv_soft_sched_cfg cfg = {.threads = 1,
+					.slice_ns = 1000000,
+					.policy = HV_SOFT_YIELD_BOOSTED};
 	struct hv_soft_sched_vcpu_stats st;
 	struct hv_soft_sched *s;
-	struct pingpong pp = { 0 };
+	struct pingpong pp = {0};
 	struct timespec ts;
 	pthread_t t;
 
@@ -274,8 +274,9 @@ static void test_kick_of_a_halting_vcpu_is_never_lost(void)
 
 static void test_create_refuses_bad_config(void)
 {
-	struct hv_soft_sched_cfg cfg = { .threads = 0, .slice_ns = 1000,
-					 .policy = HV_SOFT_YIELD_BASELINE };
+	struct hv_soft_sched_cfg cfg = {.threads = 0,
+					.slice_ns = 1000,
+					.policy = HV_SOFT_YIELD_BASELINE};
 	struct hv_soft_sched *s = (struct hv_soft_sched *)&cfg;
 
 	CU_ASSERT_EQUAL(hv_soft_sched_create(&cfg, &s), -EINVAL);
@@ -292,13 +293,13 @@ static void test_create_refuses_bad_config(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "never_more_vcpus_running_than_tokens_nor_a_token_twice",
-	  test_never_more_vcpus_running_than_tokens_nor_a_token_twice },
-	{ "no_vcpu_waits_more_than_a_few_slices_under_boost",
-	  test_no_vcpu_waits_more_than_a_few_slices_under_boost },
-	{ "kick_of_a_halting_vcpu_is_never_lost",
-	  test_kick_of_a_halting_vcpu_is_never_lost },
-	{ "create_refuses_bad_config", test_create_refuses_bad_config },
+	{"never_more_vcpus_running_than_tokens_nor_a_token_twice",
+	 test_never_more_vcpus_running_than_tokens_nor_a_token_twice},
+	{"no_vcpu_waits_more_than_a_few_slices_under_boost",
+	 test_no_vcpu_waits_more_than_a_few_slices_under_boost},
+	{"kick_of_a_halting_vcpu_is_never_lost",
+	 test_kick_of_a_halting_vcpu_is_never_lost},
+	{"create_refuses_bad_config", test_create_refuses_bad_config},
 	CU_TEST_INFO_NULL,
 };
 

@@ -51,33 +51,39 @@ static struct hv_soft_sched_wl_cfg base_cfg(enum hv_soft_yield_policy pol)
 	return (struct hv_soft_sched_wl_cfg){
 		.vms = VMS,
 		.vcpus = VCPUS,
-		.sched = { .threads = THREADS, .slice_ns = 500000,
-			   .policy = pol, .lend_spin_ns = 50000 },
-		.wl = { .region_pages = 512, .chunk_bytes = 512,
-			.chunk_pages = 2, .lock_every = 2, .lock_hold = 2,
-			.free_every = 4, .mutex_spins = 16, .seed = 7 },
+		.sched = {.threads = THREADS,
+			  .slice_ns = 500000,
+			  .policy = pol,
+			  .lend_spin_ns = 50000},
+		.wl = {.region_pages = 512,
+		       .chunk_bytes = 512,
+		       .chunk_pages = 2,
+		       .lock_every = 2,
+		       .lock_hold = 2,
+		       .free_every = 4,
+		       .mutex_spins = 16,
+		       .seed = 7},
 		.ple_spins = 32,
 	};
 }
 
 static void test_every_cross_vcpu_call_completes(void)
 {
-	static const enum hv_soft_yield_policy pols[] = {
-		HV_SOFT_YIELD_BASELINE, HV_SOFT_YIELD_BOOSTED
-	};
+	static const enum hv_soft_yield_policy pols[] = {HV_SOFT_YIELD_BASELINE,
+							 HV_SOFT_YIELD_BOOSTED};
 
 	for (unsigned p = 0; p < 2; p++) {
 		struct hv_soft_sched_wl_cfg cfg = base_cfg(pols[p]);
 		struct hv_soft_sched_wl_vcpu out[VMS * VCPUS];
-		struct hv_soft_sched_wl_result res = { .vcpu = out };
-		struct oracle o = { 0 };
+		struct hv_soft_sched_wl_result res = {.vcpu = out};
+		struct oracle o = {0};
 
 		cfg.wl.max_records = 200;
 		cfg.wl.call_every = 3; /* senders' calls cross */
 		cfg.on_sched = on_sched;
 		cfg.arg = &o;
-		CU_ASSERT_FATAL(!hv_soft_sched_wl_run(&cfg, 30000000000ULL,
-						      &res));
+		CU_ASSERT_FATAL(
+			!hv_soft_sched_wl_run(&cfg, 30000000000ULL, &res));
 		for (unsigned m = 0; m < VMS; m++) {
 			uint64_t targets = 0, handled = 0;
 
@@ -87,7 +93,8 @@ static void test_every_cross_vcpu_call_completes(void)
 
 				CU_ASSERT_EQUAL(v->result, 0);
 				CU_ASSERT_EQUAL(v->wl.records, 200);
-				CU_ASSERT_EQUAL(v->sync.calls, 200 / 4 + 200 / 3);
+				CU_ASSERT_EQUAL(v->sync.calls,
+						200 / 4 + 200 / 3);
 				CU_ASSERT_EQUAL(v->sync.call_targets,
 						v->sync.calls * (VCPUS - 1));
 				CU_ASSERT_EQUAL(v->sync.call_acks,
@@ -113,7 +120,7 @@ static void test_boosted_yields_reach_woken_vcpus_without_starving_any(void)
 {
 	struct hv_soft_sched_wl_cfg cfg = base_cfg(HV_SOFT_YIELD_BOOSTED);
 	struct hv_soft_sched_wl_vcpu out[VMS * VCPUS];
-	struct hv_soft_sched_wl_result res = { .vcpu = out };
+	struct hv_soft_sched_wl_result res = {.vcpu = out};
 	uint64_t wakeups = 0, yields = 0;
 
 	CU_ASSERT_FATAL(!hv_soft_sched_wl_run(&cfg, 800000000ULL, &res));
@@ -135,7 +142,7 @@ static void test_run_refuses_bad_config(void)
 {
 	struct hv_soft_sched_wl_cfg cfg = base_cfg(HV_SOFT_YIELD_BOOSTED);
 	struct hv_soft_sched_wl_vcpu out[1];
-	struct hv_soft_sched_wl_result res = { .vcpu = out };
+	struct hv_soft_sched_wl_result res = {.vcpu = out};
 
 	cfg.vcpus = HV_WL_SYNC_MAX_CPUS + 1;
 	CU_ASSERT_EQUAL(hv_soft_sched_wl_run(&cfg, 1000000, &res), -EINVAL);
@@ -147,11 +154,11 @@ static void test_run_refuses_bad_config(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "every_cross_vcpu_call_completes",
-	  test_every_cross_vcpu_call_completes },
-	{ "boosted_yields_reach_woken_vcpus_without_starving_any",
-	  test_boosted_yields_reach_woken_vcpus_without_starving_any },
-	{ "run_refuses_bad_config", test_run_refuses_bad_config },
+	{"every_cross_vcpu_call_completes",
+	 test_every_cross_vcpu_call_completes},
+	{"boosted_yields_reach_woken_vcpus_without_starving_any",
+	 test_boosted_yields_reach_woken_vcpus_without_starving_any},
+	{"run_refuses_bad_config", test_run_refuses_bad_config},
 	CU_TEST_INFO_NULL,
 };
 

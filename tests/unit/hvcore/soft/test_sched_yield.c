@@ -21,8 +21,8 @@ struct world {
 };
 
 /* Queue @v as a waiting vCPU with the given marks (under the lock). */
-static void queue(struct world *w, struct hv_soft_sched_vcpu *v,
-		  bool preempted, bool ready)
+static void queue(struct world *w, struct hv_soft_sched_vcpu *v, bool preempted,
+		  bool ready)
 {
 	pthread_mutex_lock(&w->s->lock);
 	v->state = SCHED_WAITING;
@@ -35,9 +35,8 @@ static void queue(struct world *w, struct hv_soft_sched_vcpu *v,
 
 static void setup(struct world *w, enum hv_soft_yield_policy pol)
 {
-	struct hv_soft_sched_cfg cfg = { .threads = 1,
-					 .slice_ns = 60000000000ULL,
-					 .policy = pol };
+	struct hv_soft_sched_cfg cfg = {
+		.threads = 1, .slice_ns = 60000000000ULL, .policy = pol};
 
 	CU_ASSERT_FATAL(!hv_soft_sched_create(&cfg, &w->s));
 	CU_ASSERT_FATAL(!hv_soft_sched_vcpu_create(w->s, 0, &w->a));
@@ -53,7 +52,7 @@ static void setup(struct world *w, enum hv_soft_yield_policy pol)
  * hands its token to nobody. */
 static void teardown(struct world *w)
 {
-	struct hv_soft_sched_vcpu *all[] = { w->a, w->b, w->c };
+	struct hv_soft_sched_vcpu *all[] = {w->a, w->b, w->c};
 
 	pthread_mutex_lock(&w->s->lock);
 	for (unsigned i = 0; i < 3; i++) {
@@ -88,7 +87,7 @@ static struct hv_soft_sched_vcpu *yield_once(struct world *w)
 
 	CU_ASSERT_FATAL(!pthread_create(&t, NULL, yielder, w));
 	for (unsigned n = 0; n < 5000 && !got; n++) {
-		struct timespec ts = { 0, 1000000 };
+		struct timespec ts = {0, 1000000};
 
 		if (hv_soft_sched_token(w->b) == 0)
 			got = w->b;
@@ -111,7 +110,7 @@ static struct hv_soft_sched_vcpu *yield_once(struct world *w)
 
 static void test_baseline_yields_to_preempted_not_to_woken(void)
 {
-	struct world w = { 0 };
+	struct world w = {0};
 
 	setup(&w, HV_SOFT_YIELD_BASELINE);
 	CU_ASSERT_PTR_EQUAL(yield_once(&w), w.c);
@@ -122,7 +121,7 @@ static void test_baseline_yields_to_preempted_not_to_woken(void)
 
 static void test_boosted_yields_to_woken_vcpu(void)
 {
-	struct world w = { 0 };
+	struct world w = {0};
 
 	setup(&w, HV_SOFT_YIELD_BOOSTED);
 	CU_ASSERT_PTR_EQUAL(yield_once(&w), w.b);
@@ -133,7 +132,7 @@ static void test_boosted_yields_to_woken_vcpu(void)
  * then B again although B comes first in index order. */
 static void test_boosted_scans_round_robin_from_last_boosted(void)
 {
-	struct world w = { 0 };
+	struct world w = {0};
 
 	setup(&w, HV_SOFT_YIELD_BOOSTED);
 	pthread_mutex_lock(&w.s->lock);
@@ -147,11 +146,11 @@ static void test_boosted_scans_round_robin_from_last_boosted(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "baseline_yields_to_preempted_not_to_woken",
-	  test_baseline_yields_to_preempted_not_to_woken },
-	{ "boosted_yields_to_woken_vcpu", test_boosted_yields_to_woken_vcpu },
-	{ "boosted_scans_round_robin_from_last_boosted",
-	  test_boosted_scans_round_robin_from_last_boosted },
+	{"baseline_yields_to_preempted_not_to_woken",
+	 test_baseline_yields_to_preempted_not_to_woken},
+	{"boosted_yields_to_woken_vcpu", test_boosted_yields_to_woken_vcpu},
+	{"boosted_scans_round_robin_from_last_boosted",
+	 test_boosted_scans_round_robin_from_last_boosted},
 	CU_TEST_INFO_NULL,
 };
 
