@@ -36,6 +36,10 @@ struct run {
 	struct hv_soft_rig *rig[HV_SOFT_SCHED_MAX_VMS];
 	struct hv_soft_sched_vcpu **sv; /* vms * vcpus, VM-major */
 	struct wl_vcpu *w;
+	/* What the threads write; copied to the caller's result only once
+	 * every thread joined, so a thread left running after a timeout
+	 * never writes into the caller's memory. */
+	struct hv_soft_sched_wl_vcpu *out;
 	atomic_uint live; /* threads still in the workload */
 	uint64_t t_last;  /* when the last one left */
 };
@@ -254,6 +258,7 @@ static bool teardown(struct run *r)
 	hv_soft_sched_destroy(r->s);
 	free(r->sv);
 	free(r->w);
+	free(r->out);
 	free(r);
 	return true;
 }
@@ -276,7 +281,8 @@ int hv_soft_sched_wl_run(const struct hv_soft_sched_wl_cfg *cfg,
 	r->cfg = cfg;
 	r->sv = calloc(n, sizeof(*r->sv));
 	r->w = calloc(n, sizeof(*r->w));
-	ret = r->sv && r->w ? setup(r) : -ENOMEM;
+	r->out = calloc(n, sizeof(*r->out));
+	ret = r->sv && r->w && r->out ? setup(r) : -ENOMEM;
 	if (ret) {
 		teardown(r);
 		return ret;
@@ -285,7 +291,7 @@ int hv_soft_sched_wl_run(const struct hv_soft_sched_wl_cfg *cfg,
 	atomic_store(&r->live, n);
 	t0 = now_ns();
 	for (unsigned i = 0; i < n; i++) {
-		r->w[i].out = &res->vcpu[i];
+		r->w[i].out = &r->out[i];
 		if (pthread_create(&r->w[i].thread, NULL, vcpu_thread,
 				   &r->w[i])) {
 			ret = -EAGAIN;
@@ -315,6 +321,8 @@ int hv_soft_sched_wl_run(const struct hv_soft_sched_wl_cfg *cfg,
 		}
 	}
 	hv_soft_sched_get_stats(r->s, &res->sched);
+	for (unsigned i = 0; i < n && !ret; i++)
+		res->vcpu[i] = r->out[i];
 	for (unsigned i = 0; i < n; i++) {
 		hv_soft_sched_vcpu_get_stats(r->sv[i], &res->vcpu[i].sched);
 		if (!ret && res->vcpu[i].result)

@@ -54,7 +54,8 @@ struct hv_soft_sched_wl_result {
  * until every vCPU did max_records (wall_ns then ends when the last
  * finished), or -ETIMEDOUT after @run_ns (a hang: the vCPUs are stopped,
  * and if they do not end within a second their memory is leaked, never
- * freed under them). Returns 0, -EINVAL, -ENOMEM, -ETIMEDOUT, or the
+ * freed under them; the workload results reach @res only when every
+ * thread ended). Returns 0, -EINVAL, -ENOMEM, -ETIMEDOUT, or the
  * first vCPU's error (-EFAULT).
  */
 int hv_soft_sched_wl_run(const struct hv_soft_sched_wl_cfg *cfg,
