@@ -233,6 +233,11 @@ static int setup(struct run *r)
 				.ple_spins = c->ple_spins,
 			};
 			w->wl = c->wl;
+			if (m >= c->vms - c->hogs) {
+				w->wl.lock_every = 0;
+				w->wl.free_every = 0;
+				w->wl.call_every = 0;
+			}
 			w->wl.region_gpa = HV_SOFT_RIG_LOW_BYTES +
 					   i * c->wl.region_pages * 4096;
 			w->wl.seed =
@@ -272,6 +277,7 @@ int hv_soft_sched_wl_run(const struct hv_soft_sched_wl_cfg *cfg,
 	int ret;
 
 	if (!cfg->vms || cfg->vms > HV_SOFT_SCHED_MAX_VMS || !cfg->vcpus ||
+	    cfg->hogs >= cfg->vms || (cfg->hogs && cfg->wl.max_records) ||
 	    cfg->vcpus > HV_WL_SYNC_MAX_CPUS || !cfg->ple_spins ||
 	    !cfg->wl.region_pages || cfg->wl.region_pages % 512 || !run_ns)
 		return -EINVAL;

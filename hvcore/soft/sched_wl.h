@@ -24,6 +24,12 @@ struct hv_soft_sched_wl_cfg {
 	/* Every vCPU's workload; region_gpa and seed are set per vCPU (its
 	 * region in the VM's high slot), region_pages a multiple of 512. */
 	struct hv_wl_ebizzy_cfg wl;
+	/*
+	 * The last @hogs VMs are CPU hogs (the seed's "stress" VM): their
+	 * vCPUs only do records, never lock, call or halt. Only with
+	 * wl.max_records == 0 (they never finish on their own).
+	 */
+	unsigned hogs;
 	uint32_t ple_spins; /* spins per pause-loop exit */
 	/*
 	 * Test oracle (NULL: none): called on the vCPU's thread with

@@ -22,6 +22,7 @@ struct yield_opts {
 	unsigned vms[HV_SOFT_SCHED_MAX_VMS];
 	unsigned nr_rows;
 	unsigned runs;
+	unsigned hogs;
 	double seconds;
 	struct hv_soft_sched_wl_cfg cfg;
 };
@@ -48,9 +49,10 @@ static int one_run(const struct yield_opts *o, unsigned vms,
 	unsigned n;
 	int ret;
 
-	c.vms = vms;
+	c.vms = vms + o->hogs;
+	c.hogs = o->hogs;
 	c.sched.policy = pol;
-	n = vms * c.vcpus;
+	n = c.vms * c.vcpus;
 	res.vcpu = calloc(n, sizeof(*res.vcpu));
 	if (!res.vcpu)
 		return -ENOMEM;
@@ -62,7 +64,8 @@ static int one_run(const struct yield_opts *o, unsigned vms,
 	for (unsigned i = 0; i < n; i++) {
 		const struct hv_soft_sched_wl_vcpu *v = &res.vcpu[i];
 
-		records += v->wl.records;
+		if (i < vms * c.vcpus) /* the hogs' records do not count */
+			records += v->wl.records;
 		for (unsigned b = 0; b < HV_SOFT_SCHED_NR_BUCKETS; b++)
 			a->ns[b] += (double)v->sched.ns[b];
 		a->ple += (double)v->sched.ple_exits;
@@ -133,7 +136,8 @@ static void usage(void)
 		"         [--slice-us US] [--seconds S] [--runs N]\n"
 		"         [--ple-spins N] [--chunk-pages N] [--chunk-bytes N]\n"
 		"         [--lock-every N] [--lock-hold N] [--free-every N]\n"
-		"         [--call-every N] [--mutex-spins N] [--lend-spin-us US]\n");
+		"         [--call-every N] [--mutex-spins N] [--lend-spin-us US]\n"
+		"         [--hogs N]   (N more VMs whose vCPUs only compute)\n");
 }
 
 static int bench_yield(int argc, char **argv)
@@ -154,6 +158,7 @@ static int bench_yield(int argc, char **argv)
 		{ "call-every", required_argument, NULL, 'C' },
 		{ "mutex-spins", required_argument, NULL, 'M' },
 		{ "lend-spin-us", required_argument, NULL, 'L' },
+		{ "hogs", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct yield_opts o = {
@@ -205,7 +210,14 @@ static int bench_yield(int argc, char **argv)
 		case 'C': o.cfg.wl.call_every = (uint32_t)v; break;
 		case 'M': o.cfg.wl.mutex_spins = (uint32_t)v; break;
 		case 'L': o.cfg.sched.lend_spin_ns = v * 1000; break;
+		case 'H': o.hogs = (unsigned)v; break;
 		default:
+			usage();
+			return 2;
+		}
+	}
+	for (unsigned row = 0; row < o.nr_rows; row++) {
+		if (o.vms[row] + o.hogs > HV_SOFT_SCHED_MAX_VMS) {
 			usage();
 			return 2;
 		}
@@ -222,6 +234,9 @@ static int bench_yield(int argc, char **argv)
 		free(boost);
 		return 1;
 	}
+	if (o.hogs)
+		printf("yield: plus %u CPU-hog VM(s) in every row (records of "
+		       "the hogs not counted)\n", o.hogs);
 	printf("yield: %u vCPUs per VM over %u run tokens, slice %llu us, "
 	       "lender spin %llu us, "
 	       "%u runs of %.1f s per policy, PLE every %u spins\n"
@@ -268,9 +283,11 @@ static int bench_yield(int argc, char **argv)
 		double mo = hvbench_median(boost[row].rps, boost[row].n);
 
 		printf("| %u | %u / %u | %.0f | %.0f | %+.0f%% | %s |\n",
-		       o.vms[row], o.vms[row] * o.cfg.vcpus,
+		       o.vms[row], (o.vms[row] + o.hogs) * o.cfg.vcpus,
 		       o.cfg.sched.threads, mb, mo, 100.0 * (mo / mb - 1),
-		       o.vms[row] <= 3 ? seed[o.vms[row] - 1] : "-");
+		       o.hogs ? (o.vms[row] == 1 ? "+155..179% (hog)" : "-")
+		       : o.vms[row] <= 3 ? seed[o.vms[row] - 1]
+					 : "-");
 	}
 	printf("\nwhere vCPU time went (%% of vCPU time, all runs); per run: "
 	       "PLE exits, share that found a candidate, calls sent, tokens "
