@@ -78,7 +78,7 @@ _Static_assert(sizeof(struct hv_wl_sync_area) <= 4096, "one page");
  *  page_for_write/read: pointer to the 4 KiB guest page at @gpa
  *		(page-aligned), valid until the next hook call. An access
  *		point: the host may preempt the vCPU here;
- *  ple_exit:	the vCPU spun HV_WL_SYNC env->ple_spins times without
+ *  ple_exit:	the vCPU spun env->ple_spins times without
  *		progress (the pause-loop exit): the host may run another
  *		vCPU (directed yield) before returning;
  *  send_ipi:	deliver an interrupt to vCPU @cpu of this VM: wake it if
