@@ -76,8 +76,11 @@ bool hv_soft_rmap_count_first(const struct hv_soft_rmap *r);
 size_t hv_soft_rmap_desc_size(const struct hv_soft_rmap *r);
 
 /*
- * Add @spte to @head. Returns how many entries the head held before (>= 0),
- * or -ENOMEM (head unchanged). The caller never adds the same spte twice.
+ * Add @spte to @head. Returns, as KVM's pte_list_add did, the entries met
+ * on the way to the slot used (the descriptors walked plus the one used):
+ * the entries held before when no removal left a hole, fewer otherwise.
+ * -ENOMEM: not added (the head still holds the same entries). The caller
+ * never adds the same spte twice.
  */
 int hv_soft_rmap_add(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 		     uint64_t *spte);
