@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvbench rmap: the rmap descriptor width (KVM's PTE_LIST_EXT) under
+ * shadow paging, on the soft MMU's shadow mode (hvcore/soft/shadow.h).
+ *
+ * One run: a guest whose parent address space maps --pages data pages
+ * forks --children children (hvcore/soft/shadow_fork.h); each child, right
+ * after its fork, reads every page (one shadow PTE and one rmap entry per
+ * page: a shared page ends with one rmap entry per child), then the
+ * children exit in fork order (one emulated page-table write per entry:
+ * the rmap removal path). Timed: the forks with their touches, and the
+ * teardown. Variants: widths 1, 3, 14, 15, 31 with the count after the
+ * array (KVM 5.14), and 14, 15 with it before; interleaved, the order
+ * rotated every repetition, medians. Also the rmap-count histogram in the
+ * format of KVM's mmu_rmaps_stat, for the idle guest (the parent alone)
+ * and with every child alive.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvcore/memslots.h"
+#include "hvcore/soft/shadow.h"
+#include "hvcore/soft/shadow_fork.h"
+#include "tools/hvbench/hvbench.h"
+
+#define MAX_REPS 64
+
+struct variant {
+	unsigned width;
+	bool count_first;
+};
+
+static const struct variant variants[] = {
+	{ 1, false },  { 3, false },  { 14, false }, { 14, true },
+	{ 15, false }, { 15, true },  { 31, false },
+};
+#define NR_VARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+struct rmap_opts {
+	unsigned children;
+	uint64_t pages;
+	unsigned reps;
+	unsigned cow_every;
+};
+
+struct run_result {
+	double fork_ms, teardown_ms;
+	uint64_t peak_desc_bytes;
+	size_t desc_size;
+	uint64_t hist_idle[HV_SOFT_SHADOW_HIST_BUCKETS];
+	uint64_t hist_forked[HV_SOFT_SHADOW_HIST_BUCKETS];
+};
+
+static int run_once(const struct rmap_opts *o, const struct variant *v,
+		    struct run_result *res)
+{
+	uint64_t nr_pts = HV_DIV_ROUND_UP(o->pages, 512);
+	uint64_t cow = o->cow_every ? o->pages / o->cow_every + 1 : 0;
+	uint64_t npages = 64 + o->pages + nr_pts + 3 +
+			  o->children * (3 + nr_pts + cow);
+	struct hv_soft_fork_cfg fcfg = { .data_pages = o->pages,
+					 .max_children = o->children,
+					 .cow_every = o->cow_every };
+	struct hv_soft_shadow_cfg scfg = { .rmap_width = v->width,
+					   .rmap_count_first = v->count_first,
+					   .max_gfn = npages };
+	struct hv_memslot_desc d = { .id = 1, .npages = npages };
+	struct hv_soft_shadow_stats st;
+	struct hv_soft_shadow *sh = NULL;
+	struct hv_memslots *slots = NULL;
+	struct hv_soft_fork *f = NULL;
+	uint64_t t0, t1, t2;
+	uint8_t *mem;
+	int ret;
+
+	mem = aligned_alloc(HV_PAGE_SIZE, npages * HV_PAGE_SIZE);
+	if (!mem)
+		return -ENOMEM;
+	memset(mem, 0, npages * HV_PAGE_SIZE);
+	d.hva = (uintptr_t)mem;
+	ret = hv_memslots_create(&slots);
+	if (!ret)
+		ret = hv_memslots_add(slots, &d);
+	if (!ret)
+		ret = hv_soft_shadow_create(&scfg, slots, &sh);
+	if (!ret)
+		ret = hv_soft_fork_create(sh, 16, npages, &fcfg, &f);
+	if (!ret)
+		ret = hv_soft_fork_parent_init(f);
+	if (ret)
+		goto out;
+	hv_soft_shadow_rmap_hist(sh, res->hist_idle);
+
+	t0 = hvbench_now_ns();
+	for (unsigned k = 0; k < o->children && !ret; k++) {
+		unsigned id;
+
+		ret = hv_soft_fork_spawn(f, &id);
+		if (!ret)
+			ret = hv_soft_fork_touch(f, id);
+	}
+	t1 = hvbench_now_ns();
+	if (ret)
+		goto out;
+	hv_soft_shadow_rmap_hist(sh, res->hist_forked);
+	t2 = hvbench_now_ns();
+	for (unsigned id = 1; id <= o->children && !ret; id++)
+		ret = hv_soft_fork_exit(f, id);
+	res->teardown_ms = (hvbench_now_ns() - t2) / 1e6;
+	res->fork_ms = (t1 - t0) / 1e6;
+	hv_soft_shadow_get_stats(sh, &st);
+	res->desc_size = st.rmap_desc_size;
+	res->peak_desc_bytes = st.rmap_peak_descs * st.rmap_desc_size;
+out:
+	hv_soft_fork_destroy(f);
+	hv_soft_shadow_destroy(sh);
+	hv_memslots_destroy(slots);
+	free(mem);
+	return ret;
+}
+
+static void print_hist(const char *title, const uint64_t *h)
+{
+	static const char *const names[HV_SOFT_SHADOW_HIST_BUCKETS] = {
+		"0",	 "1",	  "2-3",     "4-7",	"8-15",	   "16-31",
+		"32-63", "64-127", "128-255", "256-511", "512-1023", "1024+",
+	};
+
+	printf("\n%s\n\n```\n%-11s", title, "Rmap_Count:");
+	for (unsigned b = 0; b < HV_SOFT_SHADOW_HIST_BUCKETS; b++)
+		printf(" %8s", names[b]);
+	printf("\n%-11s", "Level=4K:");
+	for (unsigned b = 0; b < HV_SOFT_SHADOW_HIST_BUCKETS; b++)
+		printf(" %8llu", (unsigned long long)h[b]);
+	/* Shadow leaves are 4 KiB only: the huge-page rows stay empty. */
+	printf("\n%-11s", "Level=2M:");
+	for (unsigned b = 0; b < HV_SOFT_SHADOW_HIST_BUCKETS; b++)
+		printf(" %8d", 0);
+	printf("\n%-11s", "Level=1G:");
+	for (unsigned b = 0; b < HV_SOFT_SHADOW_HIST_BUCKETS; b++)
+		printf(" %8d", 0);
+	printf("\n```\n");
+}
+
+static const char *layout(const struct variant *v)
+{
+	return v->count_first ? "count first" : "count last";
+}
+
+static int bench_rmap(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "children", required_argument, NULL, 'c' },
+		{ "pages", required_argument, NULL, 'p' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "cow-every", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct rmap_opts o = { .children = 500, .pages = 1024, .reps = 5 };
+	static double fork_ms[NR_VARIANTS][MAX_REPS];
+	static double down_ms[NR_VARIANTS][MAX_REPS];
+	static double total_ms[NR_VARIANTS][MAX_REPS];
+	static struct run_result res[NR_VARIANTS];
+	double med_fork[NR_VARIANTS], med_down[NR_VARIANTS];
+	double med_total[NR_VARIANTS];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:p:r:w:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o.children = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			o.pages = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			o.reps = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			o.cow_every = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		default:
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: hvbench rmap [--children N (500)] "
+				"[--pages P (1024)] [--reps R (5, max %d)] "
+				"[--cow-every K (0: children only read)]\n",
+				MAX_REPS);
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (!o.children || o.children > 100000 || !o.pages ||
+	    o.pages > HV_SOFT_FORK_MAX_DATA_PAGES || !o.reps ||
+	    o.reps > MAX_REPS) {
+		fprintf(stderr, "rmap: children 1..100000, pages 1..%u, reps "
+				"1..%d\n",
+			HV_SOFT_FORK_MAX_DATA_PAGES, MAX_REPS);
+		return 2;
+	}
+	printf("rmap: fork of %u children over %llu pages (each child reads "
+	       "every page%s), then teardown; shadow MMU, %u reps, "
+	       "interleaved, medians\n",
+	       o.children, (unsigned long long)o.pages,
+	       o.cow_every ? ", copy-on-writes every n-th" : "", o.reps);
+	for (unsigned r = 0; r < o.reps; r++) {
+		for (unsigned k = 0; k < NR_VARIANTS; k++) {
+			/* Rotate the order so no variant always runs first
+			 * (or right after the same neighbour). */
+			unsigned vi = (k + r) % NR_VARIANTS;
+			int ret = run_once(&o, &variants[vi], &res[vi]);
+
+			if (ret) {
+				fprintf(stderr, "rmap: width %u %s: %s\n",
+					variants[vi].width,
+					layout(&variants[vi]), strerror(-ret));
+				return 1;
+			}
+			fork_ms[vi][r] = res[vi].fork_ms;
+			down_ms[vi][r] = res[vi].teardown_ms;
+			total_ms[vi][r] = res[vi].fork_ms + res[vi].teardown_ms;
+		}
+	}
+	for (unsigned v = 0; v < NR_VARIANTS; v++) {
+		med_fork[v] = hvbench_median(fork_ms[v], o.reps);
+		med_down[v] = hvbench_median(down_ms[v], o.reps);
+		med_total[v] = hvbench_median(total_ms[v], o.reps);
+	}
+	printf("\n| width | layout | desc bytes | fork+touch (ms) | "
+	       "teardown (ms) | total (ms) | vs width 3 | peak desc KiB |\n"
+	       "|---|---|---|---|---|---|---|---|\n");
+	for (unsigned v = 0; v < NR_VARIANTS; v++)
+		printf("| %u | %s | %zu | %.1f | %.1f | %.1f | %+.1f%% | "
+		       "%.0f |\n",
+		       variants[v].width, layout(&variants[v]),
+		       res[v].desc_size, med_fork[v], med_down[v],
+		       med_total[v],
+		       100.0 * (med_total[v] / med_total[1] - 1),
+		       res[v].peak_desc_bytes / 1024.0);
+	/* variants[]: 2 = 14 last, 3 = 14 first, 4 = 15 last, 5 = 15 first */
+	printf("\n| question | total (ms) | ratio |\n|---|---|---|\n");
+	printf("| 15 vs 3 (count last) | %.1f vs %.1f | %.3f |\n", med_total[4],
+	       med_total[1], med_total[4] / med_total[1]);
+	printf("| 14 vs 15 (count last) | %.1f vs %.1f | %.3f |\n",
+	       med_total[2], med_total[4], med_total[2] / med_total[4]);
+	printf("| 14 vs 15 (count first) | %.1f vs %.1f | %.3f |\n",
+	       med_total[3], med_total[5], med_total[3] / med_total[5]);
+	printf("| count first vs last, 14 | %.1f vs %.1f | %.3f |\n",
+	       med_total[3], med_total[2], med_total[3] / med_total[2]);
+	printf("| count first vs last, 15 | %.1f vs %.1f | %.3f |\n",
+	       med_total[5], med_total[4], med_total[5] / med_total[4]);
+	print_hist("rmap counts, idle guest (the parent alone):",
+		   res[4].hist_idle);
+	print_hist("rmap counts, every child alive:", res[4].hist_forked);
+	return 0;
+}
+
+HVBENCH_CMD("rmap", "rmap descriptor width under shadow paging (fork test)",
+	    bench_rmap);
