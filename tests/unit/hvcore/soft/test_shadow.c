@@ -199,7 +199,7 @@ static void test_shadow_write_protect_finds_every_mapping(void)
 struct writer {
 	struct shadow_env *e;
 	atomic_bool stop;
-	uint64_t seq;
+	_Atomic uint64_t seq;
 };
 
 static void *writer_main(void *arg)
@@ -214,12 +214,12 @@ static void *writer_main(void *arg)
 
 		r = r * 1103515245u + 12345u;
 		i = (r >> 8) % DATA_PAGES;
-		st.seq = ++w->seq;
+		st.seq = atomic_fetch_add(&w->seq, 1) + 1;
 		if (hv_soft_shadow_access(w->e->sh, 1 << 12,
 					  GVA + (uint64_t)i * 4096, true, &st,
 					  sizeof(st)))
 			break;
-		if (w->seq % 256 == 0)
+		if (st.seq % 256 == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -283,9 +283,13 @@ static void test_shadow_dirty_log_misses_no_page(void)
 	snapshot(&e, prev);
 	CU_ASSERT_FATAL(!pthread_create(&t, NULL, writer_main, &w));
 	for (unsigned round = 0; round < 40; round++) {
-		struct timespec ts = { 0, 2000000 };
+		struct timespec ts = { 0, 1000000 };
+		uint64_t target = atomic_load(&w.seq) + 64;
 
-		nanosleep(&ts, NULL);
+		/* At least 64 writes per round, however loaded the host. */
+		for (unsigned ms = 0; ms < 5000 && atomic_load(&w.seq) < target;
+		     ms++)
+			nanosleep(&ts, NULL);
 		if (round == 39) {
 			atomic_store(&w.stop, true);
 			pthread_join(t, NULL);
