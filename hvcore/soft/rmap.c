@@ -24,9 +24,9 @@ struct rmap_ops {
 		      hv_soft_rmap_fn fn, void *arg);
 };
 
-/* A slab chunk; objects follow the header at a 64-byte boundary. */
+/* A slab chunk's link, in its last bytes (objects start at its first). */
 struct chunk {
-	struct chunk *next;
+	void *next; /* the next chunk's base */
 };
 
 struct free_obj {
@@ -35,31 +35,42 @@ struct free_obj {
 
 struct hv_soft_rmap {
 	const struct rmap_ops *ops;
-	struct chunk *chunks;
+	void *chunks; /* base of the newest chunk */
 	struct free_obj *free;
 	uint64_t descs, peak_descs, chunk_bytes;
 };
 
-/* Carve a new chunk into free objects. 0 or -ENOMEM. */
+static struct chunk *chunk_link(void *base)
+{
+	return (struct chunk *)((uint8_t *)base + CHUNK_BYTES -
+				sizeof(struct chunk));
+}
+
+/*
+ * Carve a new chunk into free objects. Objects are packed back to back
+ * from the chunk's first byte (page-aligned), as SLUB lays out a slab
+ * page, so a 128-byte descriptor is 128-byte aligned and a 136-byte one
+ * drifts across line boundaries as in the kernel. 0 or -ENOMEM.
+ */
 static int grow(struct hv_soft_rmap *r)
 {
 	size_t sz = r->ops->desc_size;
-	struct chunk *c = aligned_alloc(64, CHUNK_BYTES);
-	uint8_t *p, *end;
+	uint8_t *base = aligned_alloc(4096, CHUNK_BYTES), *p, *end;
 
-	if (!c)
+	if (!base)
 		return -ENOMEM;
-	c->next = r->chunks;
-	r->chunks = c;
+	chunk_link(base)->next = r->chunks;
+	r->chunks = base;
 	r->chunk_bytes += CHUNK_BYTES;
-	end = (uint8_t *)c + CHUNK_BYTES;
-	/* Objects back to back from the first cache line after the header,
-	 * so their alignment is what a packed kmem_cache gives. */
-	for (p = (uint8_t *)c + 64; p + sz <= end; p += sz) {
+	end = (uint8_t *)chunk_link(base);
+	/* Pushed in reverse so allocation runs in address order. */
+	for (p = base + ((end - base) / sz - 1) * sz; p >= base; p -= sz) {
 		struct free_obj *o = (struct free_obj *)p;
 
 		o->next = r->free;
 		r->free = o;
+		if (p == base)
+			break;
 	}
 	return 0;
 }
@@ -156,12 +167,12 @@ int hv_soft_rmap_create(unsigned width, bool count_first,
 
 void hv_soft_rmap_destroy(struct hv_soft_rmap *r)
 {
-	struct chunk *c, *next;
+	void *c, *next;
 
 	if (!r)
 		return;
 	for (c = r->chunks; c; c = next) {
-		next = c->next;
+		next = chunk_link(c)->next;
 		free(c);
 	}
 	free(r);

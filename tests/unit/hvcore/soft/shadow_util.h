@@ -22,37 +22,24 @@ struct shadow_env {
 	uint64_t npages;
 };
 
-/* Memory of @npages in slot 1 at gfn 0 (@flags: HV_MEMSLOT_F_*) and a
- * shadow MMU over it with rmap @width / @count_first. */
-
 static inline uint64_t *env_table(struct shadow_env *e, gfn_t gfn)
 {
 	return (uint64_t *)(e->mem + (gfn << 12));
 }
 
-/*
- * The guest's own walk of @gva under @cr3 in guest memory: the gfn it maps
- * and whether every level allows writes. False when not present.
- */
-
-/*
- * The rmap-exactness oracle: the (gfn, spte) pairs found by walking every
- * shadow page equal, as sets, those found in the rmaps of every gfn, and
- * every leaf points at its gfn's host page. Returns mismatches; *@leaves
- * the number of leaves.
- */
-
 static inline void shadow_env_fini(struct shadow_env *e);
 
-
-static inline int shadow_env_init(struct shadow_env *e, uint64_t npages, uint32_t flags,
-		    unsigned width, bool count_first)
+/* Memory of @npages in slot 1 at gfn 0 (@flags: HV_MEMSLOT_F_*) and a
+ * shadow MMU over it with rmap @width / @count_first. */
+static inline int shadow_env_init(struct shadow_env *e, uint64_t npages,
+				  uint32_t flags, unsigned width,
+				  bool count_first)
 {
 	struct hv_soft_shadow_cfg cfg = { .rmap_width = width,
 					  .rmap_count_first = count_first,
 					  .max_gfn = npages };
-	struct hv_memslot_desc d = { .id = 1, .flags = flags, .base_gfn = 0,
-				     .npages = npages };
+	struct hv_memslot_desc d = {
+		.id = 1, .flags = flags, .base_gfn = 0, .npages = npages};
 	int ret;
 
 	memset(e, 0, sizeof(*e));
@@ -80,8 +67,12 @@ static inline void shadow_env_fini(struct shadow_env *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static inline bool guest_walk(struct shadow_env *e, gpa_t cr3, uint64_t gva, gfn_t *gfn,
-		bool *rw)
+/*
+ * The guest's own walk of @gva under @cr3 in guest memory: the gfn it maps
+ * and whether every level allows writes. False when not present.
+ */
+static inline bool guest_walk(struct shadow_env *e, gpa_t cr3, uint64_t gva,
+			      gfn_t *gfn, bool *rw)
 {
 	gfn_t table = cr3 >> 12;
 
@@ -120,7 +111,7 @@ static inline void push(struct pairs *p, gfn_t gfn, uint64_t *spte)
 		p->cap = p->cap ? p->cap * 2 : 1024;
 		p->v = realloc(p->v, p->cap * sizeof(*p->v));
 	}
-	p->v[p->n++] = (struct pair){ gfn, (uintptr_t)spte };
+	p->v[p->n++] = (struct pair){gfn, (uintptr_t)spte};
 }
 
 static inline void from_leaf(uint64_t *spte, gfn_t gfn, void *arg)
@@ -148,9 +139,15 @@ static inline int cmp_pair(const void *a, const void *b)
 	return (x->spte > y->spte) - (x->spte < y->spte);
 }
 
+/*
+ * The rmap-exactness oracle: the (gfn, spte) pairs found by walking every
+ * shadow page equal, as sets, those found in the rmaps of every gfn, and
+ * every leaf points at its gfn's host page. Returns mismatches; *@leaves
+ * the number of leaves.
+ */
 static inline uint64_t rmap_mismatches(struct shadow_env *e, uint64_t *leaves)
 {
-	struct pairs a = { .e = e }, b = { .e = e };
+	struct pairs a = {.e = e}, b = {.e = e};
 	uint64_t bad;
 
 	hv_soft_shadow_for_each_leaf(e->sh, from_leaf, &a);

@@ -230,10 +230,11 @@ static void *writer_main(void *arg)
 __attribute__((no_sanitize("thread"))) static void
 snapshot(struct shadow_env *e, uint64_t *seq)
 {
-	for (unsigned i = 0; i < DATA_PAGES; i++)
-		seq[i] = ((const volatile struct hv_wl_stamp
-				   *)(e->mem + (uint64_t)(DATA_FIRST + i) * 4096))
-				 ->seq;
+	for (unsigned i = 0; i < DATA_PAGES; i++) {
+		const uint8_t *page = e->mem + (uint64_t)(DATA_FIRST + i) * 4096;
+
+		seq[i] = ((const volatile struct hv_wl_stamp *)page)->seq;
+	}
 }
 
 static bool bit(const uint64_t *bm, uint64_t i)
