@@ -11,7 +11,7 @@
 
 struct rmap_ops {
 	unsigned width;
-	bool count_first;
+	enum hv_soft_rmap_layout layout;
 	size_t desc_size;
 	int (*add)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 		   uint64_t *spte);
@@ -100,52 +100,73 @@ static void desc_free(struct hv_soft_rmap *r, void *p)
 
 /* The instances. Each include defines <name>_<sfx> functions and ops. */
 #define RT_W 1
-#define RT_COUNT_FIRST 0
+#define RT_LAYOUT 0
 #define RT_SFX _w1
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 3
-#define RT_COUNT_FIRST 0
+#define RT_LAYOUT 0
 #define RT_SFX _w3
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 14
-#define RT_COUNT_FIRST 0
+#define RT_LAYOUT 0
 #define RT_SFX _w14
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 15
-#define RT_COUNT_FIRST 0
+#define RT_LAYOUT 0
 #define RT_SFX _w15
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 31
-#define RT_COUNT_FIRST 0
+#define RT_LAYOUT 0
 #define RT_SFX _w31
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 1
-#define RT_COUNT_FIRST 1
+#define RT_LAYOUT 1
 #define RT_SFX _w1cf
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 3
-#define RT_COUNT_FIRST 1
+#define RT_LAYOUT 1
 #define RT_SFX _w3cf
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 14
-#define RT_COUNT_FIRST 1
+#define RT_LAYOUT 1
 #define RT_SFX _w14cf
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 15
-#define RT_COUNT_FIRST 1
+#define RT_LAYOUT 1
 #define RT_SFX _w15cf
 #include "hvcore/soft/rmap_tmpl.h"
 #define RT_W 31
-#define RT_COUNT_FIRST 1
+#define RT_LAYOUT 1
 #define RT_SFX _w31cf
+#include "hvcore/soft/rmap_tmpl.h"
+#define RT_W 1
+#define RT_LAYOUT 2
+#define RT_SFX _w1nc
+#include "hvcore/soft/rmap_tmpl.h"
+#define RT_W 3
+#define RT_LAYOUT 2
+#define RT_SFX _w3nc
+#include "hvcore/soft/rmap_tmpl.h"
+#define RT_W 14
+#define RT_LAYOUT 2
+#define RT_SFX _w14nc
+#include "hvcore/soft/rmap_tmpl.h"
+#define RT_W 15
+#define RT_LAYOUT 2
+#define RT_SFX _w15nc
+#include "hvcore/soft/rmap_tmpl.h"
+#define RT_W 31
+#define RT_LAYOUT 2
+#define RT_SFX _w31nc
 #include "hvcore/soft/rmap_tmpl.h"
 
 static const struct rmap_ops *const instances[] = {
-	&ops_w1,   &ops_w3,   &ops_w14,	 &ops_w15,   &ops_w31,
+	&ops_w1, &ops_w3, &ops_w14, &ops_w15, &ops_w31,
 	&ops_w1cf, &ops_w3cf, &ops_w14cf, &ops_w15cf, &ops_w31cf,
+	&ops_w1nc, &ops_w3nc, &ops_w14nc, &ops_w15nc, &ops_w31nc,
 };
 
-int hv_soft_rmap_create(unsigned width, bool count_first,
+int hv_soft_rmap_create(unsigned width, enum hv_soft_rmap_layout layout,
 			struct hv_soft_rmap **out)
 {
 	const struct rmap_ops *ops = NULL;
@@ -153,7 +174,7 @@ int hv_soft_rmap_create(unsigned width, bool count_first,
 
 	for (size_t i = 0; i < sizeof(instances) / sizeof(instances[0]); i++)
 		if (instances[i]->width == width &&
-		    instances[i]->count_first == count_first)
+		    instances[i]->layout == layout)
 			ops = instances[i];
 	if (!ops)
 		return -EINVAL;
@@ -183,9 +204,9 @@ unsigned hv_soft_rmap_width(const struct hv_soft_rmap *r)
 	return r->ops->width;
 }
 
-bool hv_soft_rmap_count_first(const struct hv_soft_rmap *r)
+enum hv_soft_rmap_layout hv_soft_rmap_layout(const struct hv_soft_rmap *r)
 {
-	return r->ops->count_first;
+	return r->ops->layout;
 }
 
 size_t hv_soft_rmap_desc_size(const struct hv_soft_rmap *r)

@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hv_soft_rmap: the reverse map of the soft MMU's shadow mode (gfn -> the
- * shadow PTEs that map it), modelled on KVM's pte_list_desc as it was when
- * PTE_LIST_EXT went from 3 to 15 (with the per-descriptor count).
+ * shadow PTEs that map it), modelled on KVM's pte_list_desc around the
+ * time PTE_LIST_EXT went from 3 to 15: without a count, and with a count
+ * per descriptor placed after or before the array.
  *
  * A struct hv_soft_rmap_head is one word: 0 (no entry), a shadow-PTE
  * pointer (one entry, stored inline; bit 0 clear), or a descriptor pointer
  * with bit 0 set. A descriptor holds up to W entries and a pointer to the
  * next one:
  *
- *   count last  (KVM 5.14):  { more; sptes[W]; count }
- *   count first (suggested): { more; count; sptes[W] }
+ *   no count (the seed's patch, 3 -> 15): { sptes[W]; more }
+ *   count last:                           { more; sptes[W]; count }
+ *   count first:                          { more; count; sptes[W] }
  *
- * Both are 8 + 8 W + 8 bytes (W = 14: 128 bytes, two cache lines exactly;
- * W = 15: 136). The code is generated per (W, layout) at compile time from
+ * Without a count a descriptor is 8 W + 8 bytes (W = 3: 32, W = 15: 128)
+ * and "full" means its last slot is used; the entries are found by
+ * scanning for the first empty slot. With a count both layouts are
+ * 8 + 8 W + 8 bytes (W = 14: 128 bytes, two cache lines exactly; W = 15:
+ * 136). The code is generated per (W, layout) at compile time from
  * rmap_tmpl.h, so each instance has its constants folded like the kernel's,
  * and one binary picks an instance at run time (hv_soft_rmap_create) to
  * compare them side by side. Widths built: HV_SOFT_RMAP_WIDTHS.
@@ -45,6 +50,12 @@
 #define HV_SOFT_RMAP_WIDTHS { 1, 3, 14, 15, 31 }
 #define HV_SOFT_RMAP_NR_WIDTHS 5
 
+enum hv_soft_rmap_layout {
+	HV_SOFT_RMAP_COUNT_LAST = 0,
+	HV_SOFT_RMAP_COUNT_FIRST = 1,
+	HV_SOFT_RMAP_NO_COUNT = 2,
+};
+
 struct hv_soft_rmap_head {
 	uintptr_t val;
 };
@@ -61,17 +72,16 @@ struct hv_soft_rmap_stats {
 };
 
 /*
- * An rmap instance of width @width with the count before the array
- * (@count_first) or after it. 0, -EINVAL (no such instance generated),
- * -ENOMEM. *out untouched on failure.
+ * An rmap instance of width @width and layout @layout. 0, -EINVAL (no
+ * such instance generated), -ENOMEM. *out untouched on failure.
  */
-int hv_soft_rmap_create(unsigned width, bool count_first,
+int hv_soft_rmap_create(unsigned width, enum hv_soft_rmap_layout layout,
 			struct hv_soft_rmap **out);
 /* Frees the slab: every head using it must be dropped. NULL no-op. */
 void hv_soft_rmap_destroy(struct hv_soft_rmap *r);
 
 unsigned hv_soft_rmap_width(const struct hv_soft_rmap *r);
-bool hv_soft_rmap_count_first(const struct hv_soft_rmap *r);
+enum hv_soft_rmap_layout hv_soft_rmap_layout(const struct hv_soft_rmap *r);
 /* sizeof the descriptor. */
 size_t hv_soft_rmap_desc_size(const struct hv_soft_rmap *r);
 

@@ -1,24 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One rmap instance, generated per width and layout (see rmap.h). Included
- * by rmap.c only, with RT_W (entries per descriptor), RT_COUNT_FIRST (0 or
- * 1) and RT_SFX (a name suffix) defined; rmap.c provides desc_alloc() and
- * desc_free(). No include guard: included once per instance.
+ * by rmap.c only, with RT_W (entries per descriptor), RT_LAYOUT (an enum
+ * hv_soft_rmap_layout value) and RT_SFX (a name suffix) defined; rmap.c
+ * provides desc_alloc() and desc_free(). No include guard: included once
+ * per instance.
  */
 #define RT_CAT2(a, b) a##b
 #define RT_CAT(a, b) RT_CAT2(a, b)
 #define RT(name) RT_CAT(name, RT_SFX)
 
+#if RT_LAYOUT == 2 /* HV_SOFT_RMAP_NO_COUNT: KVM before 5.14 */
+struct RT(desc) {
+	uint64_t *sptes[RT_W];
+	struct RT(desc) *more;
+};
+
+/* Without a count, a descriptor is full when its last slot is used, and
+ * its entries are the slots before the first empty one. */
+static inline uint32_t RT(cnt)(const struct RT(desc) *d)
+{
+	uint32_t n = 0;
+
+	while (n < RT_W && d->sptes[n])
+		n++;
+	return n;
+}
+
+static inline bool RT(full)(const struct RT(desc) *d)
+{
+	return d->sptes[RT_W - 1] != NULL;
+}
+
+static inline void RT(set_cnt)(struct RT(desc) *d, uint32_t n)
+{
+	(void)d;
+	(void)n;
+}
+#else
 struct RT(desc) {
 	struct RT(desc) *more;
-#if RT_COUNT_FIRST
+#if RT_LAYOUT == 1 /* HV_SOFT_RMAP_COUNT_FIRST */
 	uint32_t count;
 #endif
 	uint64_t *sptes[RT_W];
-#if !RT_COUNT_FIRST
+#if RT_LAYOUT == 0 /* HV_SOFT_RMAP_COUNT_LAST */
 	uint32_t count;
 #endif
 };
+
+static inline uint32_t RT(cnt)(const struct RT(desc) *d)
+{
+	return d->count;
+}
+
+static inline bool RT(full)(const struct RT(desc) *d)
+{
+	return d->count == RT_W;
+}
+
+static inline void RT(set_cnt)(struct RT(desc) *d, uint32_t n)
+{
+	d->count = n;
+}
+#endif
 
 static inline struct RT(desc) *RT(desc_of)(uintptr_t val)
 {
@@ -29,6 +74,7 @@ static int RT(add)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 		   uint64_t *spte)
 {
 	struct RT(desc) *desc, *d;
+	uint32_t i;
 	int n = 0;
 
 	if (!head->val) {
@@ -41,12 +87,12 @@ static int RT(add)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 		if (!desc)
 			return -ENOMEM;
 		desc->sptes[0] = (uint64_t *)head->val;
-		desc->count = 1;
+		RT(set_cnt)(desc, 1);
 		head->val = (uintptr_t)desc | 1;
 	}
 	desc = RT(desc_of)(head->val);
 	/* The walk the descriptor width shortens. */
-	while (desc->count == RT_W) {
+	while (RT(full)(desc)) {
 		n += RT_W;
 		if (!desc->more) {
 			d = desc_alloc(r);
@@ -58,8 +104,10 @@ static int RT(add)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 		}
 		desc = desc->more;
 	}
-	n += desc->count;
-	desc->sptes[desc->count++] = spte;
+	i = RT(cnt)(desc);
+	n += i;
+	desc->sptes[i] = spte;
+	RT(set_cnt)(desc, i + 1);
 	return n;
 }
 
@@ -78,13 +126,16 @@ static bool RT(remove)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 	}
 	for (desc = RT(desc_of)(head->val); desc;
 	     prev = desc, desc = desc->more) {
-		for (uint32_t i = 0; i < desc->count; i++) {
+		uint32_t n = RT(cnt)(desc);
+
+		for (uint32_t i = 0; i < n; i++) {
 			uint32_t last;
 
 			if (desc->sptes[i] != spte)
 				continue;
 			/* Fill the hole with this descriptor's last entry. */
-			last = --desc->count;
+			last = n - 1;
+			RT(set_cnt)(desc, last);
 			desc->sptes[i] = desc->sptes[last];
 			desc->sptes[last] = NULL;
 			if (last)
@@ -112,7 +163,7 @@ static unsigned RT(count)(const struct hv_soft_rmap_head *head)
 	if (!(head->val & 1))
 		return 1;
 	for (desc = RT(desc_of)(head->val); desc; desc = desc->more)
-		n += desc->count;
+		n += RT(cnt)(desc);
 	return n;
 }
 
@@ -128,7 +179,7 @@ static void RT(for_each)(const struct hv_soft_rmap_head *head,
 		return;
 	}
 	for (desc = RT(desc_of)(head->val); desc; desc = desc->more)
-		for (uint32_t i = 0; i < desc->count; i++)
+		for (uint32_t i = 0, n = RT(cnt)(desc); i < n; i++)
 			fn(desc->sptes[i], arg);
 }
 
@@ -141,7 +192,7 @@ static void RT(drain)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 		fn((uint64_t *)head->val, arg);
 	} else if (head->val) {
 		for (desc = RT(desc_of)(head->val); desc; desc = next) {
-			for (uint32_t i = 0; i < desc->count; i++)
+			for (uint32_t i = 0, n = RT(cnt)(desc); i < n; i++)
 				fn(desc->sptes[i], arg);
 			next = desc->more;
 			desc_free(r, desc);
@@ -152,7 +203,7 @@ static void RT(drain)(struct hv_soft_rmap *r, struct hv_soft_rmap_head *head,
 
 static const struct rmap_ops RT(ops) = {
 	.width = RT_W,
-	.count_first = RT_COUNT_FIRST,
+	.layout = RT_LAYOUT,
 	.desc_size = sizeof(struct RT(desc)),
 	.add = RT(add),
 	.remove = RT(remove),
@@ -165,5 +216,5 @@ static const struct rmap_ops RT(ops) = {
 #undef RT_CAT
 #undef RT_CAT2
 #undef RT_W
-#undef RT_COUNT_FIRST
+#undef RT_LAYOUT
 #undef RT_SFX

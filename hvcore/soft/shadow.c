@@ -82,7 +82,7 @@ int hv_soft_shadow_create(const struct hv_soft_shadow_cfg *cfg,
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
 		return -ENOMEM;
-	ret = hv_soft_rmap_create(cfg->rmap_width, cfg->rmap_count_first,
+	ret = hv_soft_rmap_create(cfg->rmap_width, cfg->rmap_layout,
 				  &sh->rmap);
 	if (ret)
 		goto err_free;

@@ -68,7 +68,7 @@ enum hv_soft_shadow_pf {
 
 struct hv_soft_shadow_cfg {
 	unsigned rmap_width;	/* one of HV_SOFT_RMAP_WIDTHS */
-	bool rmap_count_first;	/* descriptor count before the array */
+	enum hv_soft_rmap_layout rmap_layout;
 	uint64_t max_gfn;	/* gfns mapped lie in [0, max_gfn) */
 };
 

@@ -9,9 +9,9 @@
  * page: a shared page ends with one rmap entry per child), then the
  * children exit in fork order (one emulated page-table write per entry:
  * the rmap removal path). Timed: the forks with their touches, and the
- * teardown. Variants: widths 1, 3, 14, 15, 31 with the count after the
- * array (KVM 5.14), and 14, 15 with it before; interleaved, the order
- * rotated every repetition, medians. Also the rmap-count histogram in the
+ * teardown. Variants: 3 and 15 without a count (the seed's patch), widths
+ * 1, 3, 14, 15, 31 with the count after the array, 14 and 15 with it
+ * before; interleaved, the order rotated every repetition, medians. Also the rmap-count histogram in the
  * format of KVM's mmu_rmaps_stat, for the idle guest (the parent alone)
  * and with every child alive.
  */
@@ -30,12 +30,25 @@
 
 struct variant {
 	unsigned width;
-	bool count_first;
+	enum hv_soft_rmap_layout layout;
+};
+
+/* The table's rows; the questions below index them. */
+enum {
+	V1_LAST, V3_NONE, V3_LAST, V14_LAST, V14_FIRST, V15_NONE, V15_LAST,
+	V15_FIRST, V31_LAST,
 };
 
 static const struct variant variants[] = {
-	{ 1, false },  { 3, false },  { 14, false }, { 14, true },
-	{ 15, false }, { 15, true },  { 31, false },
+	[V1_LAST] = { 1, HV_SOFT_RMAP_COUNT_LAST },
+	[V3_NONE] = { 3, HV_SOFT_RMAP_NO_COUNT },
+	[V3_LAST] = { 3, HV_SOFT_RMAP_COUNT_LAST },
+	[V14_LAST] = { 14, HV_SOFT_RMAP_COUNT_LAST },
+	[V14_FIRST] = { 14, HV_SOFT_RMAP_COUNT_FIRST },
+	[V15_NONE] = { 15, HV_SOFT_RMAP_NO_COUNT },
+	[V15_LAST] = { 15, HV_SOFT_RMAP_COUNT_LAST },
+	[V15_FIRST] = { 15, HV_SOFT_RMAP_COUNT_FIRST },
+	[V31_LAST] = { 31, HV_SOFT_RMAP_COUNT_LAST },
 };
 #define NR_VARIANTS (sizeof(variants) / sizeof(variants[0]))
 
@@ -65,7 +78,7 @@ static int run_once(const struct rmap_opts *o, const struct variant *v,
 					 .max_children = o->children,
 					 .cow_every = o->cow_every };
 	struct hv_soft_shadow_cfg scfg = { .rmap_width = v->width,
-					   .rmap_count_first = v->count_first,
+					   .rmap_layout = v->layout,
 					   .max_gfn = npages };
 	struct hv_memslot_desc d = { .id = 1, .npages = npages };
 	struct hv_soft_shadow_stats st;
@@ -147,8 +160,27 @@ static void print_hist(const char *title, const uint64_t *h)
 
 static const char *layout(const struct variant *v)
 {
-	return v->count_first ? "count first" : "count last";
+	static const char *const names[] = {
+		[HV_SOFT_RMAP_COUNT_LAST] = "count last",
+		[HV_SOFT_RMAP_COUNT_FIRST] = "count first",
+		[HV_SOFT_RMAP_NO_COUNT] = "no count",
+	};
+
+	return names[v->layout];
 }
+
+static const struct {
+	const char *what;
+	unsigned a, b; /* ratio a / b of median totals */
+} questions[] = {
+	{ "15 vs 3, no count (the seed's patch)", V15_NONE, V3_NONE },
+	{ "15 vs 3, count last", V15_LAST, V3_LAST },
+	{ "14 vs 15, count last", V14_LAST, V15_LAST },
+	{ "14 vs 15, count first", V14_FIRST, V15_FIRST },
+	{ "14 count first vs 15 no count", V14_FIRST, V15_NONE },
+	{ "count first vs last, 14", V14_FIRST, V14_LAST },
+	{ "count first vs last, 15", V15_FIRST, V15_LAST },
+};
 
 static int bench_rmap(int argc, char **argv)
 {
@@ -229,7 +261,7 @@ static int bench_rmap(int argc, char **argv)
 		med_total[v] = hvbench_median(total_ms[v], o.reps);
 	}
 	printf("\n| width | layout | desc bytes | fork+touch (ms) | "
-	       "teardown (ms) | total (ms) | vs width 3 | peak desc KiB |\n"
+	       "teardown (ms) | total (ms) | vs 3 no count | peak desc KiB |\n"
 	       "|---|---|---|---|---|---|---|---|\n");
 	for (unsigned v = 0; v < NR_VARIANTS; v++)
 		printf("| %u | %s | %zu | %.1f | %.1f | %.1f | %+.1f%% | "
@@ -237,23 +269,20 @@ static int bench_rmap(int argc, char **argv)
 		       variants[v].width, layout(&variants[v]),
 		       res[v].desc_size, med_fork[v], med_down[v],
 		       med_total[v],
-		       100.0 * (med_total[v] / med_total[1] - 1),
+		       100.0 * (med_total[v] / med_total[V3_NONE] - 1),
 		       res[v].peak_desc_bytes / 1024.0);
-	/* variants[]: 2 = 14 last, 3 = 14 first, 4 = 15 last, 5 = 15 first */
 	printf("\n| question | total (ms) | ratio |\n|---|---|---|\n");
-	printf("| 15 vs 3 (count last) | %.1f vs %.1f | %.3f |\n", med_total[4],
-	       med_total[1], med_total[4] / med_total[1]);
-	printf("| 14 vs 15 (count last) | %.1f vs %.1f | %.3f |\n",
-	       med_total[2], med_total[4], med_total[2] / med_total[4]);
-	printf("| 14 vs 15 (count first) | %.1f vs %.1f | %.3f |\n",
-	       med_total[3], med_total[5], med_total[3] / med_total[5]);
-	printf("| count first vs last, 14 | %.1f vs %.1f | %.3f |\n",
-	       med_total[3], med_total[2], med_total[3] / med_total[2]);
-	printf("| count first vs last, 15 | %.1f vs %.1f | %.3f |\n",
-	       med_total[5], med_total[4], med_total[5] / med_total[4]);
+	for (unsigned q = 0; q < sizeof(questions) / sizeof(questions[0]);
+	     q++) {
+		unsigned a = questions[q].a, b = questions[q].b;
+
+		printf("| %s | %.1f vs %.1f | %.3f |\n", questions[q].what,
+		       med_total[a], med_total[b], med_total[a] / med_total[b]);
+	}
 	print_hist("rmap counts, idle guest (the parent alone):",
-		   res[4].hist_idle);
-	print_hist("rmap counts, every child alive:", res[4].hist_forked);
+		   res[V15_NONE].hist_idle);
+	print_hist("rmap counts, every child alive:",
+		   res[V15_NONE].hist_forked);
 	return 0;
 }
 

@@ -30,13 +30,13 @@ static inline uint64_t *env_table(struct shadow_env *e, gfn_t gfn)
 static inline void shadow_env_fini(struct shadow_env *e);
 
 /* Memory of @npages in slot 1 at gfn 0 (@flags: HV_MEMSLOT_F_*) and a
- * shadow MMU over it with rmap @width / @count_first. */
+ * shadow MMU over it with rmap @width / @layout. */
 static inline int shadow_env_init(struct shadow_env *e, uint64_t npages,
 				  uint32_t flags, unsigned width,
-				  bool count_first)
+				  enum hv_soft_rmap_layout layout)
 {
 	struct hv_soft_shadow_cfg cfg = { .rmap_width = width,
-					  .rmap_count_first = count_first,
+					  .rmap_layout = layout,
 					  .max_gfn = npages };
 	struct hv_memslot_desc d = {
 		.id = 1, .flags = flags, .base_gfn = 0, .npages = npages};

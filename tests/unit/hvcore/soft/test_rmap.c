@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvcore/soft/rmap: every generated instance (each width, count first and
- * last) holds exactly the entries added and not removed, and gives its
+ * hvcore/soft/rmap: every generated instance (each width; no count, count
+ * last, count first) holds exactly the entries added and not removed, and gives its
  * descriptors back.
  */
 #include "tests/harness/hv_test.h"
@@ -58,7 +58,7 @@ static void test_rmap_holds_exactly_added_minus_removed_every_width(void)
 	static uint64_t pool[POOL];
 
 	for (unsigned w = 0; w < HV_SOFT_RMAP_NR_WIDTHS; w++) {
-		for (int cf = 0; cf < 2; cf++) {
+		for (int cf = 0; cf < 3; cf++) {
 			struct hv_soft_rmap_head head = { 0 };
 			struct hv_soft_rmap_stats st;
 			struct hv_soft_rmap *r;
@@ -126,12 +126,14 @@ static void test_rmap_removing_all_returns_every_descriptor(void)
 {
 	static uint64_t pool[POOL];
 
-	for (unsigned w = 0; w < HV_SOFT_RMAP_NR_WIDTHS; w++) {
+	for (unsigned k = 0; k < 3 * HV_SOFT_RMAP_NR_WIDTHS; k++) {
+		unsigned w = k % HV_SOFT_RMAP_NR_WIDTHS;
 		struct hv_soft_rmap_head head = { 0 };
 		struct hv_soft_rmap_stats st;
 		struct hv_soft_rmap *r;
 
-		CU_ASSERT_FATAL(!hv_soft_rmap_create(widths[w], false, &r));
+		CU_ASSERT_FATAL(!hv_soft_rmap_create(
+			widths[w], k / HV_SOFT_RMAP_NR_WIDTHS, &r));
 		for (unsigned i = 0; i < POOL; i++)
 			CU_ASSERT_EQUAL(hv_soft_rmap_add(r, &head, &pool[i]),
 					(int)i);
@@ -153,6 +155,13 @@ static void test_rmap_width_14_fills_two_cache_lines_exactly(void)
 {
 	struct hv_soft_rmap *r;
 
+	/* Without a count, 15 entries and the link make 128 bytes. */
+	CU_ASSERT_FATAL(!hv_soft_rmap_create(15, HV_SOFT_RMAP_NO_COUNT, &r));
+	CU_ASSERT_EQUAL(hv_soft_rmap_desc_size(r), 128);
+	hv_soft_rmap_destroy(r);
+	CU_ASSERT_FATAL(!hv_soft_rmap_create(3, HV_SOFT_RMAP_NO_COUNT, &r));
+	CU_ASSERT_EQUAL(hv_soft_rmap_desc_size(r), 32);
+	hv_soft_rmap_destroy(r);
 	for (int cf = 0; cf < 2; cf++) {
 		CU_ASSERT_FATAL(!hv_soft_rmap_create(14, cf, &r));
 		CU_ASSERT_EQUAL(hv_soft_rmap_desc_size(r), 128);
@@ -160,7 +169,7 @@ static void test_rmap_width_14_fills_two_cache_lines_exactly(void)
 		CU_ASSERT_FATAL(!hv_soft_rmap_create(15, cf, &r));
 		CU_ASSERT_EQUAL(hv_soft_rmap_desc_size(r), 136);
 		CU_ASSERT_EQUAL(hv_soft_rmap_width(r), 15);
-		CU_ASSERT_EQUAL(hv_soft_rmap_count_first(r), cf);
+		CU_ASSERT_EQUAL(hv_soft_rmap_layout(r), cf);
 		hv_soft_rmap_destroy(r);
 	}
 }
@@ -169,8 +178,11 @@ static void test_rmap_unknown_width_refused(void)
 {
 	struct hv_soft_rmap *r = (void *)0x1;
 
-	CU_ASSERT_EQUAL(hv_soft_rmap_create(4, false, &r), -EINVAL);
-	CU_ASSERT_EQUAL(hv_soft_rmap_create(0, true, &r), -EINVAL);
+	CU_ASSERT_EQUAL(hv_soft_rmap_create(4, HV_SOFT_RMAP_COUNT_LAST, &r),
+			-EINVAL);
+	CU_ASSERT_EQUAL(hv_soft_rmap_create(0, HV_SOFT_RMAP_COUNT_FIRST, &r),
+			-EINVAL);
+	CU_ASSERT_EQUAL(hv_soft_rmap_create(15, 3, &r), -EINVAL);
 	CU_ASSERT_PTR_EQUAL(r, (void *)0x1);
 }
 

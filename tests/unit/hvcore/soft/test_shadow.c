@@ -47,7 +47,8 @@ static void test_shadow_translation_follows_guest_table_rewrite(void)
 	struct shadow_env e;
 	uint64_t pte, leaves;
 
-	CU_ASSERT_FATAL(!shadow_env_init(&e, 64, 0, 15, false));
+	CU_ASSERT_FATAL(
+		!shadow_env_init(&e, 64, 0, 15, HV_SOFT_RMAP_COUNT_LAST));
 	build(&e, 1, 2, 3, 4);
 	env_table(&e, 4)[0] = (10 << 12) | T;
 	*(uint64_t *)(e.mem + (10 << 12)) = 0xaaaa;
@@ -81,7 +82,8 @@ static void test_shadow_guest_tables_never_writable_through_a_leaf(void)
 	struct shadow_env e;
 	uint64_t pte, v, leaves;
 
-	CU_ASSERT_FATAL(!shadow_env_init(&e, 64, 0, 3, false));
+	CU_ASSERT_FATAL(
+		!shadow_env_init(&e, 64, 0, 3, HV_SOFT_RMAP_NO_COUNT));
 	build(&e, 1, 2, 3, 4);
 	env_table(&e, 4)[0] = (10 << 12) | T | HV_GPTE_D;
 	/* GVA + 4 KiB maps the page table itself, writable for the guest. */
@@ -157,7 +159,8 @@ static void test_shadow_write_protect_finds_every_mapping(void)
 	struct shadow_env e;
 	uint64_t v = 7, leaves;
 
-	CU_ASSERT_FATAL(!shadow_env_init(&e, 64, 0, 1, true));
+	CU_ASSERT_FATAL(
+		!shadow_env_init(&e, 64, 0, 1, HV_SOFT_RMAP_COUNT_FIRST));
 	/* Two address spaces, three mappings of gfn 20. */
 	build(&e, 1, 2, 3, 4);
 	build(&e, 5, 6, 7, 8);
@@ -257,7 +260,8 @@ static void test_shadow_dirty_log_misses_no_page(void)
 	struct shadow_env e;
 	pthread_t t;
 
-	CU_ASSERT_FATAL(!shadow_env_init(&e, LOG_PAGES, 0, 15, false));
+	CU_ASSERT_FATAL(!shadow_env_init(&e, LOG_PAGES, 0, 15,
+					 HV_SOFT_RMAP_COUNT_LAST));
 	w.e = &e;
 	build(&e, 1, 2, 3, 4);
 	for (unsigned i = 0; i < DATA_PAGES; i++)

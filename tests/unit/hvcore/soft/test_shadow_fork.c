@@ -71,7 +71,7 @@ static void check_all(struct shadow_env *e, struct hv_soft_fork *f,
 	t->wrong += rmap_mismatches(e, &leaves);
 }
 
-static void run(unsigned width, bool count_first)
+static void run(unsigned width, enum hv_soft_rmap_layout layout)
 {
 	struct hv_soft_fork_cfg cfg = { .data_pages = DATA,
 					.max_children = KIDS,
@@ -85,7 +85,7 @@ static void run(unsigned width, bool count_first)
 	uint64_t before;
 
 	CU_ASSERT_FATAL(!shadow_env_init(&e, MEM_PAGES, 0, width,
-					 count_first));
+					 layout));
 	CU_ASSERT_FATAL(!hv_soft_fork_create(e.sh, 16, MEM_PAGES, &cfg, &f));
 	CU_ASSERT_FATAL(!hv_soft_fork_parent_init(f));
 	check_all(&e, f, touched, &t);
@@ -134,8 +134,9 @@ static void run(unsigned width, bool count_first)
 static void test_fork_translations_match_guest_tables_every_width(void)
 {
 	for (unsigned w = 0; w < HV_SOFT_RMAP_NR_WIDTHS; w++) {
-		run(widths[w], false);
-		run(widths[w], true);
+		run(widths[w], HV_SOFT_RMAP_COUNT_LAST);
+		run(widths[w], HV_SOFT_RMAP_COUNT_FIRST);
+		run(widths[w], HV_SOFT_RMAP_NO_COUNT);
 	}
 }
 
