@@ -8,18 +8,21 @@
  * after its fork, reads every page (one shadow PTE and one rmap entry per
  * page: a shared page ends with one rmap entry per child), then the
  * children exit in fork order (one emulated page-table write per entry:
- * the rmap removal path). Timed: the forks with their touches, and the
- * teardown. Variants: 3 and 15 without a count (the seed's patch), widths
- * 1, 3, 14, 15, 31 with the count after the array, 14 and 15 with it
- * before; interleaved, the order rotated every repetition, medians. Also the rmap-count histogram in the
- * format of KVM's mmu_rmaps_stat, for the idle guest (the parent alone)
- * and with every child alive.
+ * the rmap removal path). Timed, in thread CPU time (the machine is
+ * shared: wall time mostly measured the other processes): the forks with
+ * their touches, and the teardown. Variants: 3 and 15 without a count
+ * (the seed's patch), widths 1, 3, 14, 15, 31 with the count after the
+ * array, 14 and 15 with it before; interleaved, in a fresh (seeded)
+ * random order every repetition; medians. Also the rmap-count histogram
+ * in the format of KVM's mmu_rmaps_stat, for the idle guest (the parent
+ * alone) and with every child alive.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hvcore/memslots.h"
 #include "hvcore/soft/shadow.h"
@@ -67,6 +70,14 @@ struct run_result {
 	uint64_t hist_forked[HV_SOFT_SHADOW_HIST_BUCKETS];
 };
 
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static int run_once(const struct rmap_opts *o, const struct variant *v,
 		    struct run_result *res)
 {
@@ -107,7 +118,7 @@ static int run_once(const struct rmap_opts *o, const struct variant *v,
 		goto out;
 	hv_soft_shadow_rmap_hist(sh, res->hist_idle);
 
-	t0 = hvbench_now_ns();
+	t0 = cpu_ns();
 	for (unsigned k = 0; k < o->children && !ret; k++) {
 		unsigned id;
 
@@ -115,14 +126,14 @@ static int run_once(const struct rmap_opts *o, const struct variant *v,
 		if (!ret)
 			ret = hv_soft_fork_touch(f, id);
 	}
-	t1 = hvbench_now_ns();
+	t1 = cpu_ns();
 	if (ret)
 		goto out;
 	hv_soft_shadow_rmap_hist(sh, res->hist_forked);
-	t2 = hvbench_now_ns();
+	t2 = cpu_ns();
 	for (unsigned id = 1; id <= o->children && !ret; id++)
 		ret = hv_soft_fork_exit(f, id);
-	res->teardown_ms = (hvbench_now_ns() - t2) / 1e6;
+	res->teardown_ms = (cpu_ns() - t2) / 1e6;
 	res->fork_ms = (t1 - t0) / 1e6;
 	hv_soft_shadow_get_stats(sh, &st);
 	res->desc_size = st.rmap_desc_size;
@@ -169,6 +180,26 @@ static const char *layout(const struct variant *v)
 	return names[v->layout];
 }
 
+/* @v is in the comma-separated list @only ("14l", "15f", "3n"). */
+static bool selected(const char *only, const struct variant *v)
+{
+	static const char tag[] = { [HV_SOFT_RMAP_COUNT_LAST] = 'l',
+				    [HV_SOFT_RMAP_COUNT_FIRST] = 'f',
+				    [HV_SOFT_RMAP_NO_COUNT] = 'n' };
+	char want[16];
+	size_t n = strlen(only);
+
+	snprintf(want, sizeof(want), "%u%c", v->width, tag[v->layout]);
+	for (const char *p = only; p && p < only + n;) {
+		size_t len = strcspn(p, ",");
+
+		if (len == strlen(want) && !strncmp(p, want, len))
+			return true;
+		p += len + 1;
+	}
+	return false;
+}
+
 static const struct {
 	const char *what;
 	unsigned a, b; /* ratio a / b of median totals */
@@ -189,6 +220,7 @@ static int bench_rmap(int argc, char **argv)
 		{ "pages", required_argument, NULL, 'p' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "cow-every", required_argument, NULL, 'w' },
+		{ "only", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -199,6 +231,8 @@ static int bench_rmap(int argc, char **argv)
 	static struct run_result res[NR_VARIANTS];
 	double med_fork[NR_VARIANTS], med_down[NR_VARIANTS];
 	double med_total[NR_VARIANTS];
+	const char *only = NULL;
+	unsigned seed = 1;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "c:p:r:w:h", lo, NULL)) != -1) {
@@ -215,11 +249,16 @@ static int bench_rmap(int argc, char **argv)
 		case 'w':
 			o.cow_every = (unsigned)strtoul(optarg, NULL, 0);
 			break;
+		case 'o':
+			only = optarg;
+			break;
 		default:
 			fprintf(c == 'h' ? stdout : stderr,
 				"usage: hvbench rmap [--children N (500)] "
 				"[--pages P (1024)] [--reps R (5, max %d)] "
-				"[--cow-every K (0: children only read)]\n",
+				"[--cow-every K (0: children only read)] "
+				"[--only TAGS (e.g. 14l,14f,15n: run those "
+				"variants alone, for profiling)]\n",
 				MAX_REPS);
 			return c == 'h' ? 0 : 2;
 		}
@@ -238,11 +277,27 @@ static int bench_rmap(int argc, char **argv)
 	       o.children, (unsigned long long)o.pages,
 	       o.cow_every ? ", copy-on-writes every n-th" : "", o.reps);
 	for (unsigned r = 0; r < o.reps; r++) {
+		unsigned order[NR_VARIANTS];
+
+		/* A fresh order every repetition (seeded: reproducible), so
+		 * no variant always runs first or after the same neighbour
+		 * (the heap a run leaves behind is the next one's). */
+		for (unsigned k = 0; k < NR_VARIANTS; k++)
+			order[k] = k;
+		for (unsigned k = NR_VARIANTS - 1; k > 0; k--) {
+			unsigned j = (unsigned)(rand_r(&seed) % (k + 1)), x;
+
+			x = order[k];
+			order[k] = order[j];
+			order[j] = x;
+		}
 		for (unsigned k = 0; k < NR_VARIANTS; k++) {
-			/* Rotate the order so no variant always runs first
-			 * (or right after the same neighbour). */
-			unsigned vi = (k + r) % NR_VARIANTS;
-			int ret = run_once(&o, &variants[vi], &res[vi]);
+			unsigned vi = order[k];
+			int ret;
+
+			if (only && !selected(only, &variants[vi]))
+				continue;
+			ret = run_once(&o, &variants[vi], &res[vi]);
 
 			if (ret) {
 				fprintf(stderr, "rmap: width %u %s: %s\n",
@@ -260,21 +315,27 @@ static int bench_rmap(int argc, char **argv)
 		med_down[v] = hvbench_median(down_ms[v], o.reps);
 		med_total[v] = hvbench_median(total_ms[v], o.reps);
 	}
-	printf("\n| width | layout | desc bytes | fork+touch (ms) | "
-	       "teardown (ms) | total (ms) | vs 3 no count | peak desc KiB |\n"
+	printf("\n| width | layout | desc bytes | fork+touch (CPU ms) | "
+	       "teardown (ms) | total (CPU ms) | vs 3 no count | peak desc KiB "
+	       "|\n"
 	       "|---|---|---|---|---|---|---|---|\n");
 	for (unsigned v = 0; v < NR_VARIANTS; v++)
-		printf("| %u | %s | %zu | %.1f | %.1f | %.1f | %+.1f%% | "
-		       "%.0f |\n",
-		       variants[v].width, layout(&variants[v]),
-		       res[v].desc_size, med_fork[v], med_down[v],
-		       med_total[v],
-		       100.0 * (med_total[v] / med_total[V3_NONE] - 1),
-		       res[v].peak_desc_bytes / 1024.0);
+		if (!only || selected(only, &variants[v]))
+			printf("| %u | %s | %zu | %.1f | %.1f | %.1f | "
+			       "%+.1f%% | %.0f |\n",
+			       variants[v].width, layout(&variants[v]),
+			       res[v].desc_size, med_fork[v], med_down[v],
+			       med_total[v],
+			       100.0 * (med_total[v] / med_total[V3_NONE] - 1),
+			       res[v].peak_desc_bytes / 1024.0);
 	printf("\n| question | total (ms) | ratio |\n|---|---|---|\n");
 	for (unsigned q = 0; q < sizeof(questions) / sizeof(questions[0]);
 	     q++) {
 		unsigned a = questions[q].a, b = questions[q].b;
+
+		if (only && (!selected(only, &variants[a]) ||
+			     !selected(only, &variants[b])))
+			continue;
 
 		printf("| %s | %.1f vs %.1f | %.3f |\n", questions[q].what,
 		       med_total[a], med_total[b], med_total[a] / med_total[b]);
