@@ -316,7 +316,7 @@ static int bench_rmap(int argc, char **argv)
 		med_total[v] = hvbench_median(total_ms[v], o.reps);
 	}
 	printf("\n| width | layout | desc bytes | fork+touch (CPU ms) | "
-	       "teardown (ms) | total (CPU ms) | vs 3 no count | peak desc KiB "
+	       "teardown (CPU ms) | total (CPU ms) | vs 3 no count | peak desc KiB "
 	       "|\n"
 	       "|---|---|---|---|---|---|---|---|\n");
 	for (unsigned v = 0; v < NR_VARIANTS; v++)
