@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <sched.h>
 
+#include "hvcore/soft/shadow.h"
 #include "hvcore/soft/soft_vm.h"
 
 #define SPLIT_CACHE_MIN 16u
@@ -141,6 +142,16 @@ int hv_soft_vm_clear(struct hv_soft_vm *vm, uint32_t slot_id, uint64_t first,
 	if (r.mode == HV_SOFT_LOG_OFF || !s->dirty)
 		goto out_slots;
 	chunk = o->chunk_pages ? o->chunk_pages : count;
+	if (vm->shadow) {
+		/* Shadow mode: every mapping of a harvested gfn is found
+		 * through its rmap and write-protected, under the shadow
+		 * lock (kvm_mmu_write_protect_pt_masked). */
+		uint64_t n = hv_soft_shadow_write_protect(
+			vm->shadow, s->base_gfn + first, count, mask);
+
+		atomic_fetch_add_explicit(&vm->cleared, n,
+					  memory_order_relaxed);
+	}
 
 	pthread_mutex_lock(&vm->clear_lock);
 	for (uint64_t c = 0; c < count && !ret; c += chunk) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "hvcore/log.h"
+#include "hvcore/soft/shadow.h"
 #include "hvcore/soft/soft_vcpu.h"
 
 int hv_soft_vm_create(const struct hv_soft_vm_cfg *cfg,
@@ -81,6 +82,9 @@ static void protect_range(struct hv_soft_vm *vm, gpa_t gpa, gpa_t end,
 static void protect_slot(struct hv_soft_vm *vm, const struct hv_memslot *s,
 			 enum hv_soft_log_mode mode)
 {
+	if (vm->shadow)
+		hv_soft_shadow_write_protect(vm->shadow, s->base_gfn,
+					     s->npages, NULL);
 	protect_range(vm, hv_gfn_to_gpa(s->base_gfn),
 		      hv_gfn_to_gpa(s->base_gfn + s->npages), mode);
 }
@@ -88,6 +92,8 @@ static void protect_slot(struct hv_soft_vm *vm, const struct hv_memslot *s,
 void hv_soft_vm_protect(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages,
 			enum hv_soft_log_mode mode)
 {
+	if (vm->shadow)
+		hv_soft_shadow_write_protect(vm->shadow, gfn, npages, NULL);
 	hv_soft_mmu_write_lock(vm->mmu);
 	protect_range(vm, hv_gfn_to_gpa(gfn), hv_gfn_to_gpa(gfn + npages),
 		      mode);
@@ -95,8 +101,15 @@ void hv_soft_vm_protect(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages,
 	hv_soft_mmu_write_unlock(vm->mmu);
 }
 
+void hv_soft_vm_set_shadow(struct hv_soft_vm *vm, struct hv_soft_shadow *sh)
+{
+	vm->shadow = sh;
+}
+
 void hv_soft_vm_zap(struct hv_soft_vm *vm, gfn_t gfn, uint64_t npages)
 {
+	if (vm->shadow)
+		hv_soft_shadow_zap_gfns(vm->shadow, gfn, npages);
 	hv_soft_mmu_write_lock(vm->mmu);
 	hv_soft_mmu_zap_range(vm->mmu, hv_gfn_to_gpa(gfn),
 			      npages << HV_PAGE_SHIFT);

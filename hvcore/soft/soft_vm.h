@@ -49,6 +49,7 @@ enum hv_soft_lock_mode {
 };
 
 struct hv_soft_vcpu;
+struct hv_soft_shadow;
 
 struct hv_soft_vm_cfg {
 	const struct hv_arch_pte_fmt *fmt; /* x86_ept_fmt or arm64_s2_fmt */
@@ -80,6 +81,10 @@ struct hv_soft_vm {
 	pthread_mutex_t clear_lock;
 	struct hv_soft_pgcache split_cache; /* protected by clear_lock */
 
+	/* shadow mode (hvcore/soft/shadow.h), borrowed; NULL: none. Set by
+	 * the control thread before logging starts. */
+	struct hv_soft_shadow *shadow;
+
 	/* vCPU registry, protected by vcpus_lock */
 	pthread_mutex_t vcpus_lock;
 	struct hv_soft_vcpu *vcpus[HV_SOFT_MAX_TLBS];
@@ -94,6 +99,13 @@ int hv_soft_vm_create(const struct hv_soft_vm_cfg *cfg,
 		      struct hv_memslots *slots, struct hv_soft_vm **out);
 /* No soft vCPU may remain. destroy(NULL) no-op. */
 void hv_soft_vm_destroy(struct hv_soft_vm *vm);
+
+/*
+ * Attach a shadow MMU (borrowed; NULL detaches): from then on log start,
+ * protect, clear and zap also act on the shadow entries, through its
+ * rmap (write-protection mode only). Control thread, before logging.
+ */
+void hv_soft_vm_set_shadow(struct hv_soft_vm *vm, struct hv_soft_shadow *sh);
 
 /*
  * Start logging in @mode for every slot with HV_MEMSLOT_F_DIRTY_LOG (set by
