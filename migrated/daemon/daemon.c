@@ -14,6 +14,7 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
@@ -151,6 +152,7 @@ void migd_shutdown(struct migd *d)
 	 * what it received), then its VM. */
 	migd_notifyf("STOPPING=1\nSTATUS=stopping: %u VM(s), %u worker(s)",
 		     d->reg.count, d->host ? d->host->nr_workers : 0);
+	migd_host_fleet_stop(d);
 	migd_host_fini(d);
 	migd_mig_shutdown_all(d);
 	migd_monitor_events_stop(d);
@@ -281,6 +283,17 @@ int migd_run(const struct migd_cfg *cfg)
 			migd_server_stop(&d->srv);
 			goto out_loop;
 		}
+	}
+	/* Last: the record names the RPC address, and a daemon that cannot
+	 * join its fleet must not serve (host_fleet.h). */
+	ret = migd_host_fleet_start(d);
+	if (ret) {
+		d->exit_code = 1;
+		migd_metrics_stop(d->metrics);
+		d->metrics = NULL;
+		migd_host_fini(d);
+		migd_server_stop(&d->srv);
+		goto out_loop;
 	}
 started:
 	if (d->cfg.role == MIGD_ROLE_WORKER)
