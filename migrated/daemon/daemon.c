@@ -20,6 +20,7 @@
 #include "migrated/daemon/monitor.h"
 #include "migrated/daemon/notify.h"
 #include "migrated/daemon/reload.h"
+#include "migrated/fleet/fleet.h"
 #include "migrated/mig/devca.h"
 #include "migrated/vmm/worker.h"
 
@@ -219,6 +220,8 @@ int migd_run(const struct migd_cfg *cfg)
 		ret = migd_server_start_fd(&d->srv, d, d->cfg.listen_fd,
 					   d->cfg.socket_path);
 		if (!ret)
+			ret = migd_worker_fleet_open(d);
+		if (!ret)
 			ret = migd_worker_init(d);
 		if (ret) {
 			hv_err(COMP, "event=start_failed worker=%llu err=%d",
@@ -343,6 +346,7 @@ out_loop:
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	uv_loop_close(d->loop);
 	ret = d->exit_code;
+	migd_fleet_stop(d->fleet_keys, false);
 	free(d->host);
 	free(d);
 	return ret;

@@ -169,6 +169,9 @@ struct migd {
 	/* host role (host.h) */
 	struct migd_host *host;
 	struct migd_hfleet *fleet; /* host_fleet.h; NULL = standalone */
+	/* worker role: the ownership keys its migrations commit with
+	 * (migration.c); NULL = standalone */
+	struct migd_fleet *fleet_keys;
 	/* worker role (migrated/vmm/worker.h) */
 	bool orphaned;	    /* its daemon is gone (no connection) */
 	bool was_orphaned;  /* ... since the last WorkerInfo */

@@ -291,6 +291,32 @@ void migd_host_fleet_stop(struct migd *d)
 	uv_close((uv_handle_t *)&hf->timer, timer_closed);
 }
 
+int migd_worker_fleet_open(struct migd *d)
+{
+	struct migd_fleet_cfg fc = { 0 };
+	char err[512];
+	int ret;
+
+	if (!d->cfg.etcd_endpoints[0])
+		return 0;
+	fc.etcd.endpoints = d->cfg.etcd_endpoints;
+	fc.etcd.cacert = d->cfg.etcd_cacert;
+	fc.etcd.cert = d->cfg.etcd_cert;
+	fc.etcd.key = d->cfg.etcd_key;
+	fc.prefix = d->cfg.etcd_prefix[0] ? d->cfg.etcd_prefix : NULL;
+	fc.host_id = d->cfg.host_id;
+	ret = migd_fleet_open(&fc, &d->fleet_keys, err, sizeof(err));
+	if (ret)
+		hv_err(COMP, "event=start_failed worker=%llu err=\"fleet: "
+		       "%s\"", (unsigned long long)d->cfg.worker_id, err);
+	return ret;
+}
+
+const char *migd_host_fleet_id(struct migd *d)
+{
+	return d->fleet ? migd_fleet_host_id(d->fleet->f) : NULL;
+}
+
 int migd_host_fleet_claim(struct migd *d, const char *name, char *err,
 			  size_t err_size)
 {

@@ -29,6 +29,13 @@ int migd_host_fleet_start(struct migd *d);
  * stays until the TTL, and a restarted daemon takes it back. */
 void migd_host_fleet_stop(struct migd *d);
 
+/* Worker role: d->fleet_keys from the --etcd options its daemon passed
+ * (no lease: the daemon holds it). 0 standalone too; -errno logged. */
+int migd_worker_fleet_open(struct migd *d);
+
+/* This host's id in the fleet; NULL standalone. */
+const char *migd_host_fleet_id(struct migd *d);
+
 /* vm create: 0 (claimed, or standalone), -EEXIST (the name is used in
  * the fleet), or another negative errno (etcd); the reason in @err. */
 int migd_host_fleet_claim(struct migd *d, const char *name, char *err,

@@ -48,6 +48,7 @@
 #include <uv.h>
 
 #include "migrated/daemon/parse.h"
+#include "migrated/fleet/fleet.h"
 #include "migrated/mig/session.h"
 #include "proto/control.pb-c.h"
 
@@ -102,6 +103,12 @@ struct migd_mig {
 	enum mig_phase published_phase;
 	bool finished;
 	bool unresolved; /* outgoing: @src kept for migd_mig_resolve() */
+	/* Fleet (d->fleet_keys): the ownership record read when the
+	 * migration started (source) or in its setup (destination); the
+	 * commit's transaction compares against it. Written before the
+	 * thread that reads it starts, or on that thread. */
+	bool fleet_on;
+	struct migd_fleet_owner fleet_own;
 	const char *cancel_why; /* static; prefixes the final message */
 	struct mig_progress final;
 };

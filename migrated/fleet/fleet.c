@@ -40,6 +40,7 @@ struct migd_fleet {
 	pthread_mutex_t lock; /* stop + cond */
 	pthread_cond_t cond;
 	bool stop;
+	bool threaded; /* migd_fleet_start(), not migd_fleet_open() */
 };
 
 static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
@@ -277,7 +278,7 @@ static void *fleet_thread(void *arg)
 	return NULL;
 }
 
-int migd_fleet_start(const struct migd_fleet_cfg *cfg,
+static int fleet_new(const struct migd_fleet_cfg *cfg,
 		     struct migd_fleet **out, char *err, size_t err_size)
 {
 	const char *prefix = cfg->prefix ? cfg->prefix : "/migrated/";
@@ -311,24 +312,11 @@ int migd_fleet_start(const struct migd_fleet_cfg *cfg,
 	ret = migd_etcd_create(&cfg->etcd, &f->etcd, err, err_size);
 	if (ret)
 		goto err_free;
-	ret = do_register(f, err, err_size);
-	if (ret)
-		goto err_etcd;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
-	ret = -pthread_create(&f->thread, NULL, fleet_thread, f);
-	if (ret) {
-		fail(err, err_size, ret, "fleet thread: %s", strerror(-ret));
-		pthread_cond_destroy(&f->cond);
-		pthread_mutex_destroy(&f->lock);
-		migd_etcd_lease_revoke(f->etcd, f->lease);
-		goto err_etcd;
-	}
 	*out = f;
 	return 0;
 
-err_etcd:
-	migd_etcd_destroy(f->etcd);
 err_free:
 	free(f->lease_file);
 	free(f->record);
@@ -336,16 +324,51 @@ err_free:
 	return ret;
 }
 
+int migd_fleet_open(const struct migd_fleet_cfg *cfg,
+		    struct migd_fleet **out, char *err, size_t err_size)
+{
+	return fleet_new(cfg, out, err, err_size);
+}
+
+int migd_fleet_start(const struct migd_fleet_cfg *cfg,
+		     struct migd_fleet **out, char *err, size_t err_size)
+{
+	struct migd_fleet *f;
+	int ret;
+
+	ret = fleet_new(cfg, &f, err, err_size);
+	if (ret)
+		return ret;
+	ret = do_register(f, err, err_size);
+	if (ret)
+		goto err_free;
+	ret = -pthread_create(&f->thread, NULL, fleet_thread, f);
+	if (ret) {
+		fail(err, err_size, ret, "fleet thread: %s", strerror(-ret));
+		migd_etcd_lease_revoke(f->etcd, f->lease);
+		goto err_free;
+	}
+	f->threaded = true;
+	*out = f;
+	return 0;
+
+err_free:
+	migd_fleet_stop(f, false);
+	return ret;
+}
+
 void migd_fleet_stop(struct migd_fleet *f, bool revoke)
 {
 	if (!f)
 		return;
-	pthread_mutex_lock(&f->lock);
-	f->stop = true;
-	pthread_cond_signal(&f->cond);
-	pthread_mutex_unlock(&f->lock);
-	pthread_join(f->thread, NULL);
-	if (revoke && atomic_load(&f->last_ok_ms)) {
+	if (f->threaded) {
+		pthread_mutex_lock(&f->lock);
+		f->stop = true;
+		pthread_cond_signal(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+		pthread_join(f->thread, NULL);
+	}
+	if (f->threaded && revoke && atomic_load(&f->last_ok_ms)) {
 		migd_etcd_lease_revoke(f->etcd, f->lease);
 		if (f->lease_file)
 			unlink(f->lease_file);

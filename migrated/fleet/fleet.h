@@ -60,6 +60,13 @@ struct migd_fleet;
  * reachable; -EEXIST: the host id is another live daemon's; -EINVAL). */
 int migd_fleet_start(const struct migd_fleet_cfg *cfg,
 		     struct migd_fleet **out, char *err, size_t err_size);
+/*
+ * The ownership calls only, for a worker process (migrated-vmm) whose
+ * daemon registered the host: no lease, no thread; cfg->record and
+ * lease_file are ignored. 0, -EINVAL, -ENOMEM. migd_fleet_stop() frees.
+ */
+int migd_fleet_open(const struct migd_fleet_cfg *cfg,
+		    struct migd_fleet **out, char *err, size_t err_size);
 /* Stop the thread; @revoke: also revoke the lease (the host record
  * goes at once). NULL no-op. */
 void migd_fleet_stop(struct migd_fleet *f, bool revoke);
