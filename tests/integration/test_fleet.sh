@@ -138,6 +138,17 @@ wait_for 5 "v2 (still b's) running again" state_is v2 VM_STATE_RUNNING
 owner_is v1 c 2 >/dev/null && ok "v1's key untouched by b's reconciliation" ||
 	fail "v1's key changed: $(etcd_get ${P}vms/v1)"
 
+# --- host list: the fleet from etcd --------------------------------------------
+HL=$("$CTL" host list --etcd "$ETCD_ENDPOINTS" 2>&1)
+if grep -qE '^a +soft .* v3\(1\)' <<<"$HL" && grep -qE '^b +soft .* v2\(1\)' <<<"$HL"; then
+	ok "host list: a with v3, b with v2"
+else
+	fail "host list: $HL"
+fi
+HJ=$("$CTL" --json host list --etcd "$ETCD_ENDPOINTS" 2>&1)
+jq -e 'map(select(.host == "b"))[0].vms == ["v2"] and (map(.host) | sort) == ["a", "b"]' <<<"$HJ" >/dev/null &&
+	ok "host list --json: hosts and their VMs" || fail "host list --json: $HJ"
+
 # --- shutdown ----------------------------------------------------------------
 SOCK=$SOCK_A
 ctl vm destroy v3 >/dev/null
