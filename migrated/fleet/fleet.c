@@ -185,7 +185,7 @@ static int take_lease(struct migd_fleet *f, int64_t *lease, char *err,
 static int do_register(struct migd_fleet *f, char *err, size_t err_size)
 {
 	uint64_t t0 = now_ms();
-	int64_t lease;
+	int64_t lease = 0;
 	int ret;
 
 	ret = take_lease(f, &lease, err, err_size);
