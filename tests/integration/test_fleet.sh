@@ -138,6 +138,27 @@ wait_for 5 "v2 (still b's) running again" state_is v2 VM_STATE_RUNNING
 owner_is v1 c 2 >/dev/null && ok "v1's key untouched by b's reconciliation" ||
 	fail "v1's key changed: $(etcd_get ${P}vms/v1)"
 
+# --- daemon restart: its VMs keep running, it takes its record back ----------
+LEASE_B=$(cat "$TMP/b/fleet.lease")
+kill -TERM "$PID_B"; wait "$PID_B" 2>/dev/null
+T_STOP=$SECONDS
+host_key b && ok "b stopped with a VM left: its record stays (lease not revoked)" ||
+	fail "b's record went at a stop with a VM left"
+start_daemon b --accel $ACCEL --etcd "http://127.0.0.1:${ETCD_CPORT[3]}" \
+	--host-id b --etcd-ttl 3 --fence-grace-ms 1500
+SOCK_B=$SOCK PID_B=$DPID
+wait_for 10 "restarted b registered again" grep -q "event=fleet_joined host=b" "$TMP/b.log"
+# Within the TTL (3 s) of the stop it must be the same lease; a restart
+# slower than that (a loaded machine) legitimately gets a new one.
+if [ "$(cat "$TMP/b/fleet.lease")" = "$LEASE_B" ]; then
+	ok "restarted b took its own lease back (no wait for the TTL)"
+elif [ $((SECONDS - T_STOP)) -ge 3 ]; then
+	echo "note: b's restart took $((SECONDS - T_STOP)) s, over the TTL: new lease"
+else
+	fail "restarted b has lease $(cat "$TMP/b/fleet.lease"), had $LEASE_B"
+fi
+wait_for 10 "v2 adopted and running on the restarted b" state_is v2 VM_STATE_RUNNING
+
 # --- host list: the fleet from etcd --------------------------------------------
 HL=$("$CTL" host list --etcd "$ETCD_ENDPOINTS" 2>&1)
 if grep -qE '^a +soft .* v3\(1\)' <<<"$HL" && grep -qE '^b +soft .* v2\(1\)' <<<"$HL"; then
