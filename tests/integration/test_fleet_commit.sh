@@ -10,7 +10,11 @@
 #   3. the destination's worker killed when the Commit arrives, before
 #      its transaction (dst.commit=kill): the source's own transaction
 #      keeps the VM (generation + 1, which also fences out any late
-#      transaction of the destination) and resumes it, no operator needed.
+#      transaction of the destination) and resumes it, no operator needed;
+#   4. the etcd leader killed while the destination holds at the Commit
+#      (dst.commit=sleep:1500): whichever way etcd and the timeouts decide,
+#      the VM runs on exactly one host, the one its key names, every page
+#      intact.
 # argv: migrated migratectl migrate-send migrate-recv
 DIR=$(cd "$(dirname "$0")" && pwd)
 source "$DIR/lib_faults.sh" "$@"
@@ -46,6 +50,7 @@ for _ in $(seq 50); do [ -f "$TMP/tls/host.key" ] && break; sleep 0.1; done
 daemon dst ""
 daemon dstowned "dst.owned=kill"
 daemon dstcommit "dst.commit=kill"
+daemon dstslow "dst.commit=sleep:1500"
 
 # --- 1. ownership moves with the VM -------------------------------------------
 SOCK=$SOCK_src expect_rc 0 "create f1 on src" ctl vm create f1 --mem 32M --vcpus 1 --rate 2000
@@ -91,4 +96,44 @@ wait_state "$SOCK_src" f3 VM_STATE_RUNNING && ok "f3 runs on src again" ||
 expect_intact "f3 on src, every page" "$SOCK_src" f3
 [ "$(vm_state "$SOCK_dstcommit" f3)" = absent ] && ok "f3 not on dstcommit" ||
 	fail "f3 on dstcommit: $(vm_state "$SOCK_dstcommit" f3)"
+# --- 4. the etcd leader killed during the commit -------------------------------
+leader() {
+	ectl endpoint status -w table 2>/dev/null |
+		awk -F'|' '$6 ~ /true/ { gsub(/ /, "", $2); print $2 }'
+}
+SOCK=$SOCK_src expect_rc 0 "create f4 on src" ctl vm create f4 --mem 32M --vcpus 1 --rate 2000
+L=$(leader)
+LI=
+for i in 1 2 3; do
+	[ "$L" = "http://127.0.0.1:${ETCD_CPORT[$i]}" ] && LI=$i
+done
+if [ -z "$LI" ]; then
+	fail "no etcd leader found ($L)"
+else
+	migrate f4 "$SOCK_src" "$SOCK_dstslow" &
+	MPID=$!
+	wait_log "$TMP/dstslow.log" "faultpoint name=dst.commit action=sleep" 300 &&
+		ok "the destination holds at the Commit" || fail "dst.commit never fired"
+	etcd_kill "$LI"
+	ok "etcd leader (member $LI) killed during the commit"
+	wait "$MPID"
+	ECTL_ENDPOINTS=$(for i in 1 2 3; do [ "$i" != "$LI" ] && echo -n "http://127.0.0.1:${ETCD_CPORT[$i]},"; done)
+	export ECTL_ENDPOINTS=${ECTL_ENDPOINTS%,}
+	sleep 1
+	S=$(vm_state "$SOCK_src" f4)
+	D=$(vm_state "$SOCK_dstslow" f4)
+	O=$(etcd_get ${P}vms/f4 | jq -r .owner)
+	echo "after the commit: src=$S dst=$D key owner=$O"
+	if [ "$S" = VM_STATE_RUNNING ] && [ "$D" = VM_STATE_RUNNING ]; then
+		fail "f4 runs on BOTH hosts"
+	elif [ "$S" = VM_STATE_RUNNING ] && [ "$O" = src ]; then
+		ok "f4 runs on src only, and its key says src"
+		expect_intact "f4 on src, every page" "$SOCK_src" f4
+	elif [ "$D" = VM_STATE_RUNNING ] && [ "$O" = dstslow ]; then
+		ok "f4 runs on dstslow only, and its key says dstslow"
+		expect_intact "f4 on dstslow, every page" "$SOCK_dstslow" f4
+	else
+		fail "f4: src=$S dst=$D owner=$O (lost, or where it runs is not its key's)"
+	fi
+fi
 finish
