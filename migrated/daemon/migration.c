@@ -176,141 +176,6 @@ static void progress_cb(void *arg, const struct mig_progress *p)
 	uv_async_send(&m->async);
 }
 
-/* ---- fleet: the commit with the transaction ---------------------------- */
-
-/*
- * Both sides compare the ownership record as it was before the switchover:
- *   source  read (self, G) when the migration started;
- *   dest    read (src, G) in setup;
- *   dest    at Commit: if (src, G) then (dest, G + 1)   -> start the VM
- *   source  UNRESOLVED: if (self, G) then (self, G + 1) -> resume ours
- *                       else owned by another           -> drop ours
- * etcd applies one of the two transactions first; the other's compare
- * then fails, so at most one copy ever runs, whatever message was lost
- * and whichever side died.
- */
-static int fleet_incoming_check(struct migd_mig *m, const char *name,
-				char *why, size_t why_len)
-{
-	struct migd_fleet *f = m->d->fleet_keys;
-	bool found;
-	int ret;
-
-	if (!f)
-		return 0;
-	if (!*name) {
-		snprintf(why, why_len, "in a fleet the source must offer the "
-			 "VM's name (its ownership key)");
-		return -EINVAL;
-	}
-	ret = migd_fleet_vm_get(f, name, &found, &m->fleet_own, why,
-				why_len);
-	if (!ret && !found) {
-		snprintf(why, why_len, "VM '%s' has no ownership record in "
-			 "the fleet", name);
-		ret = -ENOENT;
-	} else if (!ret && !strcmp(m->fleet_own.owner,
-				   migd_fleet_host_id(f))) {
-		snprintf(why, why_len, "VM '%s' is owned by this host "
-			 "already", name);
-		ret = -EEXIST;
-	}
-	m->fleet_on = !ret;
-	return ret;
-}
-
-static int fleet_commit_cb(void *arg, const char *name, char *why,
-			   size_t why_len)
-{
-	struct migd_mig *m = arg;
-	struct migd_fleet *f = m->d->fleet_keys;
-	struct migd_fleet_owner now;
-	bool found;
-	int ret;
-
-	if (!m->fleet_on)
-		return 0;
-	ret = migd_fleet_vm_move(f, name, m->fleet_own.owner,
-				 m->fleet_own.generation, &now, why, why_len);
-	if (ret == -ETIMEDOUT &&
-	    !migd_fleet_vm_get(f, name, &found, &now, NULL, 0) && found &&
-	    !strcmp(now.owner, migd_fleet_host_id(f)) &&
-	    now.generation == m->fleet_own.generation + 1)
-		ret = 0; /* it did take effect */
-	hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, COMP,
-	       "event=fleet_commit mig=%llu vm=%s from=%s generation=%llu "
-	       "err=%d", (unsigned long long)m->id, name, m->fleet_own.owner,
-	       (unsigned long long)m->fleet_own.generation + !ret, ret);
-	return ret;
-}
-
-/* Source, loop thread, before the engine starts: the VM must be ours. */
-static int fleet_outgoing_check(struct migd_mig *m, char *err,
-				size_t err_size)
-{
-	struct migd_fleet *f = m->d->fleet_keys;
-	bool found;
-	int ret;
-
-	if (!f)
-		return 0;
-	ret = migd_fleet_vm_get(f, m->vm, &found, &m->fleet_own, err,
-				err_size);
-	if (ret)
-		return ret;
-	if (!found || strcmp(m->fleet_own.owner, migd_fleet_host_id(f))) {
-		snprintf(err, err_size, "VM '%s' is not owned by this host in "
-			 "the fleet (owner '%s')", m->vm,
-			 found ? m->fleet_own.owner : "none");
-		return -EPERM;
-	}
-	m->fleet_on = true;
-	return 0;
-}
-
-/*
- * Source, waiter thread, the engine said UNRESOLVED: settle it by the
- * record. Our transaction either keeps the VM (and fences out a
- * destination whose own one is still on its way) or finds it moved.
- * etcd unreachable: stays UNRESOLVED, as without a fleet.
- */
-static int fleet_settle(struct migd_mig *m, struct mig_progress *final)
-{
-	struct migd_fleet *f = m->d->fleet_keys;
-	struct migd_fleet_owner now;
-	enum mig_resolve how;
-	struct mig_progress p;
-	char why[512];
-	int ret;
-
-	ret = migd_fleet_vm_move(f, m->vm, migd_fleet_host_id(f),
-				 m->fleet_own.generation, &now, why,
-				 sizeof(why));
-	if (!ret)
-		how = MIG_RESOLVE_RESUME_SOURCE;
-	else if (ret == -ESTALE && now.owner[0] &&
-		 strcmp(now.owner, migd_fleet_host_id(f)))
-		how = MIG_RESOLVE_CONFIRM_DESTINATION;
-	else {
-		hv_err(COMP, "event=fleet_settle mig=%llu vm=%s result="
-		       "unresolved err=\"%s\"", (unsigned long long)m->id,
-		       m->vm, why);
-		return -EINPROGRESS;
-	}
-	ret = mig_source_resolve(m->src, how, &p);
-	hv_log(ret && ret != -EBADE ? HV_LOG_ERR : HV_LOG_INFO, COMP,
-	       "event=fleet_settle mig=%llu vm=%s how=%s owner=%s err=%d",
-	       (unsigned long long)m->id, m->vm,
-	       how == MIG_RESOLVE_RESUME_SOURCE ? "resume_source"
-						: "confirm_destination",
-	       how == MIG_RESOLVE_RESUME_SOURCE ? migd_fleet_host_id(f)
-						: now.owner, ret);
-	if (ret && ret != -EBADE)
-		return -EINPROGRESS;
-	*final = p;
-	return ret ? ret : p.error;
-}
-
 /* Waiter thread: the one place that blocks on the engine. */
 static void waiter_main(void *arg)
 {
@@ -323,7 +188,7 @@ static void waiter_main(void *arg)
 	if (m->src) {
 		ret = mig_source_wait(m->src, &final);
 		if (ret == -EINPROGRESS && m->fleet_on)
-			ret = fleet_settle(m, &final);
+			ret = migd_mig_fleet_settle(m, &final);
 	} else
 		ret = mig_dest_wait(m->dst, &vm, &final);
 	pthread_mutex_lock(&m->lock);
@@ -391,7 +256,7 @@ static int name_check_cb(void *arg, const char *name, char *why,
 	struct migd_mig *m = arg;
 	int ret;
 
-	ret = fleet_incoming_check(m, name, why, why_len);
+	ret = migd_mig_fleet_incoming(m, name, why, why_len);
 	if (ret)
 		return ret;
 	if (m->prm.vm_name[0] || !*name)
@@ -665,7 +530,7 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 	snprintf(m->vm, sizeof(m->vm), "%s", v->name);
 	/* Offered to the destination, which keeps it unless told another. */
 	m->opts.vm_name = m->vm;
-	ret = fleet_outgoing_check(m, err, err_size);
+	ret = migd_mig_fleet_outgoing(m, err, err_size);
 	if (!ret)
 		ret = set_tls(m, false, err, err_size);
 	if (!ret) {
@@ -739,7 +604,7 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	}
 	m->opts.dst_name_check = name_check_cb;
 	m->opts.dst_name_arg = m;
-	m->opts.dst_commit = fleet_commit_cb;
+	m->opts.dst_commit = migd_mig_fleet_commit;
 	m->opts.dst_commit_arg = m;
 	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
 	base.backing = d->cfg.backing; /* ours, whatever the source's was */

@@ -114,6 +114,22 @@ struct migd_mig {
 };
 
 /*
+ * The fleet (migration_fleet.c; no-ops without d->fleet_keys): the
+ * destination's check of the ownership record in setup (engine thread,
+ * from the name check) and its commit transaction (mig_opts.dst_commit);
+ * the source's check before the engine starts (loop thread) and the
+ * settling of an UNRESOLVED commit by the record (waiter thread: returns
+ * the new result and fills @final, or -EINPROGRESS when it cannot tell).
+ * docs/architecture.md, "The commit with the transaction".
+ */
+int migd_mig_fleet_incoming(struct migd_mig *m, const char *name, char *why,
+			    size_t why_len);
+int migd_mig_fleet_commit(void *arg, const char *name, char *why,
+			  size_t why_len);
+int migd_mig_fleet_outgoing(struct migd_mig *m, char *err, size_t err_size);
+int migd_mig_fleet_settle(struct migd_mig *m, struct mig_progress *final);
+
+/*
  * Start an outgoing migration of registry VM @v (RUNNING) with @prm.
  * 0 and *@out (also linked into d->migs), or a negative errno with a
  * reason in @err: -ENOSYS (engine not built), -EBUSY (VM state), -EINVAL,
