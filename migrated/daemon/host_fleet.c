@@ -135,9 +135,10 @@ static void fence(struct migd_hfleet *hf, uint64_t age)
 		snprintf(hf->paused[hf->nr_paused++], MIGD_NAME_MAX + 1, "%s",
 			 w->name);
 	}
-	hv_warn(COMP, "event=fleet_fenced host=%s lease_age_ms=%s paused=%u",
+	hv_warn(COMP, "event=fleet_fenced host=%s why=%s paused=%u",
 		migd_fleet_host_id(hf->f),
-		age == UINT64_MAX ? "lost" : "late", hf->nr_paused);
+		age == UINT64_MAX ? "lease_lost" : "keepalive_late",
+		hf->nr_paused);
 }
 
 /* Contact is back: settle each VM the fence paused. One etcd read per

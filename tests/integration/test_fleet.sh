@@ -123,6 +123,9 @@ else
 	fail "paused ${MS} ms after the partition: not before the TTL"
 fi
 state_is v2 VM_STATE_PAUSED && ok "v2 paused too" || fail "v2 not paused"
+expect_rc 4 "no VM created while fenced" ctl vm create v9 --mem 16M --vcpus 1
+grep -q "fenced" <<<"$LAST_OUT" && ok "the refusal says the host is fenced" ||
+	fail "refusal while fenced: $LAST_OUT"
 # Another host takes v1 over while b cannot see etcd.
 ectl put ${P}vms/v1 \
 	'{"owner":"c","generation":2}' >/dev/null && ok "v1 handed to host c in etcd" ||
