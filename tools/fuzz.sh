@@ -21,7 +21,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 shift || true
-all=(frame batch hello layout vmstate ctl_frame metrics_http)
+all=(frame batch hello layout vmstate ctl_frame metrics_http etcd_json)
 # The decoder sources of each target, for FUZZ_COV (path prefixes).
 declare -A srcs=(
 	[frame]="migrated/mig/frame.c"
@@ -31,6 +31,7 @@ declare -A srcs=(
 	[vmstate]="hvcore/vm.c hvcore/soft/soft_accel arch/x86/x86_state.c"
 	[ctl_frame]="migrated/daemon/ctl_frame.c"
 	[metrics_http]="migrated/daemon/http_head.c"
+	[etcd_json]="migrated/fleet/etcd_json.c"
 )
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")

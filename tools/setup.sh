@@ -17,7 +17,8 @@ shift || true
 pkgs=(
 	build-essential cmake pkg-config
 	libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev
-	libssl-dev libcunit1-dev
+	libssl-dev libcunit1-dev libcurl4-openssl-dev libjson-c-dev
+	etcd-server etcd-client
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
 )

@@ -66,6 +66,20 @@ void migd_config_usage(FILE *f)
 		"  --vmm PATH             the worker binary, one process per\n"
 		"                         VM (default: migrated-vmm next to\n"
 		"                         migrated)\n"
+		"  --etcd URL[,URL...]    join the fleet kept in this etcd\n"
+		"                         cluster (docs/architecture.md,\n"
+		"                         \"Fleet\"); the daemon refuses to\n"
+		"                         start if it cannot register\n"
+		"  --etcd-cacert/--etcd-cert/--etcd-key FILE\n"
+		"                         TLS to etcd (https URLs)\n"
+		"  --etcd-optional        etcd unreachable at start: run\n"
+		"                         standalone instead of refusing\n"
+		"  --host-id ID           this host in the fleet (hostname)\n"
+		"  --etcd-prefix P        key prefix (/migrated/)\n"
+		"  --etcd-ttl S           host lease TTL, seconds (10)\n"
+		"  --fence-grace-ms MS    pause owned VMs after MS without\n"
+		"                         etcd (default 60%% of the TTL;\n"
+		"                         must be below it)\n"
 		"  --config FILE          key = value lines (docs/api.md);\n"
 		"                         SIGHUP reads it again\n"
 		"  --version, --help\n");
@@ -115,7 +129,9 @@ static int fail(char *err, size_t err_size, const char *fmt, ...)
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
        O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
-       O_STOP_VMS, O_VMM, O_BACKING };
+       O_STOP_VMS, O_VMM, O_BACKING, O_ETCD, O_ETCD_CA, O_ETCD_CERT,
+       O_ETCD_KEY, O_ETCD_OPT, O_ETCD_PREFIX, O_ETCD_TTL, O_HOST_ID,
+       O_FENCE_GRACE };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -138,6 +154,15 @@ static const struct option opts[] = {
 	{ "dirty-ring", required_argument, NULL, O_RING },
 	{ "stop-vms", no_argument, NULL, O_STOP_VMS },
 	{ "vmm", required_argument, NULL, O_VMM },
+	{ "etcd", required_argument, NULL, O_ETCD },
+	{ "etcd-cacert", required_argument, NULL, O_ETCD_CA },
+	{ "etcd-cert", required_argument, NULL, O_ETCD_CERT },
+	{ "etcd-key", required_argument, NULL, O_ETCD_KEY },
+	{ "etcd-optional", no_argument, NULL, O_ETCD_OPT },
+	{ "etcd-prefix", required_argument, NULL, O_ETCD_PREFIX },
+	{ "etcd-ttl", required_argument, NULL, O_ETCD_TTL },
+	{ "host-id", required_argument, NULL, O_HOST_ID },
+	{ "fence-grace-ms", required_argument, NULL, O_FENCE_GRACE },
 	{ "config", required_argument, NULL, O_CONFIG },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ "help", no_argument, NULL, O_HELP },
@@ -278,6 +303,49 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 		if (strlen(arg) >= sizeof(cfg->vmm_path) || !*arg)
 			return bad("--vmm", arg, "empty or too long");
 		strcpy(cfg->vmm_path, arg);
+		break;
+	case O_ETCD:
+		if (strlen(arg) >= sizeof(cfg->etcd_endpoints))
+			return bad("--etcd", arg, "too long");
+		strcpy(cfg->etcd_endpoints, arg);
+		break;
+	case O_ETCD_CA:
+	case O_ETCD_CERT:
+	case O_ETCD_KEY: {
+		char *dst = c == O_ETCD_CA	? cfg->etcd_cacert :
+			    c == O_ETCD_CERT	? cfg->etcd_cert :
+						  cfg->etcd_key;
+
+		if (strlen(arg) >= PATH_MAX)
+			return bad("--etcd-cacert/cert/key", arg, "too long");
+		strcpy(dst, arg);
+		break;
+	}
+	case O_ETCD_OPT:
+		cfg->etcd_optional = true;
+		break;
+	case O_ETCD_PREFIX:
+		if (strlen(arg) >= sizeof(cfg->etcd_prefix) || arg[0] != '/')
+			return bad("--etcd-prefix", arg,
+				   "starts with '/', at most 95 bytes");
+		strcpy(cfg->etcd_prefix, arg);
+		break;
+	case O_ETCD_TTL:
+		if (migd_parse_u64(arg, 3600, &u) || u < 2)
+			return bad("--etcd-ttl", arg, "2..3600 (seconds)");
+		cfg->etcd_ttl_s = (uint32_t)u;
+		break;
+	case O_HOST_ID:
+		if (strlen(arg) >= sizeof(cfg->host_id) ||
+		    !migd_name_valid(arg))
+			return bad("--host-id", arg,
+				   "[A-Za-z0-9._-], 1..63 bytes");
+		strcpy(cfg->host_id, arg);
+		break;
+	case O_FENCE_GRACE:
+		if (migd_parse_u64(arg, 3600000, &u) || u < 100)
+			return bad("--fence-grace-ms", arg, "100..3600000");
+		cfg->fence_grace_ms = (uint32_t)u;
 		break;
 	case O_CONFIG:
 		return migd_config_read(arg, cfg, err, err_size);
@@ -444,6 +512,13 @@ int migd_config_defaults(struct migd_cfg *cfg, char *err, size_t err_size)
 
 int migd_config_finish(struct migd_cfg *cfg, char *err, size_t err_size)
 {
+	uint32_t ttl_ms = (cfg->etcd_ttl_s ? cfg->etcd_ttl_s : 10u) * 1000u;
+
+	if (cfg->fence_grace_ms && cfg->fence_grace_ms >= ttl_ms)
+		return fail(err, err_size,
+			    "--fence-grace-ms %u must be below the lease TTL "
+			    "(%u ms): another host may take a VM over once "
+			    "the lease expired", cfg->fence_grace_ms, ttl_ms);
 	if (!cfg->socket_path[0] &&
 	    snprintf(cfg->socket_path, sizeof(cfg->socket_path),
 		     "%s/control.sock",

@@ -14,11 +14,13 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
 #include "migrated/daemon/notify.h"
 #include "migrated/daemon/reload.h"
+#include "migrated/fleet/fleet.h"
 #include "migrated/mig/devca.h"
 #include "migrated/vmm/worker.h"
 
@@ -151,6 +153,7 @@ void migd_shutdown(struct migd *d)
 	 * what it received), then its VM. */
 	migd_notifyf("STOPPING=1\nSTATUS=stopping: %u VM(s), %u worker(s)",
 		     d->reg.count, d->host ? d->host->nr_workers : 0);
+	migd_host_fleet_stop(d);
 	migd_host_fini(d);
 	migd_mig_shutdown_all(d);
 	migd_monitor_events_stop(d);
@@ -217,6 +220,8 @@ int migd_run(const struct migd_cfg *cfg)
 		ret = migd_server_start_fd(&d->srv, d, d->cfg.listen_fd,
 					   d->cfg.socket_path);
 		if (!ret)
+			ret = migd_worker_fleet_open(d);
+		if (!ret)
 			ret = migd_worker_init(d);
 		if (ret) {
 			hv_err(COMP, "event=start_failed worker=%llu err=%d",
@@ -282,6 +287,17 @@ int migd_run(const struct migd_cfg *cfg)
 			goto out_loop;
 		}
 	}
+	/* Last: the record names the RPC address, and a daemon that cannot
+	 * join its fleet must not serve (host_fleet.h). */
+	ret = migd_host_fleet_start(d);
+	if (ret) {
+		d->exit_code = 1;
+		migd_metrics_stop(d->metrics);
+		d->metrics = NULL;
+		migd_host_fini(d);
+		migd_server_stop(&d->srv);
+		goto out_loop;
+	}
 started:
 	if (d->cfg.role == MIGD_ROLE_WORKER)
 		migd_monitor_events_start(d);
@@ -330,6 +346,7 @@ out_loop:
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	uv_loop_close(d->loop);
 	ret = d->exit_code;
+	migd_fleet_stop(d->fleet_keys, false);
 	free(d->host);
 	free(d);
 	return ret;

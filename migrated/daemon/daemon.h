@@ -106,6 +106,20 @@ struct migd_cfg {
 	/* On SIGTERM also destroy every VM; by default VMs keep running in
 	 * their worker processes and a restarted daemon adopts them. */
 	bool stop_vms;
+	/* Fleet (migrated/fleet/fleet.h, host role): etcd endpoints ("" =
+	 * standalone), TLS files to etcd, this host's id ("" = hostname),
+	 * key prefix ("" = /migrated/), lease TTL (0 = 10 s), fencing grace
+	 * (0 = 60% of the TTL); etcd_optional: run standalone when etcd
+	 * cannot be reached at start instead of refusing to start. */
+	char etcd_endpoints[1024];
+	char etcd_cacert[PATH_MAX];
+	char etcd_cert[PATH_MAX];
+	char etcd_key[PATH_MAX];
+	char host_id[64];
+	char etcd_prefix[96];
+	uint32_t etcd_ttl_s;
+	uint32_t fence_grace_ms;
+	bool etcd_optional;
 	/* The config file read last ("" = none) and the command line the
 	 * whole configuration came from: migd_reload() parses it again
 	 * (config.h). argv NULL: nothing to re-read. */
@@ -154,6 +168,10 @@ struct migd {
 
 	/* host role (host.h) */
 	struct migd_host *host;
+	struct migd_hfleet *fleet; /* host_fleet.h; NULL = standalone */
+	/* worker role: the ownership keys its migrations commit with
+	 * (migration.c); NULL = standalone */
+	struct migd_fleet *fleet_keys;
 	/* worker role (migrated/vmm/worker.h) */
 	bool orphaned;	    /* its daemon is gone (no connection) */
 	bool was_orphaned;  /* ... since the last WorkerInfo */

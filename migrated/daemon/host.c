@@ -18,6 +18,7 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/host_priv.h"
 
 #define COMP "migd.host"
@@ -485,7 +486,7 @@ int migd_worker_spawn(struct migd *d, bool takeover,
 	uv_stdio_container_t stdio[5];
 	char a_wid[24], a_io[16], a_dint[16], a_dsh[16], a_dev[16], a_ring[16];
 	char a_listen[MIGD_HOST_MAX + 16], a_lvl[8];
-	const char *args[40];
+	const char *args[56];
 	struct migd_worker *w;
 	int lfd, tfd = -1, n = 0, ret;
 
@@ -552,6 +553,30 @@ int migd_worker_spawn(struct migd *d, bool takeover,
 	args[n++] = hv_mem_backing_name(d->cfg.backing);
 	args[n++] = "--log-level-num";
 	args[n++] = a_lvl;
+	/* The worker commits migrations in the fleet itself (host_fleet.h,
+	 * docs/architecture.md): it needs the keys, not the lease. */
+	if (migd_host_fleet_id(d)) {
+		args[n++] = "--etcd";
+		args[n++] = d->cfg.etcd_endpoints;
+		args[n++] = "--host-id";
+		args[n++] = migd_host_fleet_id(d);
+		if (d->cfg.etcd_prefix[0]) {
+			args[n++] = "--etcd-prefix";
+			args[n++] = d->cfg.etcd_prefix;
+		}
+		if (d->cfg.etcd_cacert[0]) {
+			args[n++] = "--etcd-cacert";
+			args[n++] = d->cfg.etcd_cacert;
+		}
+		if (d->cfg.etcd_cert[0]) {
+			args[n++] = "--etcd-cert";
+			args[n++] = d->cfg.etcd_cert;
+		}
+		if (d->cfg.etcd_key[0]) {
+			args[n++] = "--etcd-key";
+			args[n++] = d->cfg.etcd_key;
+		}
+	}
 	if (tfd >= 0) {
 		args[n++] = "--takeover-fd";
 		args[n++] = "4";

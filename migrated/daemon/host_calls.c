@@ -13,6 +13,7 @@
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/host_priv.h"
 #include "migrated/daemon/host_update.h"
 #include "migrated/daemon/migration.h"
@@ -168,7 +169,9 @@ static void created(struct migd_worker *w, Migd__Response *resp, struct fwd *f)
 		migd__host_set_info(w, resp->vm);
 		return;
 	}
-	/* The worker exits by itself; the name is free again now. */
+	/* The worker exits by itself; the name is free again now, here
+	 * and in the fleet. */
+	migd_host_fleet_release(w->d, w->name);
 	w->name[0] = '\0';
 }
 
@@ -210,8 +213,25 @@ static void h_vm_create(struct migd_call *call)
 			       r->name ? r->name : "", MIGD_NAME_MAX);
 		return;
 	}
-	if (new_worker(call, r->name, &w))
+	/* The name must be free in the fleet too (a no-op standalone). */
+	if (!migd_host_name_taken(call->d, r->name)) {
+		char err[512];
+		int ret = migd_host_fleet_claim(call->d, r->name, err,
+						sizeof(err));
+
+		if (ret) {
+			migd_call_fail(call, ret == -EEXIST ?
+				       MIGD__STATUS__STATUS_ALREADY_EXISTS :
+				       MIGD__STATUS__STATUS_UNAVAILABLE,
+				       "%s", err);
+			return;
+		}
+	}
+	if (new_worker(call, r->name, &w)) {
+		if (!migd_host_name_taken(call->d, r->name))
+			migd_host_fleet_release(call->d, r->name);
 		return;
+	}
 	req = *call->req;
 	forward(call, w, &req, created, 0);
 }
@@ -219,8 +239,10 @@ static void h_vm_create(struct migd_call *call)
 static void destroyed(struct migd_worker *w, Migd__Response *resp,
 		      struct fwd *f)
 {
-	if (resp_ok(resp))
+	if (resp_ok(resp)) {
 		w->vm_gone = true; /* it exits now */
+		migd_host_fleet_release(w->d, w->name);
+	}
 }
 
 static void h_vm_destroy(struct migd_call *call)

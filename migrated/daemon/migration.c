@@ -217,9 +217,11 @@ static void waiter_main(void *arg)
 	int ret;
 
 	memset(&final, 0, sizeof(final));
-	if (m->src)
+	if (m->src) {
 		ret = mig_source_wait(m->src, &final);
-	else
+		if (ret == -EINPROGRESS && m->fleet_on)
+			ret = migd_mig_fleet_settle(m, &final);
+	} else
 		ret = mig_dest_wait(m->dst, &vm, &final);
 	pthread_mutex_lock(&m->lock);
 	m->latest = final;
@@ -287,6 +289,9 @@ static int name_check_cb(void *arg, const char *name, char *why,
 	struct migd_mig *m = arg;
 	int ret;
 
+	ret = migd_mig_fleet_incoming(m, name, why, why_len);
+	if (ret)
+		return ret;
 	if (m->prm.vm_name[0] || !*name)
 		return 0;
 	ret = migd_registry_hold(&m->d->reg, name);
@@ -576,7 +581,9 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 	snprintf(m->vm, sizeof(m->vm), "%s", v->name);
 	/* Offered to the destination, which keeps it unless told another. */
 	m->opts.vm_name = m->vm;
-	ret = set_tls(m, false, err, err_size);
+	ret = migd_mig_fleet_outgoing(m, err, err_size);
+	if (!ret)
+		ret = set_tls(m, false, err, err_size);
 	if (!ret) {
 		/* The engine logs and clears the dirty bitmaps itself: the
 		 * monitor must not harvest beside it (monitor.h). */
@@ -650,6 +657,8 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	m->opts.dst_name_arg = m;
 	m->opts.dst_running = running_cb;
 	m->opts.dst_running_arg = m;
+	m->opts.dst_commit = migd_mig_fleet_commit;
+	m->opts.dst_commit_arg = m;
 	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
 	base.backing = d->cfg.backing; /* ours, whatever the source's was */
 	ret = set_tls(m, true, err, err_size);

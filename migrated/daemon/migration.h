@@ -48,6 +48,7 @@
 #include <uv.h>
 
 #include "migrated/daemon/parse.h"
+#include "migrated/fleet/fleet.h"
 #include "migrated/mig/session.h"
 #include "proto/control.pb-c.h"
 
@@ -107,9 +108,31 @@ struct migd_mig {
 	enum mig_phase published_phase;
 	bool finished;
 	bool unresolved; /* outgoing: @src kept for migd_mig_resolve() */
+	/* Fleet (d->fleet_keys): the ownership record read when the
+	 * migration started (source) or in its setup (destination); the
+	 * commit's transaction compares against it. Written before the
+	 * thread that reads it starts, or on that thread. */
+	bool fleet_on;
+	struct migd_fleet_owner fleet_own;
 	const char *cancel_why; /* static; prefixes the final message */
 	struct mig_progress final;
 };
+
+/*
+ * The fleet (migration_fleet.c; no-ops without d->fleet_keys): the
+ * destination's check of the ownership record in setup (engine thread,
+ * from the name check) and its commit transaction (mig_opts.dst_commit);
+ * the source's check before the engine starts (loop thread) and the
+ * settling of an UNRESOLVED commit by the record (waiter thread: returns
+ * the new result and fills @final, or -EINPROGRESS when it cannot tell).
+ * docs/architecture.md, "The commit with the transaction".
+ */
+int migd_mig_fleet_incoming(struct migd_mig *m, const char *name, char *why,
+			    size_t why_len);
+int migd_mig_fleet_commit(void *arg, const char *name, char *why,
+			  size_t why_len);
+int migd_mig_fleet_outgoing(struct migd_mig *m, char *err, size_t err_size);
+int migd_mig_fleet_settle(struct migd_mig *m, struct mig_progress *final);
 
 /*
  * Start an outgoing migration of registry VM @v (RUNNING) with @prm.

@@ -181,6 +181,18 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	 * source then finds the channel closed and stays UNRESOLVED. */
 	if (atomic_load(&d->cancel))
 		FAIL(d, -ECANCELED, "cancelled before resume");
+	if (d->opts.dst_commit) {
+		char why[256] = "";
+
+		ret = d->opts.dst_commit(d->opts.dst_commit_arg, d->vm_name,
+					 why, sizeof(why));
+		if (ret)
+			FAIL(d, ret, "ownership not taken: %s", why);
+	}
+	/* Owned here now (fleet); not started yet. */
+	ret = mig_faultpoint(MIG_FP_DST_OWNED);
+	if (ret < 0)
+		FAIL(d, ret, "fault point %s", MIG_FP_DST_OWNED);
 	ret = hv_vm_start(d->vm);
 	t1 = mig__now_ns();
 	if (ret)

@@ -55,6 +55,7 @@
 #define MIG_FP_DST_LOADED "dst.loaded"		  /* verified, before Ack */
 #define MIG_FP_DST_ACK_SEND "dst.ack.send"	  /* Ack on the wire */
 #define MIG_FP_DST_COMMIT "dst.commit"		  /* Commit received */
+#define MIG_FP_DST_OWNED "dst.owned"	/* ownership taken, VM not started */
 #define MIG_FP_DST_RESUMED "dst.resumed"	  /* VM started, not reported */
 #define MIG_FP_DST_RESUMED_SEND "dst.resumed.send" /* Resumed on the wire */
 #define MIG_FP_DST_DONE "dst.done" /* engine ends, before its teardown */

@@ -115,6 +115,17 @@ struct mig_opts {
 	 */
 	void (*dst_running)(void *arg, struct hv_vm *vm);
 	void *dst_running_arg;
+	/*
+	 * Destination (NULL: none). Called from the engine thread once the
+	 * Commit arrived, before the VM starts: the fleet's ownership
+	 * transaction (docs/architecture.md, "The commit with the
+	 * transaction"). 0 starts the VM; a negative errno refuses it
+	 * (Abort to the source, VM discarded) with the reason in @why. It
+	 * may block (an etcd round trip) but not on the controlling thread.
+	 */
+	int (*dst_commit)(void *arg, const char *name, char *why,
+			  size_t why_len);
+	void *dst_commit_arg;
 	/* Tests and benchmarks only; NULL in production. */
 	const struct mig_hooks *hooks;
 };

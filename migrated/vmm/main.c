@@ -20,7 +20,8 @@
 
 enum { O_WID = 256, O_STATE, O_DSOCK, O_LFD, O_SOCK, O_ACCEL, O_TLS,
        O_LISTEN, O_IO, O_DMON, O_DINT, O_DSHIFT, O_DEVENT, O_RING, O_LOG,
-       O_TAKEOVER, O_BACKING };
+       O_TAKEOVER, O_BACKING, O_ETCD, O_HOST_ID, O_ETCD_PREFIX, O_ETCD_CA,
+       O_ETCD_CERT, O_ETCD_KEY };
 
 static const struct option opts[] = {
 	{ "worker-id", required_argument, NULL, O_WID },
@@ -40,6 +41,12 @@ static const struct option opts[] = {
 	{ "backing", required_argument, NULL, O_BACKING },
 	{ "log-level-num", required_argument, NULL, O_LOG },
 	{ "takeover-fd", required_argument, NULL, O_TAKEOVER },
+	{ "etcd", required_argument, NULL, O_ETCD },
+	{ "host-id", required_argument, NULL, O_HOST_ID },
+	{ "etcd-prefix", required_argument, NULL, O_ETCD_PREFIX },
+	{ "etcd-cacert", required_argument, NULL, O_ETCD_CA },
+	{ "etcd-cert", required_argument, NULL, O_ETCD_CERT },
+	{ "etcd-key", required_argument, NULL, O_ETCD_KEY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -130,6 +137,21 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 		else
 			cfg->dirty_ring = (uint32_t)v;
 		return 0;
+	case O_ETCD:
+		return copy("--etcd", arg, cfg->etcd_endpoints,
+			    sizeof(cfg->etcd_endpoints));
+	case O_HOST_ID:
+		return copy("--host-id", arg, cfg->host_id,
+			    sizeof(cfg->host_id));
+	case O_ETCD_PREFIX:
+		return copy("--etcd-prefix", arg, cfg->etcd_prefix,
+			    sizeof(cfg->etcd_prefix));
+	case O_ETCD_CA:
+		return copy("--etcd-cacert", arg, cfg->etcd_cacert, PATH_MAX);
+	case O_ETCD_CERT:
+		return copy("--etcd-cert", arg, cfg->etcd_cert, PATH_MAX);
+	case O_ETCD_KEY:
+		return copy("--etcd-key", arg, cfg->etcd_key, PATH_MAX);
 	case O_LOG:
 		if (num("--log-level-num", arg, HV_LOG_DBG, &v))
 			return -1;

@@ -35,6 +35,8 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv);
 int ctl_mig(struct ctl *ctl, int argc, char **argv);
 int ctl_events(struct ctl *ctl, int argc, char **argv);
 int ctl_ping(struct ctl *ctl, int argc, char **argv);
+/* cmd_host.c: host list (the fleet, from etcd) */
+int ctl_host(struct ctl *ctl, int argc, char **argv);
 /* cmd_dirty.c: dirty VM, estimate VM, vm set-rate VM RATE */
 int ctl_dirty(struct ctl *ctl, int argc, char **argv);
 int ctl_estimate(struct ctl *ctl, int argc, char **argv);

@@ -45,6 +45,11 @@ static const struct {
 	{ "events", ctl_events,
 	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
 	  "[--interval MS] [--count N]" },
+	{ "host", ctl_host,
+	  "host list --etcd URL[,URL...] [--etcd-prefix P]\n"
+	  "          [--etcd-cacert F --etcd-cert F --etcd-key F]\n"
+	  "          (the fleet's hosts and their VMs, read from etcd;\n"
+	  "          $MIGRATED_ETCD for --etcd)" },
 	{ "ping", ctl_ping, "ping" },
 };
 

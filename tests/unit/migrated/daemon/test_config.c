@@ -204,7 +204,37 @@ static void test_backing_default_option_and_key(void)
 				    "memfd-thp or hugetlb");
 }
 
+/* A fencing grace at or over the lease TTL would let another host take a
+ * VM over before this one paused it: refused, options or config file. */
+static void test_fence_grace_must_be_below_the_ttl(void)
+{
+	const char *fleet[] = { "--etcd", "http://127.0.0.1:2379",
+				"--host-id", "h1", "--etcd-ttl", "5",
+				"--fence-grace-ms", "4999", "--etcd-optional",
+				NULL };
+	const char *at_ttl[] = { "--etcd-ttl", "5", "--fence-grace-ms",
+				 "5000", NULL };
+	const char *default_ttl[] = { "--fence-grace-ms", "10000", NULL };
+	const char *with_conf[] = { "--config", conf, NULL };
+	const char *bad_id[] = { "--host-id", "a b", NULL };
+
+	CU_ASSERT_EQUAL(parse(fleet), 0);
+	CU_ASSERT_STRING_EQUAL(cfg.etcd_endpoints, "http://127.0.0.1:2379");
+	CU_ASSERT_STRING_EQUAL(cfg.host_id, "h1");
+	CU_ASSERT_EQUAL(cfg.etcd_ttl_s, 5);
+	CU_ASSERT_EQUAL(cfg.fence_grace_ms, 4999);
+	CU_ASSERT_TRUE(cfg.etcd_optional);
+	CU_ASSERT_EQUAL(parse(at_ttl), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "below the lease TTL (5000 ms)"));
+	CU_ASSERT_EQUAL(parse(default_ttl), 2); /* the default TTL is 10 s */
+	write_conf("etcd_ttl = 3\nfence_grace_ms = 3000\n");
+	CU_ASSERT_EQUAL(parse(with_conf), 2);
+	CU_ASSERT_EQUAL(parse(bad_id), 2);
+}
+
 static CU_TestInfo tests[] = {
+	{ "fence_grace_must_be_below_the_ttl",
+	  test_fence_grace_must_be_below_the_ttl },
 	{ "backing_default_option_and_key",
 	  test_backing_default_option_and_key },
 	{ "defaults_and_derived_paths", test_defaults_and_derived_paths },

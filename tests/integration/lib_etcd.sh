@@ -1,0 +1,109 @@
+# A 3-member etcd cluster on loopback for the fleet tests (sourced after
+# lib.sh, bash). Each member has its own data dir under $TMP/etcd; its
+# pid goes into PIDS, so lib.sh's cleanup stops it with the daemons.
+#
+#   etcd_need           exit 77 (skip, visibly) without etcd installed
+#   etcd_start [N]      start N members (3), wait until healthy; sets
+#                       ETCD_ENDPOINTS (comma-separated client URLs)
+#   etcd_stop I / etcd_kill I / etcd_restart I   member I (1..N)
+#   etcd_wait_healthy   every running member answers /health
+#   ectl ARGS...        etcdctl against the cluster
+#   etcd_get KEY        the value of KEY ("" when none)
+
+ETCD=${ETCD:-etcd}
+ETCDCTL=${ETCDCTL:-etcdctl}
+ETCD_N=0
+ETCD_PID=()
+ETCD_CPORT=()
+ETCD_PPORT=()
+ETCD_ENDPOINTS=
+
+etcd_need() {
+	if ! command -v "$ETCD" >/dev/null || ! command -v "$ETCDCTL" >/dev/null
+	then
+		echo "SKIP etcd/etcdctl not installed (tools/setup.sh installs" \
+			"etcd-server etcd-client)"
+		exit 77
+	fi
+}
+
+# A loopback port nobody listens on (other helpers and tests run at the
+# same time, so no fixed ports).
+etcd_free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		ss -Htln "sport = :$p" 2>/dev/null | grep -q . && continue
+		case " ${ETCD_CPORT[*]} ${ETCD_PPORT[*]} " in
+		*" $p "*) continue ;;
+		esac
+		echo "$p"
+		return
+	done
+}
+
+etcd_member_start() {
+	local i=$1 cluster=$2
+	"$ETCD" --name "m$i" --data-dir "$TMP/etcd/m$i" \
+		--listen-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
+		--advertise-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
+		--listen-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
+		--initial-advertise-peer-urls \
+		"http://127.0.0.1:${ETCD_PPORT[$i]}" \
+		--initial-cluster "$cluster" --initial-cluster-state new \
+		--initial-cluster-token "migd-it-$$" \
+		--heartbeat-interval 100 --election-timeout 1000 \
+		--logger zap --log-level warn \
+		>>"$TMP/etcd-m$i.out" 2>&1 &
+	ETCD_PID[$i]=$!
+	PIDS+=("$!")
+}
+
+etcd_start() {
+	local n=${1:-3} i cluster=
+	mkdir -p "$TMP/etcd"
+	ETCD_N=$n
+	for i in $(seq "$n"); do
+		ETCD_CPORT[$i]=$(etcd_free_port)
+		ETCD_PPORT[$i]=$(etcd_free_port)
+		cluster+="${cluster:+,}m$i=http://127.0.0.1:${ETCD_PPORT[$i]}"
+	done
+	ETCD_CLUSTER=$cluster
+	ETCD_ENDPOINTS=
+	for i in $(seq "$n"); do
+		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}http://127.0.0.1:${ETCD_CPORT[$i]}"
+		etcd_member_start "$i" "$cluster"
+	done
+	etcd_wait_healthy || {
+		echo "etcd cluster did not become healthy:"
+		tail -n 20 "$TMP"/etcd-m*.out
+		exit 1
+	}
+}
+
+# Up to 30 s: three members electing a leader on two loaded cores.
+etcd_wait_healthy() {
+	local i up
+	for _ in $(seq 300); do
+		up=0
+		for i in $(seq "$ETCD_N"); do
+			kill -0 "${ETCD_PID[$i]}" 2>/dev/null || { up=$((up + 1)); continue; }
+			curl -s -m 1 "http://127.0.0.1:${ETCD_CPORT[$i]}/health" |
+				grep -q '"health":"true"' && up=$((up + 1))
+		done
+		[ "$up" -eq "$ETCD_N" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+etcd_stop() { kill -TERM "${ETCD_PID[$1]}" 2>/dev/null; wait "${ETCD_PID[$1]}" 2>/dev/null; }
+etcd_kill() { kill -KILL "${ETCD_PID[$1]}" 2>/dev/null; wait "${ETCD_PID[$1]}" 2>/dev/null; }
+# The member rejoins with its data dir (the cluster flags are ignored
+# then).
+etcd_restart() { etcd_member_start "$1" "$ETCD_CLUSTER"; }
+
+# ECTL_ENDPOINTS (default all) lets a test leave out a stopped member.
+ectl() { ETCDCTL_API=3 "$ETCDCTL" --endpoints "${ECTL_ENDPOINTS:-$ETCD_ENDPOINTS}" \
+	--dial-timeout 2s --command-timeout 5s "$@"; }
+etcd_get() { ectl get --print-value-only "$1"; }

@@ -1,0 +1,1 @@
+hv_unit_area(migrated/fleet LIBS migd_fleet TIMEOUT 60)
