@@ -29,6 +29,7 @@
 #include "hvcore/accel.h"
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "migrated/daemon/metrics.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/daemon/registry.h"
 #include "migrated/daemon/server.h"
@@ -145,6 +146,7 @@ struct migd {
 	bool dirty_timer_on;
 	uint64_t vms_created, vms_destroyed, mig_errors; /* for metrics */
 	uint64_t mig_unresolved, mig_verify_failures;	 /* for metrics */
+	struct migd_mig_totals mig_totals;		 /* for metrics */
 	struct migd_mig *migs; /* newest first */
 	uint64_t next_mig_id;
 	uv_signal_t sig_term, sig_int;
