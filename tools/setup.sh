@@ -20,6 +20,7 @@ pkgs=(
 	libssl-dev libcunit1-dev
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
+	prometheus python3-prometheus-client
 )
 # libFuzzer comes with clang's runtime libraries; llvm-14 has llvm-cov
 # for tools/fuzz_cov.sh.
