@@ -12,6 +12,7 @@
 
 #include "migrated/daemon/parse.h"
 #include "tools/migratectl/ctl.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/fmt.h"
 #include "tools/rpc/migview.h"
 
@@ -271,6 +272,13 @@ static int mig_tune(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "migratectl: migration tune needs ID or VM\n");
 		return 2;
 	}
+	if (!tr.bandwidth && !tr.downtime_ms && !tr.throttle_max_pct &&
+	    !tr.channels) {
+		fprintf(stderr, "migratectl: migration tune: nothing to change "
+				"(give --bandwidth, --downtime, --throttle or "
+				"--channels)\n");
+		return 2;
+	}
 	set_ref(&ref, argv[optind]);
 	tr.ref = &ref;
 	req.call_case = MIGD__REQUEST__CALL_MIG_TUNE;
@@ -285,13 +293,20 @@ static int mig_tune(struct ctl *ctl, int argc, char **argv)
 	migd__response__free_unpacked(resp, NULL);
 	return 0;
 bad:
-	fprintf(stderr, "migratectl: bad --%s '%s'\n",
-		c == 'b'   ? "bandwidth"
-		: c == 'd' ? "downtime"
-		: c == 't' ? "throttle"
-			   : "channels",
-		optarg);
-	return 2;
+	switch (c) {
+	case 'b':
+		return migd_cli_bad("migratectl", "--bandwidth", optarg,
+				    MIGD_CLI_RATE_FMT);
+	case 'd':
+		return migd_cli_bad_range("migratectl", "--downtime", optarg,
+					  1, 600000);
+	case 't':
+		return migd_cli_bad_range("migratectl", "--throttle", optarg,
+					  0, 99);
+	default:
+		return migd_cli_bad_range("migratectl", "--channels", optarg,
+					  1, 16);
+	}
 }
 
 int ctl_mig(struct ctl *ctl, int argc, char **argv)
