@@ -190,6 +190,17 @@ static int dr_main(int argc, char **argv)
 					    "HOST:PORT (port 1..65535)");
 		}
 		ret = migd_client_connect_tls(host, port, &tls, 10000, &c);
+		if (ret == -ENOENT || ret == -EKEYREJECTED || ret == -EINVAL) {
+			char why[600];
+
+			if (migd_cli_tls_why(ca, cert, key, why,
+					     sizeof(why))) {
+				fprintf(stderr, "dirtyrate: cannot load the "
+						"TLS files: %s (--tls-dir)\n",
+					why);
+				return 2;
+			}
+		}
 	} else {
 		ret = migd_client_connect(sock, &c);
 	}

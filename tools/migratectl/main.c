@@ -110,6 +110,22 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 		}
 		ret = migd_client_connect_tls(host, port, &ctl->tls,
 					      ctl->timeout_ms, &ctl->client);
+		if (ret == -ENOENT || ret == -EKEYREJECTED || ret == -EINVAL) {
+			char why[600];
+			int e = migd_cli_tls_why(ctl->tls.ca_file,
+						 ctl->tls.cert_file,
+						 ctl->tls.key_file, why,
+						 sizeof(why));
+
+			if (e) {
+				fprintf(stderr,
+					"migratectl: cannot load the TLS "
+					"files: %s (--tls-dir or --tls-ca, "
+					"--tls-cert, --tls-key)\n",
+					why);
+				return 2;
+			}
+		}
 		if (ret) {
 			fprintf(stderr,
 				"migratectl: cannot reach the daemon at %s "

@@ -3,6 +3,9 @@
  * migd_cli: version line, option errors, --json errors (cli.h).
  */
 #include <errno.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +50,70 @@ int migd_cli_parse_rate(const char *s, uint64_t *bytes_per_s)
 	if (n > 2 && !strcmp(tmp + n - 2, "/s"))
 		tmp[n - 2] = '\0';
 	return migd_parse_size(tmp, bytes_per_s);
+}
+
+/* ---- TLS files ---------------------------------------------------------- */
+
+/* OpenSSL's first queued reason, the queue cleared. */
+static const char *ssl_reason(void)
+{
+	unsigned long e = ERR_get_error();
+	const char *r = e ? ERR_reason_error_string(e) : NULL;
+
+	ERR_clear_error();
+	return r ? r : "no PEM data of the expected kind";
+}
+
+/* @path read as PEM of @kind (0 certificate, 1 private key). */
+static int pem_load(const char *path, int kind, void **obj, char *why,
+		    size_t size)
+{
+	FILE *f;
+	int ret = 0;
+
+	if (!path || !*path) {
+		snprintf(why, size, "no %s file given",
+			 kind ? "key" : "certificate");
+		return -EINVAL;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		snprintf(why, size, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	ERR_clear_error();
+	*obj = kind ? (void *)PEM_read_PrivateKey(f, NULL, NULL, NULL)
+		    : (void *)PEM_read_X509(f, NULL, NULL, NULL);
+	if (!*obj) {
+		snprintf(why, size, "%s: not a PEM %s (%s)", path,
+			 kind ? "private key" : "certificate", ssl_reason());
+		ret = -EBADMSG;
+	}
+	fclose(f);
+	return ret;
+}
+
+int migd_cli_tls_why(const char *ca, const char *cert, const char *key,
+		     char *why, size_t size)
+{
+	void *ca_x = NULL, *cert_x = NULL, *key_p = NULL;
+	int ret;
+
+	ret = pem_load(ca, 0, &ca_x, why, size);
+	if (!ret)
+		ret = pem_load(cert, 0, &cert_x, why, size);
+	if (!ret)
+		ret = pem_load(key, 1, &key_p, why, size);
+	if (!ret && X509_check_private_key(cert_x, key_p) != 1) {
+		snprintf(why, size, "%s: not the key of %s (%s)", key, cert,
+			 ssl_reason());
+		ret = -EKEYREJECTED;
+	}
+	X509_free(ca_x);
+	X509_free(cert_x);
+	EVP_PKEY_free(key_p);
+	return ret;
 }
 
 /* ---- --json errors ----------------------------------------------------- */

@@ -20,6 +20,7 @@
 #define MIGD_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -43,6 +44,18 @@ int migd_cli_bad_range(const char *tool, const char *opt, const char *val,
 
 /* "100MiB/s", "100M/s" or "100MiB" -> bytes/s. 0 or -EINVAL. */
 int migd_cli_parse_rate(const char *s, uint64_t *bytes_per_s);
+
+/*
+ * Why the client's TLS files do not load: each of @ca, @cert, @key
+ * opened and read as PEM (a certificate, a certificate, a private key),
+ * then the key checked against the certificate. Returns 0 (they load),
+ * or a negative errno with "FILE: reason" in @why: the open's errno
+ * (-ENOENT, -EACCES, ...), -EBADMSG with OpenSSL's reason for a file
+ * that is not the PEM it should be, -EKEYREJECTED for a key that is not
+ * the certificate's.
+ */
+int migd_cli_tls_why(const char *ca, const char *cert, const char *key,
+		     char *why, size_t size);
 
 /* --json errors (above). end() returns @exit_code. */
 void migd_cli_json_begin(void);
