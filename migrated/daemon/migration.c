@@ -13,7 +13,9 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
+#include "migrated/mig/converge.h"
 #include "migrated/mig/layout.h"
+#include "migrated/mig/session.h"
 
 #define COMP "migd.mig"
 
@@ -558,8 +560,12 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 		"event=migration_started mig=%llu dir=outgoing vm=%s "
 		"dest=%s:%u channels=%u bandwidth=%llu downtime_ms=%u tls=%d",
 		(unsigned long long)m->id, m->vm, prm->host, prm->port,
-		prm->channels, (unsigned long long)prm->bandwidth,
-		prm->downtime_ms, !prm->insecure);
+		/* what the engine uses, not the request's 0 = default */
+		prm->channels ? prm->channels : MIG_CHANNELS_DEFAULT,
+		(unsigned long long)prm->bandwidth,
+		prm->downtime_ms ? prm->downtime_ms
+				 : MIG_CONV_DOWNTIME_MS_DEFAULT,
+		!prm->insecure);
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_RUNNING, false);
 	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
 	*out = m;

@@ -159,4 +159,18 @@ grep -q '^migd_migration_phase{' "$TMP/after.txt" &&
 	fail "a settled migration still has phase series" ||
 	ok "a settled migration leaves the in-flight families"
 check_exposition "$TMP/after.txt" "after a migration"
+
+# The logs of both daemons and their workers: VMs by name, never an
+# address; the workload by name; the migration's effective settings.
+if grep -hE '(^| )vm=(0x[0-9a-f]+|\(nil\))' "$TMP"/*.log; then
+	fail "a log line names a VM by address"
+else
+	ok "no log line names a VM by address"
+fi
+grep -q 'event=vm_created vm=p1 .*pattern=sweep content=random' "$TMP/src.log" &&
+	ok "vm_created names the workload" ||
+	fail "vm_created: $(grep event=vm_created "$TMP/src.log")"
+grep -q 'event=migration_started .*vm=p1 .*channels=2 .*downtime_ms=300' \
+	"$TMP/src.log" && ok "migration_started logs the effective channels and downtime" ||
+	fail "migration_started: $(grep event=migration_started "$TMP/src.log")"
 finish
