@@ -31,6 +31,8 @@ void migd_config_usage(FILE *f)
 		"                         default guest RAM backing (anon;\n"
 		"                         local live update needs memfd)\n"
 		"  --log-level LEVEL      err, warn, info or debug (info)\n"
+		"  --log-format text|json key=value lines (text) or one JSON\n"
+		"                         object per line, for log shippers\n"
 		"  --migration-listen HOST:PORT\n"
 		"                         default listen address of incoming\n"
 		"                         migrations (default 0.0.0.0:0 = any\n"
@@ -124,7 +126,7 @@ static int fail(char *err, size_t err_size, const char *fmt, ...)
 enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_DEVTLS, O_RPC, O_METRICS, O_DMON, O_DINT, O_DSHIFT, O_DEVENT,
        O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
-       O_STOP_VMS, O_VMM, O_BACKING };
+       O_STOP_VMS, O_VMM, O_BACKING, O_LOG_FORMAT };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -132,6 +134,7 @@ static const struct option opts[] = {
 	{ "accel", required_argument, NULL, O_ACCEL },
 	{ "backing", required_argument, NULL, O_BACKING },
 	{ "log-level", required_argument, NULL, O_LOG },
+	{ "log-format", required_argument, NULL, O_LOG_FORMAT },
 	{ "migration-listen", required_argument, NULL, O_LISTEN },
 	{ "migration-io-timeout-ms", required_argument, NULL, O_MIG_IO },
 	{ "tls-dir", required_argument, NULL, O_TLSDIR },
@@ -193,6 +196,12 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 			return bad("--log-level", arg,
 				   "err, warn, info or debug");
 		cfg->log_level = log_levels[i].level;
+		break;
+	case O_LOG_FORMAT:
+		if (strcmp(arg, "text") && strcmp(arg, "json"))
+			return bad("--log-format", arg, "text or json");
+		cfg->log_format = strcmp(arg, "json") ? HV_LOG_FORMAT_TEXT
+						      : HV_LOG_FORMAT_JSON;
 		break;
 	case O_LISTEN:
 		if (migd_parse_hostport(arg, true, cfg->mig_host,

@@ -104,6 +104,9 @@ struct migd_cfg {
 	char daemon_socket[108];
 	/* Log level (hvcore/log.h); set by main(), and by migd_reload(). */
 	enum hv_log_level log_level;
+	/* --log-format: text or json (one object per line); main() sets it
+	 * for the daemon and, through $HV_LOG_FORMAT, for its workers. */
+	enum hv_log_format log_format;
 	/* On SIGTERM also destroy every VM; by default VMs keep running in
 	 * their worker processes and a restarted daemon adopts them. */
 	bool stop_vms;

@@ -6,8 +6,9 @@
 # refused with exit 2 and a message that names the option and what it
 # accepts (sizes with binary suffixes, ranges; a sign is refused, not
 # wrapped); --json turns client-side errors into one JSON line on stdout;
-# a TLS file that does not load is named with the reason. No daemon
-# runs (one refuses to start on a bad option).
+# a TLS file that does not load is named with the reason. One daemon
+# runs, with --log-format json: every line it and its worker log is one
+# JSON object.
 # Usage: test_cli.sh MIGRATED MIGRATECTL SEND RECV DIRTYRATE HVBENCH
 DR=$5
 HVB=$6
@@ -170,4 +171,27 @@ refused "bad TLS file named with OpenSSL's reason" 2 \
 	"$TMP/badtls/ca.pem: not a PEM certificate \(.+\)" \
 	"$CTL" --connect 127.0.0.1:1 --tls-dir "$TMP/badtls" ping
 
+# ---- --log-format json --------------------------------------------------
+start_daemon j --accel soft --log-format json
+expect_rc 0 "create a VM under a JSON-logging daemon" \
+	ctl vm create j1 --mem 64M --pattern idle
+expect_rc 0 "destroy it" ctl vm destroy j1
+kill -TERM "$DPID"
+wait "$DPID" 2>/dev/null
+lines=$(grep -c . "$TMP/j.log")
+if jq -e . "$TMP/j.log" >/dev/null 2>&1 &&
+	[ "$(jq -c . "$TMP/j.log" | grep -c '^{')" = "$lines" ]; then
+	ok "every one of the $lines log lines is a JSON object"
+else
+	fail "a log line is not JSON: $(grep -v '^{' "$TMP/j.log" | head -3)"
+fi
+jq -c 'select(.event == "vm_created" and .vm == "j1" and
+	.pattern == "idle" and .level == "info" and (.ts | length) > 0)' \
+	"$TMP/j.log" | grep -q . &&
+	ok "vm_created as JSON names the VM and its pattern" ||
+	fail "no vm_created object: $(grep vm_created "$TMP/j.log")"
+jq -c 'select(.comp == "vm" and .op == "create" and .vm == "j1")' \
+	"$TMP/j.log" | grep -q . &&
+	ok "the worker logs JSON too, naming the VM" ||
+	fail "no worker op=create line: $(grep -m2 create "$TMP/j.log")"
 finish
