@@ -383,10 +383,19 @@ static void settle(struct migd_mig *m)
 		snprintf(m->final.message, sizeof(m->final.message), "%s: %.*s",
 			 m->cancel_why, (int)(sizeof(was) - 64), was);
 	}
-	if (m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING)
+	if (m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING) {
+		/*
+		 * The migration's end first, then what it did to the VM:
+		 * a subscriber sees FAILED (or COMPLETED) before the VM's
+		 * state change (running again, or destroyed). m->final is
+		 * settled already; the outgoing settle does not change it.
+		 */
+		m->finished = true;
+		publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 		settle_outgoing(m);
-	else
+	} else {
 		settle_incoming(m);
+	}
 	if (m->src && !m->unresolved) {
 		mig_source_destroy(m->src);
 		m->src = NULL;
@@ -406,7 +415,8 @@ static void settle(struct migd_mig *m)
 		(unsigned long long)m->final.bytes_wire,
 		(unsigned long long)(m->final.downtime.total_ns / 1000),
 		(unsigned long long)(m->final.guest_downtime_ns / 1000), esc);
-	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
+	if (m->dir != MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING)
+		publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	trim_history(m->d);
 	migd_worker_check_idle(m->d);
 }
@@ -679,9 +689,10 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 	m->unresolved = false;
 	mig_source_destroy(m->src);
 	m->src = NULL;
+	/* The migration's end, then the VM's (as settle() orders them). */
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	if (v && v->mig_id == m->id)
 		settle_source_vm(m, v, MIGD__VM_STATE__VM_STATE_UNRESOLVED);
-	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	trim_history(m->d);
 	return ret;
 }

@@ -160,6 +160,34 @@ grep -q '^migd_migration_phase{' "$TMP/after.txt" &&
 	ok "a settled migration leaves the in-flight families"
 check_exposition "$TMP/after.txt" "after a migration"
 
+# A failed migration: the source's subscribers hear FAILED before the
+# VM's state change back to running; the human lines carry timestamps.
+SOCK=$SRC expect_rc 0 "create p2" ctl vm create p2 --mem 64M --pattern idle
+SOCK=$SRC "$CTL" --socket "$SRC" events --kind vm --kind phase \
+	>"$TMP/events.txt" 2>&1 &
+EVPID=$!
+SOCK=$SRC "$CTL" --socket "$SRC" --json events --kind vm --kind phase \
+	>"$TMP/events.json" 2>&1 &
+EVJPID=$!
+sleep 1
+expect_rc 1 "migrate p2 to a closed port fails" \
+	"$SEND" --socket "$SRC" --insecure p2 127.0.0.1:1
+sleep 1
+kill "$EVPID" "$EVJPID" 2>/dev/null
+wait "$EVPID" "$EVJPID" 2>/dev/null
+order=$(jq -r 'if .migration then "mig:" + .migration.migration.progress.phase
+	elif .vm_state then "vm:" + .vm_state.vm.state else empty end' \
+	"$TMP/events.json" | grep -E 'MIG_PHASE_FAILED|vm:VM_STATE_RUNNING' |
+	uniq | tr '\n' ' ')
+case "$order" in
+"mig:MIG_PHASE_FAILED vm:VM_STATE_RUNNING ")
+	ok "FAILED arrives before the VM runs again ($order)" ;;
+*) fail "event order: '$order'" ;;
+esac
+grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z vm p2: migrating -> running$' \
+	"$TMP/events.txt" && ok "human events carry timestamps" ||
+	fail "events: $(cat "$TMP/events.txt")"
+
 # The logs of both daemons and their workers: VMs by name, never an
 # address; the workload by name; the migration's effective settings.
 if grep -hE '(^| )vm=(0x[0-9a-f]+|\(nil\))' "$TMP"/*.log; then
