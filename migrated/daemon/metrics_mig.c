@@ -26,12 +26,11 @@
 #define NR_PHASES (MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED + 1)
 
 static const char *const phase_label[NR_PHASES] = {
-	"invalid", "setup",	"iterate", "switchover", "commit",
-	"completed", "failed",	"cancelled", "unresolved",
+	"invalid",   "setup",  "iterate",   "switchover", "commit",
+	"completed", "failed", "cancelled", "unresolved",
 };
 
-static const char *const dir_label[MIGD_MIG_DIRS] = {"outgoing",
-						      "incoming"};
+static const char *const dir_label[MIGD_MIG_DIRS] = {"outgoing", "incoming"};
 
 static const char *const result_label[MIGD_MIG_RESULTS] = {
 	[MIGD_MIG_RESULT_COMPLETED] = "completed",
@@ -42,11 +41,10 @@ static const char *const result_label[MIGD_MIG_RESULTS] = {
 
 /* Whole migrations take seconds to an hour; downtimes milliseconds to a
  * few seconds (Prometheus' default buckets). */
-static const double duration_bounds[] = {0.5, 1,   2.5, 5,    10,  30,
+static const double duration_bounds[] = {0.5, 1,   2.5, 5,   10,   30,
 					 60,  120, 300, 600, 1800, 3600};
-static const double downtime_bounds[] = {0.005, 0.01, 0.025, 0.05,
-					 0.1,	0.25, 0.5,   1,
-					 2.5,	5,    10};
+static const double downtime_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+					 0.5,	1,    2.5,   5,	   10};
 
 static const struct hist_fam {
 	const char *name, *help;
@@ -292,9 +290,8 @@ static void hist_render(struct migd_mbuf *b, const struct migd *d, size_t f)
 
 	family(b, hf->name, "histogram", hf->help);
 	for (unsigned dir = 0; dir < MIGD_MIG_DIRS; dir++) {
-		const struct migd_hist *h =
-			hist_of((struct migd_mig_totals *)&d->mig_totals, f,
-				dir);
+		const struct migd_hist *h = hist_of(
+			(struct migd_mig_totals *)&d->mig_totals, f, dir);
 		uint64_t cum = 0;
 
 		for (size_t k = 0; k <= hf->nr; k++) {

@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define MIGD_CLI_SIZE_FMT                                                    \
-	"a size: bytes, or a number with a binary suffix K|KiB, M|MiB, "     \
+#define MIGD_CLI_SIZE_FMT                                                \
+	"a size: bytes, or a number with a binary suffix K|KiB, M|MiB, " \
 	"G|GiB, T|TiB (powers of 1024), e.g. 512MiB"
 #define MIGD_CLI_RATE_FMT                                                    \
 	"a rate: SIZE/s with a binary suffix, e.g. 100MiB/s (K|KiB, M|MiB, " \
