@@ -277,8 +277,8 @@ static void sample_once(struct hv_dirtyrate *dr)
 	if (pages < 0) {
 		pthread_mutex_lock(&dr->lock);
 		if (!dr->snap.error)
-			hv_warn(COMP, "vm=%p op=sample err=%lld",
-				(void *)dr->vm, (long long)pages);
+			hv_warn(COMP, "vm=%s op=sample err=%lld",
+				hv_vm_name(dr->vm), (long long)pages);
 		dr->snap.error = (int)pages;
 		pthread_mutex_unlock(&dr->lock);
 		return;
@@ -463,9 +463,9 @@ int hv_dirtyrate_create(struct hv_vm *vm, const struct hv_dirtyrate_cfg *cfg,
 	if (ret)
 		goto fail_log;
 	hv_info(COMP,
-		"vm=%p op=start mode=%s interval_ms=%u shift=%u "
+		"vm=%s op=start mode=%s interval_ms=%u shift=%u "
 		"pages=%llu",
-		(void *)vm, hv_dirty_mode_name(dr->cfg.mode),
+		hv_vm_name(vm), hv_dirty_mode_name(dr->cfg.mode),
 		dr->cfg.interval_ms, dr->cfg.sample_shift,
 		(unsigned long long)dr->mem_pages);
 	*out = dr;
@@ -490,8 +490,8 @@ void hv_dirtyrate_destroy(struct hv_dirtyrate *dr)
 	pthread_mutex_unlock(&dr->lock);
 	pthread_join(dr->thread, NULL);
 	hv_vm_dirty_log_stop(dr->vm);
-	hv_info(COMP, "vm=%p op=stop samples=%llu sample_ns_max=%llu",
-		(void *)dr->vm, (unsigned long long)dr->snap.samples,
+	hv_info(COMP, "vm=%s op=stop samples=%llu sample_ns_max=%llu",
+		hv_vm_name(dr->vm), (unsigned long long)dr->snap.samples,
 		(unsigned long long)dr->snap.sample_ns_max);
 	dr_free(dr);
 }

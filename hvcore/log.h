@@ -8,7 +8,14 @@
  *
  *   ts=2026-11-30T04:16:25.123Z level=info comp=memslot op=add slot=3 ...
  *
- * to stderr (or the sink set with hv_log_set_sink()). Log where an error is
+ * to stderr (or the sink set with hv_log_set_sink()), or, in the JSON
+ * format (for log shippers), one object per line with the same fields:
+ *
+ *   {"ts":"2026-11-30T04:16:25.123Z","level":"info","comp":"memslot",
+ *    "op":"add","slot":"3",...}
+ *
+ * (every value a string; quoted text values unescaped and re-escaped as
+ * JSON; a word that is not key=value goes into "msg"). Log where an error is
  * handled, once, naming the object; never per page on a hot path.
  * Thread-safe: each line is formatted into a local buffer and written with
  * one write(2).
@@ -30,6 +37,15 @@ enum hv_log_level {
 /* Lines above @level are dropped. Default: HV_LOG_INFO, or $HV_LOG_LEVEL. */
 void hv_log_set_level(enum hv_log_level level);
 enum hv_log_level hv_log_get_level(void);
+
+enum hv_log_format {
+	HV_LOG_FORMAT_TEXT = 0, /* key=value */
+	HV_LOG_FORMAT_JSON,	/* one JSON object per line */
+};
+
+/* Default: text, or json when $HV_LOG_FORMAT is "json" (so that child
+ * processes follow their parent's choice). */
+void hv_log_set_format(enum hv_log_format format);
 
 /* Redirect lines to file descriptor @fd (default 2). */
 void hv_log_set_fd(int fd);

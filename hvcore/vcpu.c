@@ -141,9 +141,9 @@ static bool account_exit(struct hv_vcpu *vcpu, const struct hv_exit *ex)
 		st->assert_line = ex->line;
 		memcpy(st->assert_args, ex->args, sizeof(st->assert_args));
 		hv_err("vcpu",
-		       "vm=%p vcpu=%u guest_assert=%s:%u "
+		       "vm=%s vcpu=%u guest_assert=%s:%u "
 		       "args=0x%llx,0x%llx,0x%llx,0x%llx",
-		       (void *)vcpu->vm, vcpu->id, st->assert_file,
+		       hv_vm_name(vcpu->vm), vcpu->id, st->assert_file,
 		       st->assert_line, (unsigned long long)ex->args[0],
 		       (unsigned long long)ex->args[1],
 		       (unsigned long long)ex->args[2],
@@ -155,8 +155,9 @@ static bool account_exit(struct hv_vcpu *vcpu, const struct hv_exit *ex)
 	case HV_EXIT_INVALID:
 	case HV_EXIT_COUNT:
 		st->error = -EIO;
-		hv_err("vcpu", "vm=%p vcpu=%u exit=%s detail=%s",
-		       (void *)vcpu->vm, vcpu->id, hv_exit_kind_name(ex->kind),
+		hv_err("vcpu", "vm=%s vcpu=%u exit=%s detail=%s",
+		       hv_vm_name(vcpu->vm), vcpu->id,
+		       hv_exit_kind_name(ex->kind),
 		       ex->detail ? ex->detail : "-");
 		stop = true;
 		break;
@@ -192,8 +193,8 @@ static void *vcpu_thread(void *arg)
 			pthread_mutex_lock(&vcpu->lock);
 			vcpu->stats.error = ret;
 			pthread_mutex_unlock(&vcpu->lock);
-			hv_err("vcpu", "vm=%p vcpu=%u op=run err=%d",
-			       (void *)vcpu->vm, vcpu->id, ret);
+			hv_err("vcpu", "vm=%s vcpu=%u op=run err=%d",
+			       hv_vm_name(vcpu->vm), vcpu->id, ret);
 			break;
 		}
 		if (account_exit(vcpu, &ex))

@@ -293,12 +293,12 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 	if (ret)
 		goto err_vcpus;
 	hv_info("vm",
-		"op=create vm=%p accel=%s mem=%llu vcpus=%u slots=%u "
+		"op=create vm=%s accel=%s mem=%llu vcpus=%u slots=%u "
 		"backing=%s ring=%u adopted=%d",
-		(void *)vm, vm->ops->name, (unsigned long long)cfg->mem_bytes,
-		cfg->nr_vcpus, hv_vm_slot_count(vm),
-		hv_mem_backing_name(cfg->backing), cfg->dirty_ring_entries,
-		vm->mem->adopted);
+		hv_vm_name(vm), vm->ops->name,
+		(unsigned long long)cfg->mem_bytes, cfg->nr_vcpus,
+		hv_vm_slot_count(vm), hv_mem_backing_name(cfg->backing),
+		cfg->dirty_ring_entries, vm->mem->adopted);
 	*out = vm;
 	return 0;
 
@@ -559,8 +559,8 @@ int hv_vm_dirty_log_start(struct hv_vm *vm, enum hv_dirty_mode mode)
 out:
 	pthread_mutex_unlock(&vm->dirty_lock);
 	if (ret)
-		hv_err("vm", "vm=%p op=dirty_log_start mode=%s err=%d",
-		       (void *)vm, hv_dirty_mode_name(mode), ret);
+		hv_err("vm", "vm=%s op=dirty_log_start mode=%s err=%d",
+		       hv_vm_name(vm), hv_dirty_mode_name(mode), ret);
 	return ret;
 }
 

@@ -121,6 +121,10 @@ struct hv_vm_cfg {
 	/* Workload of each vCPU (only [0, nr_vcpus) used). Regions follow
 	 * RAM offsets across the hole (hvcore/workload.h). */
 	struct hv_wl_vcpu_params wl[HV_WL_MAX_VCPUS];
+	/* What logs call the VM: its owner's name for it (the daemon's VM
+	 * name); "" logs as "unnamed". Logs name the objects an operator
+	 * knows, never an address. */
+	char name[64];
 };
 
 /* Per-VM counters (racy snapshot). */
@@ -158,6 +162,12 @@ struct hv_vm {
 	/* atomic counters */
 	struct hv_vm_stats stats;
 };
+
+/* The VM's name for logs: cfg.name, or "unnamed". Any thread. */
+static inline const char *hv_vm_name(const struct hv_vm *vm)
+{
+	return vm && vm->cfg.name[0] ? vm->cfg.name : "unnamed";
+}
 
 /*
  * Fill @cfg with defaults for @accel, @mem_bytes and @nr_vcpus: one slot,

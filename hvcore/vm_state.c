@@ -96,7 +96,7 @@ out:
 	free(cb);
 	free(bins);
 	if (ret)
-		hv_err("vm", "vm=%p op=state_save err=%d", (void *)vm, ret);
+		hv_err("vm", "vm=%s op=state_save err=%d", hv_vm_name(vm), ret);
 	return ret;
 }
 
@@ -138,6 +138,7 @@ int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 out:
 	hvstate__vm_state__free_unpacked(msg, NULL);
 	if (ret)
-		hv_err("vm", "vm=%p op=state_restore err=%d", (void *)vm, ret);
+		hv_err("vm", "vm=%s op=state_restore err=%d", hv_vm_name(vm),
+		       ret);
 	return ret;
 }

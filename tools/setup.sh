@@ -21,6 +21,7 @@ pkgs=(
 	etcd-server etcd-client
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
+	prometheus python3-prometheus-client
 )
 # libFuzzer comes with clang's runtime libraries; llvm-14 has llvm-cov
 # for tools/fuzz_cov.sh.

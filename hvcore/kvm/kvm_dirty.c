@@ -106,8 +106,8 @@ static uint32_t take_vcpu(struct hv_vm *vm, struct hv_kvm_vm *k,
 	    hv_kvm_ring_resync_fetch(c->ring, k->ring_entries, &c->fetch)) {
 		__atomic_fetch_add(&k->rstats.desyncs, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
-		hv_warn("kvm", "vm=%p vcpu=%u op=ring_take reason=desync",
-			(void *)vm, vcpu->id);
+		hv_warn("kvm", "vm=%s vcpu=%u op=ring_take reason=desync",
+			hv_vm_name(vm), vcpu->id);
 		n = hv_kvm_ring_take(c->ring, k->ring_entries, &c->fetch,
 				     c->taken);
 	}
@@ -129,8 +129,8 @@ static int ring_reset(struct hv_vm *vm, struct hv_kvm_vm *k)
 
 	if (ioctl(k->vm_fd, KVM_RESET_DIRTY_RINGS, 0) < 0) {
 		ret = -errno;
-		hv_err("kvm", "vm=%p op=reset_dirty_rings err=%d", (void *)vm,
-		       ret);
+		hv_err("kvm", "vm=%s op=reset_dirty_rings err=%d",
+		       hv_vm_name(vm), ret);
 		/* Taken pages may stay writable: resync at the next harvest
 		 * (the bits are still applied below, nothing is dropped). */
 		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
@@ -161,8 +161,8 @@ static void apply_taken(struct hv_vm *vm, struct hv_kvm_vm *k)
 		c->nr_taken = 0;
 		if (res.bad)
 			hv_warn("kvm",
-				"vm=%p vcpu=%u op=ring_apply bad_entries=%u",
-				(void *)vm, vcpu->id, res.bad);
+				"vm=%s vcpu=%u op=ring_apply bad_entries=%u",
+				hv_vm_name(vm), vcpu->id, res.bad);
 		__atomic_fetch_add(&k->rstats.entries, res.entries,
 				   __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->rstats.lookups, res.lookups,
@@ -258,8 +258,8 @@ static int ring_drain_start(struct hv_vm *vm, struct hv_kvm_vm *k)
 	__atomic_store_n(&k->drain_stop, false, __ATOMIC_RELEASE);
 	ret = -pthread_create(&k->drain_thread, NULL, ring_drain_thread, vm);
 	if (ret) {
-		hv_err("kvm", "vm=%p op=ring_drain_start err=%d", (void *)vm,
-		       ret);
+		hv_err("kvm", "vm=%s op=ring_drain_start err=%d",
+		       hv_vm_name(vm), ret);
 		return ret;
 	}
 	k->drain_running = true;
@@ -285,19 +285,19 @@ int hv_kvm_dirty_start(struct hv_vm *vm, enum hv_dirty_mode mode)
 	case HV_DIRTY_RING:
 		if (!k->ring_entries) {
 			hv_err("kvm",
-			       "vm=%p op=dirty_start mode=ring err=%d "
+			       "vm=%s op=dirty_start mode=ring err=%d "
 			       "reason=cfg.dirty_ring_entries=0",
-			       (void *)vm, -EOPNOTSUPP);
+			       hv_vm_name(vm), -EOPNOTSUPP);
 			return -EOPNOTSUPP;
 		}
 		break;
 	case HV_DIRTY_BITMAP:
 		if (!k->manual_protect) {
 			hv_err("kvm",
-			       "vm=%p op=dirty_start mode=bitmap err=%d "
+			       "vm=%s op=dirty_start mode=bitmap err=%d "
 			       "missing=KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2"
 			       " ring=%u",
-			       (void *)vm, -EOPNOTSUPP, k->ring_entries);
+			       hv_vm_name(vm), -EOPNOTSUPP, k->ring_entries);
 			return -EOPNOTSUPP;
 		}
 		break;
@@ -343,8 +343,8 @@ static int64_t harvest_bitmap(struct hv_vm *vm, struct hv_kvm_vm *k)
 		log.dirty_bitmap = s->scratch;
 		if (ioctl(k->vm_fd, KVM_GET_DIRTY_LOG, &log) < 0) {
 			total = -errno;
-			hv_err("kvm", "vm=%p op=get_dirty_log slot=%u err=%d",
-			       (void *)vm, m->id, (int)total);
+			hv_err("kvm", "vm=%s op=get_dirty_log slot=%u err=%d",
+			       hv_vm_name(vm), m->id, (int)total);
 			break;
 		}
 		for (uint64_t w = 0; w < words; w++)
@@ -389,13 +389,14 @@ static int64_t resync_after_overflow(struct hv_vm *vm, struct hv_kvm_vm *k)
 	}
 	hv_memslots_read_unlock(vm->slots);
 	__atomic_fetch_add(&k->rstats.resyncs, 1, __ATOMIC_RELAXED);
-	hv_warn("kvm", "vm=%p op=ring_resync pages=%lld reason=ring_overflow",
-		(void *)vm, (long long)total);
+	hv_warn("kvm", "vm=%s op=ring_resync pages=%lld reason=ring_overflow",
+		hv_vm_name(vm), (long long)total);
 	return total;
 err:
 	total = -errno;
 	hv_memslots_read_unlock(vm->slots);
-	hv_err("kvm", "vm=%p op=ring_resync err=%d", (void *)vm, (int)total);
+	hv_err("kvm", "vm=%s op=ring_resync err=%d", hv_vm_name(vm),
+	       (int)total);
 	return total;
 }
 
@@ -445,9 +446,9 @@ int hv_kvm_dirty_clear(struct hv_vm *vm, uint32_t slot_id, uint64_t first,
 		int ret = -errno;
 
 		hv_err("kvm",
-		       "vm=%p op=clear_dirty_log slot=%u first=%llu "
+		       "vm=%s op=clear_dirty_log slot=%u first=%llu "
 		       "count=%llu err=%d",
-		       (void *)vm, slot_id, (unsigned long long)first,
+		       hv_vm_name(vm), slot_id, (unsigned long long)first,
 		       (unsigned long long)count, ret);
 		return ret;
 	}

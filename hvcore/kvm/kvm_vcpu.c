@@ -100,8 +100,8 @@ err_close:
 err_free:
 	free(c->taken);
 	free(c);
-	hv_err("kvm", "vm=%p vcpu=%u op=vcpu_init err=%d", (void *)vm, vcpu->id,
-	       ret);
+	hv_err("kvm", "vm=%s vcpu=%u op=vcpu_init err=%d", hv_vm_name(vm),
+	       vcpu->id, ret);
 	return ret;
 }
 
@@ -276,10 +276,10 @@ static int exit_ring_full(struct hv_vcpu *vcpu, struct hv_exit *exit)
 		__atomic_fetch_add(&k->rstats.desyncs, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&k->ring_overflow, true, __ATOMIC_RELEASE);
 		hv_err("kvm",
-		       "vm=%p vcpu=%u op=ring_full err=%d "
+		       "vm=%s vcpu=%u op=ring_full err=%d "
 		       "reason=kernel_ring_overflow empty_full_exits=%u "
 		       "ring=%u",
-		       (void *)vcpu->vm, vcpu->id, -EIO, c->empty_full_run,
+		       hv_vm_name(vcpu->vm), vcpu->id, -EIO, c->empty_full_run,
 		       k->ring_entries);
 	}
 	if (c->empty_full_run >= RING_STUCK_EXITS) {
@@ -387,8 +387,8 @@ int hv_kvm_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit)
 				return 0;
 			}
 			ret = -errno;
-			hv_err("kvm", "vm=%p vcpu=%u op=run err=%d",
-			       (void *)vcpu->vm, vcpu->id, ret);
+			hv_err("kvm", "vm=%s vcpu=%u op=run err=%d",
+			       hv_vm_name(vcpu->vm), vcpu->id, ret);
 			return ret;
 		}
 		r = run->exit_reason;

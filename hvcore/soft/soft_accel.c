@@ -90,8 +90,8 @@ static int soft_vm_init(struct hv_vm *vm)
 		goto err;
 	vm->accel = a;
 	vm->tsc_khz = SOFT_TSC_KHZ;
-	hv_info("soft", "op=vm_init vm=%p fmt=%s huge=%d clear_lock=%s",
-		(void *)vm, cfg.fmt->name, cfg.huge,
+	hv_info("soft", "op=vm_init vm=%s fmt=%s huge=%d clear_lock=%s",
+		hv_vm_name(vm), cfg.fmt->name, cfg.huge,
 		a->clear_lock == HV_SOFT_LOCK_READ ? "read" : "write");
 	return 0;
 
@@ -242,9 +242,10 @@ static int soft_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 	/* Nothing to apply: the table is rebuilt by faults, in whatever
 	 * format this VM uses. A different one is worth a line in the log. */
 	if (fmt != a->fmt_id)
-		hv_info("soft", "op=vm_state_restore vm=%p saved_fmt=%s "
-				"fmt=%s",
-			(void *)vm, fmts[fmt].name, fmts[a->fmt_id].name);
+		hv_info("soft",
+			"op=vm_state_restore vm=%s saved_fmt=%s "
+			"fmt=%s",
+			hv_vm_name(vm), fmts[fmt].name, fmts[a->fmt_id].name);
 	return 0;
 }
 

@@ -176,8 +176,8 @@ int hv_soft_accel_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit)
 	if (c->sv->error) {
 		/* An access outside guest RAM (or a write to a read-only
 		 * slot): like an unhandled fault, the vCPU cannot go on. */
-		hv_err("soft", "vm=%p vcpu=%u op=run err=%d",
-		       (void *)vcpu->vm, vcpu->id, c->sv->error);
+		hv_err("soft", "vm=%s vcpu=%u op=run err=%d",
+		       hv_vm_name(vcpu->vm), vcpu->id, c->sv->error);
 		return c->sv->error;
 	}
 	if (ret == -ENOMEM)

@@ -130,6 +130,21 @@ static void reply_vm(struct migd_call *call, struct migd_vm *v)
 	call->resp->vm = info;
 }
 
+/* The workload the guest runs, by name in logs (what --pattern and
+ * --content take). */
+static const char *const pattern_names[HV_WL_PATTERN_COUNT] = {
+	"invalid", "sweep", "random", "hotset", "idle",
+};
+static const char *const content_names[HV_WL_CONTENT_COUNT] = {
+	"invalid", "stamp", "text", "random",
+};
+
+static const char *wl_name(const char *const *names, unsigned n,
+			   unsigned v)
+{
+	return v < n ? names[v] : "unknown";
+}
+
 void migd_call_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
@@ -174,6 +189,7 @@ void migd_call_vm_create(struct migd_call *call)
 			       "at most %u VMs", MIGD_VMS_MAX);
 		return;
 	}
+	snprintf(cfg.name, sizeof(cfg.name), "%s", r->name);
 	ret = hv_vm_create(&cfg, &vm);
 	if (ret) {
 		hv_warn(COMP, "event=vm_create_failed vm=%s accel=%s err=%d",
@@ -208,12 +224,16 @@ void migd_call_vm_create(struct migd_call *call)
 	}
 	hv_info(COMP,
 		"event=vm_created vm=%s accel=%s mem=%llu vcpus=%u "
-		"dirty_ring=%u backing=%s pattern=%u content=%u rate=%llu "
+		"dirty_ring=%u backing=%s pattern=%s content=%s rate=%llu "
 		"prefill=%d started=%d",
 		v->name, hv_accel_kind_name(accel),
 		(unsigned long long)cfg.mem_bytes, cfg.nr_vcpus,
 		cfg.dirty_ring_entries, hv_mem_backing_name(cfg.backing),
-		wl.pattern, wl.content, (unsigned long long)wl.rate_pages,
+		wl_name(pattern_names, HV_WL_PATTERN_COUNT,
+			cfg.wl[0].pattern),
+		wl_name(content_names, HV_WL_CONTENT_COUNT,
+			cfg.wl[0].content),
+		(unsigned long long)wl.rate_pages,
 		wl.prefill, !r->paused);
 	reply_vm(call, v);
 	d->vms_created++;

@@ -31,6 +31,8 @@ void migd_config_usage(FILE *f)
 		"                         default guest RAM backing (anon;\n"
 		"                         local live update needs memfd)\n"
 		"  --log-level LEVEL      err, warn, info or debug (info)\n"
+		"  --log-format text|json key=value lines (text) or one JSON\n"
+		"                         object per line, for log shippers\n"
 		"  --migration-listen HOST:PORT\n"
 		"                         default listen address of incoming\n"
 		"                         migrations (default 0.0.0.0:0 = any\n"
@@ -54,6 +56,16 @@ void migd_config_usage(FILE *f)
 		"                         close a TCP client that sends nothing\n"
 		"                         for MS and has no subscription\n"
 		"                         (120000; 0 = never)\n"
+		"  --metrics-listen HOST:PORT|off\n"
+		"                         Prometheus text: GET or HEAD\n"
+		"                         /metrics (plain HTTP; off; port 0\n"
+		"                         = any)\n"
+		"  --dirty-monitor on|off per-VM dirty-rate monitor (on)\n"
+		"  --dirty-interval-ms MS its harvest period, 20..1000 (200)\n"
+		"  --dirty-sample-shift N re-arm one 2 MiB block in 2^N, 0..6\n"
+		"                         (0: every page)\n"
+		"  --dirty-event-ms MS    DIRTY_RATE event period, 100..60000\n"
+		"                         (1000)\n"
 		"  --dirty-ring ENTRIES|off\n"
 		"                         dirty ring entries per vCPU of KVM\n"
 		"                         VMs created without one (power of\n"
@@ -131,7 +143,7 @@ enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
        O_STOP_VMS, O_VMM, O_BACKING, O_ETCD, O_ETCD_CA, O_ETCD_CERT,
        O_ETCD_KEY, O_ETCD_OPT, O_ETCD_PREFIX, O_ETCD_TTL, O_HOST_ID,
-       O_FENCE_GRACE };
+       O_FENCE_GRACE, O_LOG_FORMAT };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -139,6 +151,7 @@ static const struct option opts[] = {
 	{ "accel", required_argument, NULL, O_ACCEL },
 	{ "backing", required_argument, NULL, O_BACKING },
 	{ "log-level", required_argument, NULL, O_LOG },
+	{ "log-format", required_argument, NULL, O_LOG_FORMAT },
 	{ "migration-listen", required_argument, NULL, O_LISTEN },
 	{ "migration-io-timeout-ms", required_argument, NULL, O_MIG_IO },
 	{ "tls-dir", required_argument, NULL, O_TLSDIR },
@@ -209,6 +222,12 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 			return bad("--log-level", arg,
 				   "err, warn, info or debug");
 		cfg->log_level = log_levels[i].level;
+		break;
+	case O_LOG_FORMAT:
+		if (strcmp(arg, "text") && strcmp(arg, "json"))
+			return bad("--log-format", arg, "text or json");
+		cfg->log_format = strcmp(arg, "json") ? HV_LOG_FORMAT_TEXT
+						      : HV_LOG_FORMAT_JSON;
 		break;
 	case O_LISTEN:
 		if (migd_parse_hostport(arg, true, cfg->mig_host,

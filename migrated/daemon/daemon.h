@@ -29,6 +29,7 @@
 #include "hvcore/accel.h"
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "migrated/daemon/metrics.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/daemon/registry.h"
 #include "migrated/daemon/server.h"
@@ -103,6 +104,9 @@ struct migd_cfg {
 	char daemon_socket[108];
 	/* Log level (hvcore/log.h); set by main(), and by migd_reload(). */
 	enum hv_log_level log_level;
+	/* --log-format: text or json (one object per line); main() sets it
+	 * for the daemon and, through $HV_LOG_FORMAT, for its workers. */
+	enum hv_log_format log_format;
 	/* On SIGTERM also destroy every VM; by default VMs keep running in
 	 * their worker processes and a restarted daemon adopts them. */
 	bool stop_vms;
@@ -159,6 +163,7 @@ struct migd {
 	bool dirty_timer_on;
 	uint64_t vms_created, vms_destroyed, mig_errors; /* for metrics */
 	uint64_t mig_unresolved, mig_verify_failures;	 /* for metrics */
+	struct migd_mig_totals mig_totals;		 /* for metrics */
 	struct migd_mig *migs; /* newest first */
 	uint64_t next_mig_id;
 	uv_signal_t sig_term, sig_int;

@@ -7,7 +7,8 @@
  *
  * The head is complete at the first blank line ("\r\n\r\n", or "\n\n" from
  * a sloppy client). Only the request line is looked at: "GET /metrics "
- * or "GET /metrics?..." is the one request served; headers are ignored.
+ * or "GET /metrics?..." is the one request served (HEAD the same without
+ * the body); headers are ignored.
  */
 #ifndef MIGD_HTTP_HEAD_H
 #define MIGD_HTTP_HEAD_H
@@ -20,6 +21,7 @@ enum migd_http_verdict {
 	MIGD_HTTP_NOT_FOUND,  /* GET of another path: 404 */
 	MIGD_HTTP_BAD_METHOD, /* another method: 405 */
 	MIGD_HTTP_TOO_LARGE,  /* @max bytes and still no blank line: 431 */
+	MIGD_HTTP_METRICS_HEAD, /* HEAD /metrics: 200, the GET's headers */
 };
 
 /* The verdict on the @len bytes at @buf, of which at most @max fit. */

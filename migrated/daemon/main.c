@@ -5,6 +5,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "hvcore/log.h"
 #include "migrated/daemon/config.h"
@@ -25,6 +26,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	hv_log_set_level(cfg.log_level);
+	hv_log_set_format(cfg.log_format);
+	/* The worker processes log the same way (hvcore/log.h). */
+	if (cfg.log_format == HV_LOG_FORMAT_JSON)
+		setenv("HV_LOG_FORMAT", "json", 1);
+	else
+		unsetenv("HV_LOG_FORMAT");
 	/* Ours to answer; the worker processes must not inherit it. */
 	migd_notify_unset_env();
 	/* A client that disconnects must not kill the daemon. */

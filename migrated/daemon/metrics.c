@@ -4,6 +4,7 @@
  * and migration families are metrics_host.c's.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,16 +105,31 @@ const char *migd__mesc(const char *s, char *out, size_t size)
 	return out;
 }
 
+const char *migd__mnum(double v, char *out)
+{
+	if (isnan(v))
+		return "NaN";
+	if (isinf(v))
+		return v > 0 ? "+Inf" : "-Inf";
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, MIGD_NUM_MAX, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			break;
+	}
+	return out;
+}
+
 int migd_metrics_render(struct migd *d, char **out, size_t *len)
 {
 	struct migd_mbuf b = {0};
+	char v[MIGD_NUM_MAX];
 
 	migd__mfamily(&b, "migd_up", "gauge", "1 while the daemon serves.");
 	migd__mput(&b, "migd_up 1\n");
 	migd__mfamily(&b, "migd_uptime_seconds", "gauge",
 		      "Seconds since start.");
-	migd__mput(&b, "migd_uptime_seconds %.3f\n",
-		   (migd_now_ns() - d->start_ns) / 1e9);
+	migd__mput(&b, "migd_uptime_seconds %s\n",
+		   migd__mnum((migd_now_ns() - d->start_ns) / 1e9, v));
 	migd__metrics_vms(d, &b);
 	migd__metrics_workers(d, &b);
 	migd__metrics_migs(d, &b);
@@ -190,8 +206,10 @@ static void http_written(uv_write_t *req, int status)
 	scrape_close(s);
 }
 
+/* The status line and headers, then @body unless @head_only (HEAD: the
+ * headers of the GET, Content-Length included, and no body). */
 static void respond(struct scrape *s, int code, const char *reason,
-		    const char *body, size_t blen)
+		    const char *body, size_t blen, bool head_only)
 {
 	struct http_write *w = calloc(1, sizeof(*w));
 	char head[256];
@@ -205,8 +223,12 @@ static void respond(struct scrape *s, int code, const char *reason,
 		      "Content-Type: text/plain; version=0.0.4; "
 		      "charset=utf-8\r\n"
 		      "Content-Length: %zu\r\n"
+		      "%s"
 		      "Connection: close\r\n\r\n",
-		      code, reason, blen);
+		      code, reason, blen,
+		      code == 405 ? "Allow: GET, HEAD\r\n" : "");
+	if (head_only)
+		blen = 0;
 	if (!w || !(w->buf = malloc((size_t)hl + blen))) {
 		free(w);
 		scrape_close(s);
@@ -228,7 +250,8 @@ static const struct {
 	const char *reason, *body;
 } refusals[] = {
 	[MIGD_HTTP_NOT_FOUND] = {404, "Not Found", "try /metrics\n"},
-	[MIGD_HTTP_BAD_METHOD] = {405, "Method Not Allowed", "GET only\n"},
+	[MIGD_HTTP_BAD_METHOD] = {405, "Method Not Allowed",
+				  "GET or HEAD only\n"},
 	[MIGD_HTTP_TOO_LARGE] = {431, "Request Header Fields Too Large", ""},
 };
 
@@ -237,17 +260,20 @@ static void handle_request(struct scrape *s, enum migd_http_verdict v)
 	char *text;
 	size_t len;
 
-	if (v != MIGD_HTTP_METRICS) {
+	bool head = v == MIGD_HTTP_METRICS_HEAD;
+
+	if (v != MIGD_HTTP_METRICS && !head) {
 		respond(s, refusals[v].code, refusals[v].reason,
-			refusals[v].body, strlen(refusals[v].body));
+			refusals[v].body, strlen(refusals[v].body), false);
 		return;
 	}
 	if (migd_metrics_render(s->m->d, &text, &len)) {
-		respond(s, 500, "Internal Server Error", "out of memory\n", 14);
+		respond(s, 500, "Internal Server Error", "out of memory\n", 14,
+			head);
 		return;
 	}
 	s->m->served++;
-	respond(s, 200, "OK", text, len);
+	respond(s, 200, "OK", text, len, head);
 	free(text);
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What metrics.c (the server, daemon-wide families) and metrics_host.c
- * (VMs, workers and migrations from the host's records) share: the text
+ * (VMs and workers from the host's records) and metrics_mig.c
+ * (migrations) share: the text
  * builder of the exposition. Not a contract for other files: migd__
  * prefix. Loop thread.
  */
@@ -28,10 +29,15 @@ void migd__mfamily(struct migd_mbuf *b, const char *name, const char *type,
 		   const char *help);
 /* @s escaped as a label value into @out (truncated to @size). */
 const char *migd__mesc(const char *s, char *out, size_t size);
+/* @v at full precision: the shortest "%g" that reads back as @v (15 to
+ * 17 digits), or NaN, +Inf, -Inf. @out holds MIGD_NUM_MAX bytes. */
+#define MIGD_NUM_MAX 32
+const char *migd__mnum(double v, char *out);
 
-/* The VM, worker and migration families (metrics_host.c). */
+/* The VM and worker families (metrics_host.c). */
 void migd__metrics_vms(struct migd *d, struct migd_mbuf *b);
 void migd__metrics_workers(struct migd *d, struct migd_mbuf *b);
+/* The migration families (metrics_mig.c). */
 void migd__metrics_migs(struct migd *d, struct migd_mbuf *b);
 
 #endif

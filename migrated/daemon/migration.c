@@ -14,7 +14,9 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
+#include "migrated/mig/converge.h"
 #include "migrated/mig/layout.h"
+#include "migrated/mig/session.h"
 
 #define COMP "migd.mig"
 
@@ -432,10 +434,19 @@ static void settle(struct migd_mig *m)
 		snprintf(m->final.message, sizeof(m->final.message), "%s: %.*s",
 			 m->cancel_why, (int)(sizeof(was) - 64), was);
 	}
-	if (m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING)
+	if (m->dir == MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING) {
+		/*
+		 * The migration's end first, then what it did to the VM:
+		 * a subscriber sees FAILED (or COMPLETED) before the VM's
+		 * state change (running again, or destroyed). m->final is
+		 * settled already; the outgoing settle does not change it.
+		 */
+		m->finished = true;
+		publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 		settle_outgoing(m);
-	else
+	} else {
 		settle_incoming(m);
+	}
 	if (m->src && !m->unresolved) {
 		mig_source_destroy(m->src);
 		m->src = NULL;
@@ -455,7 +466,8 @@ static void settle(struct migd_mig *m)
 		(unsigned long long)m->final.bytes_wire,
 		(unsigned long long)(m->final.downtime.total_ns / 1000),
 		(unsigned long long)(m->final.guest_downtime_ns / 1000), esc);
-	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
+	if (m->dir != MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING)
+		publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	trim_history(m->d);
 	migd_worker_check_idle(m->d);
 }
@@ -616,8 +628,12 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 		"event=migration_started mig=%llu dir=outgoing vm=%s "
 		"dest=%s:%u channels=%u bandwidth=%llu downtime_ms=%u tls=%d",
 		(unsigned long long)m->id, m->vm, prm->host, prm->port,
-		prm->channels, (unsigned long long)prm->bandwidth,
-		prm->downtime_ms, !prm->insecure);
+		/* what the engine uses, not the request's 0 = default */
+		prm->channels ? prm->channels : MIG_CHANNELS_DEFAULT,
+		(unsigned long long)prm->bandwidth,
+		prm->downtime_ms ? prm->downtime_ms
+				 : MIG_CONV_DOWNTIME_MS_DEFAULT,
+		!prm->insecure);
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_RUNNING, false);
 	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
 	*out = m;
@@ -735,9 +751,10 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 	m->unresolved = false;
 	mig_source_destroy(m->src);
 	m->src = NULL;
+	/* The migration's end, then the VM's (as settle() orders them). */
+	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	if (v && v->mig_id == m->id)
 		settle_source_vm(m, v, MIGD__VM_STATE__VM_STATE_UNRESOLVED);
-	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, true);
 	trim_history(m->d);
 	return ret;
 }

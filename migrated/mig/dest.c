@@ -215,6 +215,8 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 		atomic_store_explicit(&d->has_name, true,
 				      memory_order_release);
 	}
+	snprintf(cfg.name, sizeof(cfg.name), "%s",
+		 l->name && *l->name ? l->name : "incoming");
 	ret = hv_vm_create(&cfg, &d->vm);
 	if (ret) {
 		snprintf(why, sizeof(why), "cannot create the VM: %s",

@@ -75,6 +75,16 @@ static int hello_check(const Mig__Hello *h)
 	return 0;
 }
 
+/* A channel role by name in logs (ROLE_DATA), whatever a peer sent. */
+static const char *role_name(int role)
+{
+	const ProtobufCEnumValue *v;
+
+	v = protobuf_c_enum_descriptor_get_value(&mig__role__descriptor,
+						 role);
+	return v ? v->name : "unknown";
+}
+
 int mig_hello_take(unsigned type, ProtobufCMessage *msg,
 		   struct mig_hello_info *out)
 {
@@ -105,9 +115,10 @@ int mig_hello_take(unsigned type, ProtobufCMessage *msg,
 	h = (const Mig__Hello *)msg;
 	ret = hello_check(h);
 	if (ret) {
-		hv_err("mig", "op=hello err=bad_hello role=%d index=%u nr=%u "
+		hv_err("mig", "op=hello err=bad_hello role=%s index=%u nr=%u "
 			      "sid_len=%zu",
-		       (int)h->role, h->channel_index, h->nr_channels,
+		       role_name((int)h->role), h->channel_index,
+		       h->nr_channels,
 		       h->session_id.len);
 		mig_frame_msg_free(msg);
 		return ret;

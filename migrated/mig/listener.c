@@ -228,6 +228,16 @@ static void accept_new(struct mig_listener *l)
 	}
 }
 
+/* A channel role by name in logs (ROLE_DATA), whatever a peer sent. */
+static const char *role_name(int role)
+{
+	const ProtobufCEnumValue *v;
+
+	v = protobuf_c_enum_descriptor_get_value(&mig__role__descriptor,
+						 role);
+	return v ? v->name : "unknown";
+}
+
 /*
  * Advance pending @p. Returns true with *@out and *@hi set when it is a
  * connection the caller wants; otherwise it stays pending or is dropped.
@@ -258,8 +268,8 @@ static bool advance(struct mig_listener *l, struct pending *p,
 		drop(p, &l->st.refused, "unwanted_hello", -EPROTO);
 		return false;
 	}
-	hv_dbg("mig", "op=accept peer=%s role=%u index=%u", p->peer, hi->role,
-	       hi->channel_index);
+	hv_dbg("mig", "op=accept peer=%s role=%s index=%u", p->peer,
+	       role_name((int)hi->role), hi->channel_index);
 	*out = p->c;
 	p->c = NULL;
 	l->st.handed++;

@@ -605,9 +605,10 @@ static void *src_thread(void *arg)
 	mig_send_pipe_destroy(s->pipe);
 	s->pipe = NULL;
 	if (s->delta)
-		hv_info("mig", "op=delta_cache vm=%p pages_cached=%llu "
-			       "pages_delta=%llu",
-			(void *)s->vm,
+		hv_info("mig",
+			"op=delta_cache vm=%s pages_cached=%llu "
+			"pages_delta=%llu",
+			hv_vm_name(s->vm),
 			(unsigned long long)mig_delta_cache_pages(s->delta),
 			(unsigned long long)s->prog.p.pages_delta);
 	mig_delta_cache_destroy(s->delta);
@@ -630,17 +631,17 @@ static void *src_thread(void *arg)
 			      "then resolve",
 			      p.message[0] ? p.message : strerror(-s->cause));
 		src_stop_logging(s);
-		hv_err("mig", "op=migrate_out vm=%p result=unresolved err=%d",
-		       (void *)s->vm, s->cause);
+		hv_err("mig", "op=migrate_out vm=%s result=unresolved err=%d",
+		       hv_vm_name(s->vm), s->cause);
 	} else if (ret) {
 		src_rollback(s, ret);
 	} else {
 		ret = src_complete(s);
 		src_stop_logging(s);
 		hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
-		       "op=migrate_out vm=%p result=completed err=%d "
+		       "op=migrate_out vm=%s result=completed err=%d "
 		       "downtime_ms=%.1f guest_downtime_ms=%.1f",
-		       (void *)s->vm, ret, (double)dt.total_ns / 1e6,
+		       hv_vm_name(s->vm), ret, (double)dt.total_ns / 1e6,
 		       (double)s->prog.p.guest_downtime_ns / 1e6);
 	}
 	pthread_mutex_lock(&s->lock);

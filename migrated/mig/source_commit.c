@@ -110,8 +110,8 @@ void src_stop_logging(struct mig_source *s)
 		return;
 	r = hv_vm_dirty_log_stop(s->vm);
 	if (r) {
-		hv_err("mig", "op=dirty_log_stop vm=%p err=%d", (void *)s->vm,
-		       r);
+		hv_err("mig", "op=dirty_log_stop vm=%s err=%d",
+		       hv_vm_name(s->vm), r);
 		mig__prog_note(&s->prog, "dirty logging not stopped: %s",
 			       strerror(-r));
 	}
@@ -130,8 +130,8 @@ void src_rollback(struct mig_source *s, int err)
 		if (r) {
 			/* Paused and intact is still better than lost: say
 			 * so, and leave it to the operator. */
-			hv_err("mig", "op=rollback what=resume vm=%p err=%d",
-			       (void *)s->vm, r);
+			hv_err("mig", "op=rollback what=resume vm=%s err=%d",
+			       hv_vm_name(s->vm), r);
 			mig__prog_note(&s->prog,
 				       "the source VM could not be resumed "
 				       "(%s): it is paused",
@@ -142,8 +142,8 @@ void src_rollback(struct mig_source *s, int err)
 	}
 	r = mig_throttle_restore(&s->thr);
 	if (r) {
-		hv_err("mig", "op=rollback what=unthrottle vm=%p err=%d",
-		       (void *)s->vm, r);
+		hv_err("mig", "op=rollback what=unthrottle vm=%s err=%d",
+		       hv_vm_name(s->vm), r);
 		mig__prog_note(&s->prog, "throttle not removed: %s",
 			       strerror(-r));
 	}
@@ -151,8 +151,8 @@ void src_rollback(struct mig_source *s, int err)
 	mig__prog_get(&s->prog, &p);
 	mig__send_abort(s->ctl, err, p.message);
 	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
-	       "op=migrate_out vm=%p err=%d phase=%s msg=\"%s\"",
-	       (void *)s->vm, err, mig_phase_name(p.phase),
+	       "op=migrate_out vm=%s err=%d phase=%s msg=\"%s\"",
+	       hv_vm_name(s->vm), err, mig_phase_name(p.phase),
 	       hv_log_escape(p.message, esc, sizeof(esc)));
 }
 
@@ -168,7 +168,7 @@ int src_complete(struct mig_source *s)
 
 	r = hv_vm_stop(s->vm);
 	if (r)
-		hv_warn("mig", "op=stop vm=%p err=%d", (void *)s->vm, r);
+		hv_warn("mig", "op=stop vm=%s err=%d", hv_vm_name(s->vm), r);
 	s->paused = false;
 	r = src_verify(s);
 	mig__prog_get(&s->prog, &p);
@@ -206,9 +206,10 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 	if (how == MIG_RESOLVE_RESUME_SOURCE) {
 		ret = hv_vm_resume(s->vm);
 		if (ret) {
-			hv_err("mig", "op=resolve vm=%p how=resume_source "
-				      "err=%d",
-			       (void *)s->vm, ret);
+			hv_err("mig",
+			       "op=resolve vm=%s how=resume_source "
+			       "err=%d",
+			       hv_vm_name(s->vm), ret);
 			return ret;
 		}
 		s->paused = false;
@@ -225,7 +226,7 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 				       "destination runs the VM");
 		s->result = ret;
 	}
-	hv_info("mig", "op=resolve vm=%p how=%s result=%d", (void *)s->vm,
+	hv_info("mig", "op=resolve vm=%s how=%s result=%d", hv_vm_name(s->vm),
 		how == MIG_RESOLVE_RESUME_SOURCE ? "resume_source"
 						 : "confirm_destination",
 		s->result);

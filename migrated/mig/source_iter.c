@@ -456,11 +456,10 @@ int src_verify(struct mig_source *s)
 	s->prog.p.verify_ns = mig__now_ns() - t0;
 	pthread_mutex_unlock(&s->prog.lock);
 	hv_log(bad ? HV_LOG_ERR : HV_LOG_INFO, "mig",
-	       "op=verify vm=%p pages=%llu mismatches=%llu first_bad_page=%lld "
+	       "op=verify vm=%s pages=%llu mismatches=%llu first_bad_page=%lld "
 	       "ms=%.1f",
-	       (void *)s->vm, (unsigned long long)s->table_pages,
-	       (unsigned long long)bad,
-	       bad ? (long long)first_bad : -1LL,
+	       hv_vm_name(s->vm), (unsigned long long)s->table_pages,
+	       (unsigned long long)bad, bad ? (long long)first_bad : -1LL,
 	       (double)(mig__now_ns() - t0) / 1e6);
 	return 0;
 }

@@ -2,6 +2,7 @@
 #include "migrated/mig/tls.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,16 @@ void mig_tls_log_errors(const char *what)
 	ERR_error_string_n(e, buf, sizeof(buf));
 	hv_err("tls", "op=%s err=\"%s\"", what, buf);
 	ERR_clear_error();
+}
+
+/* mig_tls_log_errors() naming the file that did not load. */
+static void log_file_errors(const char *op, const char *path)
+{
+	char esc[HV_LOG_ESCAPE_LEN(200)], what[sizeof(esc) + 32];
+
+	snprintf(what, sizeof(what), "%s file=\"%s\"", op,
+		 hv_log_escape(path, esc, sizeof(esc)));
+	mig_tls_log_errors(what);
 }
 
 int mig_tls_create(const struct mig_tls_cfg *cfg, struct mig_tls **out)
@@ -68,14 +79,18 @@ int mig_tls_create(const struct mig_tls_cfg *cfg, struct mig_tls **out)
 	SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
 
 	if (SSL_CTX_load_verify_locations(t->ctx, cfg->ca_file, NULL) != 1) {
-		mig_tls_log_errors("load_ca");
+		log_file_errors("load_ca", cfg->ca_file);
 		ret = -ENOENT;
 		goto fail;
 	}
-	if (SSL_CTX_use_certificate_chain_file(t->ctx, cfg->cert_file) != 1 ||
-	    SSL_CTX_use_PrivateKey_file(t->ctx, cfg->key_file,
+	if (SSL_CTX_use_certificate_chain_file(t->ctx, cfg->cert_file) != 1) {
+		log_file_errors("load_cert", cfg->cert_file);
+		ret = -ENOENT;
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(t->ctx, cfg->key_file,
 					SSL_FILETYPE_PEM) != 1) {
-		mig_tls_log_errors("load_cert");
+		log_file_errors("load_key", cfg->key_file);
 		ret = -ENOENT;
 		goto fail;
 	}

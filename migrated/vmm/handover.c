@@ -357,12 +357,12 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 	ret = send_reply(sock, phase, 0, why, &r, timeout_ms);
 	if (ret)
 		hv_warn("handover",
-			"op=recv vm=%p phase=started err=%d "
+			"op=recv vm=%s phase=started err=%d "
 			"reason=reply_lost_guest_runs_here",
-			(void *)vm, ret);
+			hv_vm_name(vm), ret);
 	hv_info("handover",
-		"op=recv vm=%p create_us=%llu restore_us=%llu start_us=%llu",
-		(void *)vm, (unsigned long long)(r.create_ns / 1000),
+		"op=recv vm=%s create_us=%llu restore_us=%llu start_us=%llu",
+		hv_vm_name(vm), (unsigned long long)(r.create_ns / 1000),
 		(unsigned long long)(r.restore_ns / 1000),
 		(unsigned long long)(r.start_ns / 1000));
 	*out = vm;
@@ -443,8 +443,8 @@ static void finish(struct hv_vm *vm, const char *op, int ret,
 {
 	if (ret) {
 		snprintf(t->error, sizeof(t->error), "%s", why);
-		hv_err("handover", "op=%s vm=%p err=%d reason=\"%s\"", op,
-		       (void *)vm, ret, why);
+		hv_err("handover", "op=%s vm=%s err=%d reason=\"%s\"", op,
+		       hv_vm_name(vm), ret, why);
 	}
 }
 
@@ -604,9 +604,9 @@ int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
 		t->pause_ns = r->started_at_ns - paused_at;
 	migh__handover_reply__free_unpacked(r, NULL);
 	hv_info("handover",
-		"op=commit vm=%p state_bytes=%llu sent_us=%llu pause_us=%llu "
+		"op=commit vm=%s state_bytes=%llu sent_us=%llu pause_us=%llu "
 		"total_us=%llu",
-		(void *)vm, (unsigned long long)t->state_bytes,
+		hv_vm_name(vm), (unsigned long long)t->state_bytes,
 		(unsigned long long)(t->sent_ns / 1000),
 		(unsigned long long)(t->pause_ns / 1000),
 		(unsigned long long)(t->total_ns / 1000));
@@ -638,8 +638,8 @@ int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 				 "dirty logging is on (mode %s): stop it "
 				 "first",
 				 hv_dirty_mode_name(dm));
-		hv_err("handover", "op=send vm=%p err=%d reason=\"%s\"",
-		       (void *)vm, -EBUSY, t->error);
+		hv_err("handover", "op=send vm=%s err=%d reason=\"%s\"",
+		       hv_vm_name(vm), -EBUSY, t->error);
 		return -EBUSY;
 	}
 	ret = migd_handover_offer(sock, vm, meta, meta_len, timeout_ms, t);

@@ -27,8 +27,10 @@ static bool has_end(const char *p, size_t n)
 static void check(const char *p, size_t n, enum migd_http_verdict v)
 {
 	bool get = n >= 4 && !memcmp(p, "GET ", 4);
-	bool path = n >= 13 && !memcmp(p + 4, "/metrics", 8) &&
-		    (p[12] == ' ' || p[12] == '?');
+	bool head = n >= 5 && !memcmp(p, "HEAD ", 5);
+	size_t m = head ? 5 : 4; /* the path's offset */
+	bool path = n >= m + 9 && !memcmp(p + m, "/metrics", 8) &&
+		    (p[m + 8] == ' ' || p[m + 8] == '?');
 
 	switch (v) {
 	case MIGD_HTTP_MORE:
@@ -40,11 +42,14 @@ static void check(const char *p, size_t n, enum migd_http_verdict v)
 	case MIGD_HTTP_METRICS:
 		FUZZ_CHECK(has_end(p, n) && get && path);
 		break;
+	case MIGD_HTTP_METRICS_HEAD:
+		FUZZ_CHECK(has_end(p, n) && head && path);
+		break;
 	case MIGD_HTTP_NOT_FOUND:
-		FUZZ_CHECK(has_end(p, n) && get && !path);
+		FUZZ_CHECK(has_end(p, n) && (get || head) && !path);
 		break;
 	case MIGD_HTTP_BAD_METHOD:
-		FUZZ_CHECK(has_end(p, n) && !get);
+		FUZZ_CHECK(has_end(p, n) && !get && !head);
 		break;
 	default:
 		FUZZ_CHECK(!"unknown verdict");

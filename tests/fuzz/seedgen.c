@@ -500,6 +500,9 @@ static void https(void)
 	http_seed("post", 0x04,
 		  "POST /metrics HTTP/1.1\r\n"
 		  "Content-Length: 0\r\n\r\n");
+	http_seed("head", 0x05,
+		  "HEAD /metrics HTTP/1.1\r\nHost: 127.0.0.1:9187\r\n"
+		  "User-Agent: curl/7.88.1\r\n\r\n");
 }
 
 int main(int argc, char **argv)

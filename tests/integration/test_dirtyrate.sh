@@ -57,15 +57,18 @@ for i, l in enumerate(lines, 1):
         continue
     if l.startswith("# TYPE "):
         _, _, n, t = l.split(" ", 3)
-        assert t in ("gauge", "counter"), l
+        assert t in ("gauge", "counter", "histogram"), l
         assert n not in typed, "family typed twice: " + n
         typed[n] = t
         cur = n
         continue
     m = sample.match(l)
     assert m, "line %d not a sample: %r" % (i, l)
-    assert m.group(1) == cur, "line %d: %s outside its family" % (i, m.group(1))
-    seen_fams.add(m.group(1))
+    fam = m.group(1)
+    if typed.get(cur) == "histogram":
+        fam = re.sub(r'_(bucket|sum|count)$', '', fam)
+    assert fam == cur, "line %d: %s outside its family" % (i, m.group(1))
+    seen_fams.add(fam)
     float(m.group(3))
 missing = need - seen_fams
 assert not missing, missing

@@ -14,6 +14,7 @@
 
 #include "migrated/daemon/parse.h"
 #include "tools/dirtyrate/svg.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/client.h"
 #include "tools/rpc/json.h"
 
@@ -35,6 +36,9 @@ static void usage(FILE *f)
 		"--tls-dir DIR] VM\n"
 		"                 [--interval MS] [--duration S] [--json]\n"
 		"                 [--plot FILE.svg]\n"
+		"       dirtyrate --version | --help\n"
+		"  --interval 50..60000 ms (500), --duration 0 (until Ctrl-C)"
+		"..86400 s.\n"
 		"  live view on a terminal (Ctrl-C ends), one JSON line per\n"
 		"  sample with --json; --plot writes a time-series SVG when\n"
 		"  it ends (--duration, Ctrl-C or the VM going away).\n");
@@ -110,7 +114,7 @@ static void live(const Migd__DirtyRateSample *s, double hist[][SPARK_N],
 	fflush(stdout);
 }
 
-int main(int argc, char **argv)
+static int dr_main(int argc, char **argv)
 {
 	const char *sock = NULL, *connect_to = NULL, *plot = NULL, *vm = NULL;
 	static char ca[4096], cert[4096], key[4096];
@@ -130,10 +134,15 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--json")) {
 			json = true;
-		} else if (!strcmp(a, "--help")) {
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 0;
+		} else if (!strcmp(a, "--version")) {
+			migd_cli_version("dirtyrate");
+			return 0;
 		} else if (a[0] == '-' && !v) {
+			fprintf(stderr, "dirtyrate: %s needs a value or is "
+					"unknown\n", a);
 			usage(stderr);
 			return 2;
 		} else if (!strcmp(a, "--socket")) {
@@ -147,21 +156,21 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--interval")) {
 			if (migd_parse_u64(argv[++i], 60000, &interval) ||
-			    interval < 50) {
-				fprintf(stderr, "dirtyrate: --interval "
-						"50..60000\n");
-				return 2;
-			}
+			    interval < 50)
+				return migd_cli_bad_range("dirtyrate",
+							  "--interval", argv[i],
+							  50, 60000);
 		} else if (!strcmp(a, "--duration")) {
-			if (migd_parse_u64(argv[++i], 86400, &duration)) {
-				fprintf(stderr, "dirtyrate: bad --duration\n");
-				return 2;
-			}
+			if (migd_parse_u64(argv[++i], 86400, &duration))
+				return migd_cli_bad_range("dirtyrate",
+							  "--duration", argv[i],
+							  0, 86400);
 		} else if (!strcmp(a, "--plot")) {
 			plot = argv[++i];
 		} else if (a[0] != '-' && !vm) {
 			vm = a;
 		} else {
+			fprintf(stderr, "dirtyrate: unexpected '%s'\n", a);
 			usage(stderr);
 			return 2;
 		}
@@ -176,10 +185,22 @@ int main(int argc, char **argv)
 
 		if (migd_parse_hostport(connect_to, false, host, sizeof(host),
 					&port)) {
-			fprintf(stderr, "dirtyrate: bad --connect\n");
-			return 2;
+			return migd_cli_bad("dirtyrate", "--connect",
+					    connect_to,
+					    "HOST:PORT (port 1..65535)");
 		}
 		ret = migd_client_connect_tls(host, port, &tls, 10000, &c);
+		if (ret == -ENOENT || ret == -EKEYREJECTED || ret == -EINVAL) {
+			char why[600];
+
+			if (migd_cli_tls_why(ca, cert, key, why,
+					     sizeof(why))) {
+				fprintf(stderr, "dirtyrate: cannot load the "
+						"TLS files: %s (--tls-dir)\n",
+					why);
+				return 2;
+			}
+		}
 	} else {
 		ret = migd_client_connect(sock, &c);
 	}
@@ -294,4 +315,13 @@ int main(int argc, char **argv)
 	free(pts);
 	migd_client_close(c);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	/* --json: client-side errors as JSON too. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			migd_cli_json_begin();
+	return migd_cli_json_end(dr_main(argc, argv));
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "migrated/daemon/parse.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/client.h"
 #include "tools/rpc/json.h"
 
@@ -18,14 +19,17 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
 		"                    [--timeout-ms N] [--json] ADDR:PORT\n"
+		"       migrate-recv --version | --help\n"
 		"Prints the port the daemon listens on (PORT 0 picks one).\n"
 		"The VM keeps the name it has on the source; --name gives it\n"
 		"another here. A name already taken here is refused: by this\n"
 		"call with --name, else when the source arrives (the VM then\n"
-		"keeps running on the source).\n");
+		"keeps running on the source).\n"
+		"--timeout-ms: the whole migration, 0 (none) ..4294967295.\n"
+		"--json: the result and errors as JSON lines.\n");
 }
 
-int main(int argc, char **argv)
+static int recv_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -34,6 +38,7 @@ int main(int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -56,20 +61,19 @@ int main(int argc, char **argv)
 			ir.insecure = true;
 			break;
 		case 'n':
-			if (!migd_name_valid(optarg)) {
-				fprintf(stderr, "migrate-recv: bad VM name "
-						"'%s'\n",
-					optarg);
-				return 2;
-			}
+			if (!migd_name_valid(optarg))
+				return migd_cli_bad("migrate-recv", "--name",
+						    optarg,
+						    "1..63 of A-Z a-z 0-9 . _ "
+						    "-, not starting with -");
 			ir.vm_name = optarg;
 			break;
 		case 't':
-			if (migd_parse_u64(optarg, UINT32_MAX, &v)) {
-				fprintf(stderr, "migrate-recv: bad "
-						"--timeout-ms\n");
-				return 2;
-			}
+			if (migd_parse_u64(optarg, UINT32_MAX, &v))
+				return migd_cli_bad_range("migrate-recv",
+							  "--timeout-ms",
+							  optarg, 0,
+							  UINT32_MAX);
 			ir.timeout_ms = (uint32_t)v;
 			break;
 		case 'j':
@@ -77,6 +81,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			migd_cli_version("migrate-recv");
 			return 0;
 		default:
 			usage(stderr);
@@ -116,6 +123,11 @@ int main(int argc, char **argv)
 			migd_status_text(migd_resp_status(resp)),
 			migd_resp_message(resp));
 		ret = migd_status_exit_code(migd_resp_status(resp));
+		if (json) { /* the daemon's error, as migratectl prints it */
+			migd_json_print(stdout, &resp->base);
+			putchar('\n');
+			migd_cli_json_printed();
+		}
 	} else if (json) {
 		migd_json_print(stdout, &resp->mig_incoming->base);
 		putchar('\n');
@@ -125,4 +137,13 @@ int main(int argc, char **argv)
 	migd__response__free_unpacked(resp, NULL);
 	migd_client_close(c);
 	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	/* --json anywhere (getopt permutes): client-side errors as JSON. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			migd_cli_json_begin();
+	return migd_cli_json_end(recv_main(argc, argv));
 }

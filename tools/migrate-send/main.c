@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "migrated/daemon/parse.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/client.h"
 #include "tools/rpc/json.h"
 #include "tools/rpc/migview.h"
@@ -27,6 +28,13 @@ static void usage(FILE *f)
 		"                    [--interval MS]\n"
 		"                    [--compress adaptive|off|LEVEL]\n"
 		"                    [--delta-cache SIZE|on|off] VM DEST:PORT\n"
+		"       migrate-send --version | --help\n"
+		"SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB\n"
+		"(powers of 1024); --bandwidth SIZE/s likewise (100MiB/s;\n"
+		"0: no cap).\n"
+		"--channels 1..16 (default 2); --downtime 1..600000 ms;\n"
+		"--timeout-ms 0 (none) ..4294967295; --interval 0..60000 ms.\n"
+		"--json: progress, the final state and errors as JSON lines.\n"
 		"--compress: adaptive (default) lets each data channel pick raw\n"
 		"or a zstd level from what limits it; LEVEL (1..22) pins zstd\n"
 		"at that level; off sends every non-zero page raw.\n"
@@ -57,6 +65,8 @@ static void show(const struct send_opts *o, const Migd__MigInfo *m,
 		migd_json_print(stdout, &m->base);
 		putchar('\n');
 		fflush(stdout);
+		if (final) /* it says how it ended: no error line after it */
+			migd_cli_json_printed();
 		return;
 	}
 	if (o->tty && !final) {
@@ -73,7 +83,7 @@ static void show(const struct send_opts *o, const Migd__MigInfo *m,
 	migd_mig_print_report(stdout, m);
 }
 
-int main(int argc, char **argv)
+static int send_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -87,6 +97,7 @@ int main(int argc, char **argv)
 		{ "delta-cache", required_argument, NULL, 'D' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -170,6 +181,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			migd_cli_version("migrate-send");
 			return 0;
 		default:
 			usage(stderr);
@@ -298,6 +312,37 @@ lost:
 	migd_client_close(c);
 	return 5;
 bad:
-	fprintf(stderr, "migrate-send: bad value '%s'\n", optarg);
-	return 2;
+	switch (opt) {
+	case 'c':
+		return migd_cli_bad_range("migrate-send", "--channels", optarg,
+					  1, 16);
+	case 'b':
+		return migd_cli_bad("migrate-send", "--bandwidth", optarg,
+				    MIGD_CLI_RATE_FMT);
+	case 'd':
+		return migd_cli_bad_range("migrate-send", "--downtime", optarg,
+					  1, 600000);
+	case 't':
+		return migd_cli_bad_range("migrate-send", "--timeout-ms",
+					  optarg, 0, UINT32_MAX);
+	case 'I':
+		return migd_cli_bad_range("migrate-send", "--interval", optarg,
+					  0, 60000);
+	case 'D':
+		return migd_cli_bad("migrate-send", "--delta-cache", optarg,
+				    "on, off or a size up to 1TiB ("
+				    MIGD_CLI_SIZE_FMT ")");
+	default:
+		return migd_cli_bad("migrate-send", "--compress", optarg,
+				    "adaptive, off or a zstd level 1..22");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	/* --json anywhere (getopt permutes): client-side errors as JSON. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			migd_cli_json_begin();
+	return migd_cli_json_end(send_main(argc, argv));
 }

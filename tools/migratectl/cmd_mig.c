@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "migrated/daemon/parse.h"
 #include "tools/migratectl/ctl.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/fmt.h"
 #include "tools/rpc/migview.h"
 
@@ -76,6 +78,71 @@ static int mig_status(struct ctl *ctl, const char *which)
 	return 0;
 }
 
+/* "2026-12-02T07:49:34.905Z " for the human lines: the event's time
+ * (the daemon's clock), or now if it carries none. */
+static void print_time(uint64_t unix_ns)
+{
+	struct timespec ts;
+	struct tm tm;
+	time_t sec;
+
+	if (!unix_ns) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		unix_ns = (uint64_t)ts.tv_sec * 1000000000ull +
+			  (uint64_t)ts.tv_nsec;
+	}
+	sec = (time_t)(unix_ns / 1000000000ull);
+	gmtime_r(&sec, &tm);
+	printf("%04d-%02d-%02dT%02d:%02d:%02d.%03uZ ", tm.tm_year + 1900,
+	       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	       (unsigned)(unix_ns % 1000000000ull / 1000000));
+}
+
+/* One event as one human line, every kind: its time, then what it says. */
+static void print_event(const Migd__Event *ev)
+{
+	char k[32], a[32], b[32], r[32];
+
+	print_time(ev->time_unix_ns);
+	switch (ev->body_case) {
+	case MIGD__EVENT__BODY_VM_STATE:
+		if (!ev->vm_state->vm)
+			break;
+		printf("vm %s: %s -> %s%s\n", ev->vm_state->vm->name,
+		       migd_fmt_enum(a, sizeof(a), &migd__vm_state__descriptor,
+				     ev->vm_state->old_state, "VM_STATE_"),
+		       migd_fmt_enum(b, sizeof(b), &migd__vm_state__descriptor,
+				     ev->vm_state->vm->state, "VM_STATE_"),
+		       ev->vm_state->destroyed ? " (destroyed)" : "");
+		return;
+	case MIGD__EVENT__BODY_MIGRATION:
+		if (!ev->migration->migration)
+			break;
+		printf("%s ", migd_fmt_enum(k, sizeof(k),
+					    &migd__event_kind__descriptor,
+					    ev->kind, "EVENT_KIND_"));
+		migd_mig_print_line(stdout, ev->migration->migration);
+		return;
+	case MIGD__EVENT__BODY_DIRTY_RATE: {
+		const Migd__DirtyRateSample *d = ev->dirty_rate;
+
+		printf("dirty vm %s: %llu pages/s, %s (%s)\n",
+		       d->vm ? d->vm : "?", (unsigned long long)d->pages_per_s,
+		       migd_fmt_rate(r, sizeof(r), d->bytes_per_s),
+		       d->source && *d->source ? d->source : "off");
+		return;
+	}
+	case MIGD__EVENT__BODY_END:
+		printf("end of the subscription\n");
+		return;
+	default:
+		break;
+	}
+	printf("%s event (no body)\n",
+	       migd_fmt_enum(k, sizeof(k), &migd__event_kind__descriptor,
+			     ev->kind, "EVENT_KIND_"));
+}
+
 static int mig_watch(struct ctl *ctl, const char *which)
 {
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -95,10 +162,12 @@ static int mig_watch(struct ctl *ctl, const char *which)
 	if (resp->subscribe->migration) {
 		Migd__MigInfo *m = resp->subscribe->migration;
 
-		if (ctl->json)
+		if (ctl->json) {
 			ctl_print_json(&m->base);
-		else
+		} else {
+			print_time(0);
 			migd_mig_print_line(stdout, m);
+		}
 		if (m->progress)
 			last = m->progress->phase;
 		if (m->finished) {
@@ -125,10 +194,12 @@ static int mig_watch(struct ctl *ctl, const char *which)
 		    ev->migration->migration) {
 			Migd__MigInfo *m = ev->migration->migration;
 
-			if (ctl->json)
+			if (ctl->json) {
 				ctl_print_json(&m->base);
-			else
+			} else {
+				print_time(ev->time_unix_ns);
 				migd_mig_print_line(stdout, m);
+			}
 			fflush(stdout);
 			if (m->progress)
 				last = m->progress->phase;
@@ -271,6 +342,13 @@ static int mig_tune(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "migratectl: migration tune needs ID or VM\n");
 		return 2;
 	}
+	if (!tr.bandwidth && !tr.downtime_ms && !tr.throttle_max_pct &&
+	    !tr.channels) {
+		fprintf(stderr, "migratectl: migration tune: nothing to change "
+				"(give --bandwidth, --downtime, --throttle or "
+				"--channels)\n");
+		return 2;
+	}
 	set_ref(&ref, argv[optind]);
 	tr.ref = &ref;
 	req.call_case = MIGD__REQUEST__CALL_MIG_TUNE;
@@ -285,13 +363,20 @@ static int mig_tune(struct ctl *ctl, int argc, char **argv)
 	migd__response__free_unpacked(resp, NULL);
 	return 0;
 bad:
-	fprintf(stderr, "migratectl: bad --%s '%s'\n",
-		c == 'b'   ? "bandwidth"
-		: c == 'd' ? "downtime"
-		: c == 't' ? "throttle"
-			   : "channels",
-		optarg);
-	return 2;
+	switch (c) {
+	case 'b':
+		return migd_cli_bad("migratectl", "--bandwidth", optarg,
+				    MIGD_CLI_RATE_FMT);
+	case 'd':
+		return migd_cli_bad_range("migratectl", "--downtime", optarg,
+					  1, 600000);
+	case 't':
+		return migd_cli_bad_range("migratectl", "--throttle", optarg,
+					  0, 99);
+	default:
+		return migd_cli_bad_range("migratectl", "--channels", optarg,
+					  1, 16);
+	}
 }
 
 int ctl_mig(struct ctl *ctl, int argc, char **argv)
@@ -383,41 +468,16 @@ int ctl_events(struct ctl *ctl, int argc, char **argv)
 	migd__response__free_unpacked(resp, NULL);
 	for (uint64_t n = 0; !count || n < count; n++) {
 		Migd__Event *ev;
-		char k[32];
 
 		ret = migd_client_next_event(ctl->client, -1, &ev);
 		if (ret) {
 			fprintf(stderr, "migratectl: daemon connection lost\n");
 			return 5;
 		}
-		if (ctl->json) {
+		if (ctl->json)
 			ctl_print_json(&ev->base);
-		} else if (ev->body_case == MIGD__EVENT__BODY_VM_STATE &&
-			   ev->vm_state->vm) {
-			char a[32], b[32];
-
-			printf("vm %s: %s -> %s%s\n", ev->vm_state->vm->name,
-			       migd_fmt_enum(a, sizeof(a),
-					     &migd__vm_state__descriptor,
-					     ev->vm_state->old_state,
-					     "VM_STATE_"),
-			       migd_fmt_enum(b, sizeof(b),
-					     &migd__vm_state__descriptor,
-					     ev->vm_state->vm->state,
-					     "VM_STATE_"),
-			       ev->vm_state->destroyed ? " (destroyed)" : "");
-		} else if (ev->body_case == MIGD__EVENT__BODY_MIGRATION &&
-			   ev->migration->migration) {
-			printf("%s ", migd_fmt_enum(k, sizeof(k),
-						    &migd__event_kind__descriptor,
-						    ev->kind, "EVENT_KIND_"));
-			migd_mig_print_line(stdout, ev->migration->migration);
-		} else {
-			printf("%s event\n",
-			       migd_fmt_enum(k, sizeof(k),
-					     &migd__event_kind__descriptor,
-					     ev->kind, "EVENT_KIND_"));
-		}
+		else
+			print_event(ev);
 		fflush(stdout);
 		migd__event__free_unpacked(ev, NULL);
 	}

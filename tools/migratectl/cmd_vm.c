@@ -11,6 +11,7 @@
 #include "hvcore/ram_layout.h"
 #include "migrated/daemon/parse.h"
 #include "tools/migratectl/ctl.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/fmt.h"
 
 static const char *const patterns[] = { NULL, "sweep", "random", "hotset",
@@ -25,11 +26,14 @@ static int lookup(const char *const *names, int n, const char *s)
 	return -1;
 }
 
-static int bad(const char *what, const char *val)
+static int bad(const char *what, const char *val, const char *expected)
 {
-	fprintf(stderr, "migratectl: bad %s '%s'\n", what, val);
-	return 2;
+	return migd_cli_bad("migratectl", what, val, expected);
 }
+
+#define RATE_FMT                                                             \
+	"PAGES/S (a plain number: page writes per second per vCPU) or "      \
+	MIGD_CLI_RATE_FMT
 
 /* "--rate 25000" pages/s, or "--rate 100M" bytes/s (a unit suffix). */
 int ctl_parse_rate(const char *s, uint64_t *pages)
@@ -96,11 +100,13 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		switch (c) {
 		case O_MEM:
 			if (migd_parse_size(optarg, &cr.mem_bytes))
-				return bad("--mem", optarg);
+				return bad("--mem", optarg, MIGD_CLI_SIZE_FMT);
 			break;
 		case O_VCPUS:
-			if (migd_parse_u64(optarg, 1024, &v))
-				return bad("--vcpus", optarg);
+			if (migd_parse_u64(optarg, 1024, &v) || !v)
+				return migd_cli_bad_range("migratectl",
+							  "--vcpus", optarg, 1,
+							  1024);
 			cr.nr_vcpus = (uint32_t)v;
 			break;
 		case O_ACCEL:
@@ -108,31 +114,40 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 			break;
 		case O_PATTERN:
 			if ((ret = lookup(patterns, 5, optarg)) < 0)
-				return bad("--pattern", optarg);
+				return bad("--pattern", optarg,
+					   "sweep, random, hotset or idle");
 			wl.pattern = (Migd__WlPattern)ret;
 			break;
 		case O_CONTENT:
 			if ((ret = lookup(contents, 4, optarg)) < 0)
-				return bad("--content", optarg);
+				return bad("--content", optarg,
+					   "stamp, text or random");
 			wl.content = (Migd__WlContent)ret;
 			break;
 		case O_RATE:
 			if (ctl_parse_rate(optarg, &wl.rate_pages))
-				return bad("--rate", optarg);
+				return bad("--rate", optarg, RATE_FMT);
 			break;
 		case O_ROFF:
 			if (migd_parse_size(optarg, &wl.region_offset))
-				return bad("--region-offset", optarg);
+				return bad("--region-offset", optarg,
+					   MIGD_CLI_SIZE_FMT);
 			break;
 		case O_RSIZE:
 			if (migd_parse_size(optarg, &wl.region_bytes))
-				return bad("--region-size", optarg);
+				return bad("--region-size", optarg,
+					   MIGD_CLI_SIZE_FMT);
 			break;
 		case O_WPCT:
 		case O_HOT:
 		case O_HOTSHARE:
 			if (migd_parse_u64(optarg, 100, &v))
-				return bad("percentage", optarg);
+				return migd_cli_bad_range(
+					"migratectl",
+					c == O_WPCT  ? "--write-pct"
+					: c == O_HOT ? "--hot-pct"
+						     : "--hot-share",
+					optarg, 0, 100);
 			if (c == O_WPCT)
 				wl.write_pct = (uint32_t)v;
 			else if (c == O_HOT)
@@ -142,12 +157,15 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 			break;
 		case O_HB:
 			if (migd_parse_u64(optarg, 10000000, &v))
-				return bad("--heartbeat-us", optarg);
+				return migd_cli_bad_range("migratectl",
+							  "--heartbeat-us",
+							  optarg, 0, 10000000);
 			wl.heartbeat_us = (uint32_t)v;
 			break;
 		case O_SEED:
 			if (migd_parse_u64(optarg, UINT64_MAX, &wl.seed))
-				return bad("--seed", optarg);
+				return bad("--seed", optarg,
+					   "an unsigned 64-bit integer");
 			break;
 		case O_PAUSED:
 			cr.paused = true;
@@ -160,7 +178,10 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 			if (!strcmp(optarg, "off"))
 				cr.dirty_ring = -1;
 			else if (migd_parse_u64(optarg, INT32_MAX, &v) || !v)
-				return bad("--dirty-ring", optarg);
+				return bad("--dirty-ring", optarg,
+					   "off or a number of entries "
+					   "(a power of two; the daemon "
+					   "checks the range)");
 			else
 				cr.dirty_ring = (int32_t)v;
 			break;

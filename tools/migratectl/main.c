@@ -9,7 +9,10 @@
 
 #include "migrated/daemon/parse.h"
 #include "tools/migratectl/ctl.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/json.h"
+
+#define TLS_PATH_MAX 4096
 
 static const struct {
 	const char *name;
@@ -58,7 +61,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: migratectl [--socket PATH | --connect HOST:PORT\n"
 		   "                   [--tls-dir DIR | --tls-ca F --tls-cert F "
 		   "--tls-key F]]\n"
-		   "                  [--json] [--timeout MS] COMMAND ...\n\n");
+		   "                  [--json] [--timeout MS] COMMAND ...\n"
+		   "       migratectl --version | --help | COMMAND --help\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %s\n", cmds[i].help);
 	fprintf(f, "\nThe socket defaults to $MIGRATED_SOCKET or the "
@@ -67,7 +71,24 @@ static void usage(FILE *f)
 		   "4 unavailable, 5 daemon not reachable.\n"
 		   "--connect (or $MIGRATED_CONNECT) uses TCP + mutual TLS; "
 		   "--tls-dir DIR means\nDIR/ca.pem, DIR/client.pem, "
-		   "DIR/client.key (what --dev-tls makes).\n");
+		   "DIR/client.key (what --dev-tls makes).\n"
+		   "SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB "
+		   "(powers of 1024);\nSIZE/s likewise per second "
+		   "(100MiB/s); output uses the same units.\n"
+		   "--json: results and errors (the daemon's and our own) as "
+		   "JSON lines on stdout.\n");
+}
+
+/* COMMAND --help (or -h) anywhere among its arguments. */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	}
+	return false;
 }
 
 void ctl_print_json(const ProtobufCMessage *msg)
@@ -94,6 +115,22 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 		}
 		ret = migd_client_connect_tls(host, port, &ctl->tls,
 					      ctl->timeout_ms, &ctl->client);
+		if (ret == -ENOENT || ret == -EKEYREJECTED || ret == -EINVAL) {
+			char why[600];
+			int e = migd_cli_tls_why(ctl->tls.ca_file,
+						 ctl->tls.cert_file,
+						 ctl->tls.key_file, why,
+						 sizeof(why));
+
+			if (e) {
+				fprintf(stderr,
+					"migratectl: cannot load the TLS "
+					"files: %s (--tls-dir or --tls-ca, "
+					"--tls-cert, --tls-key)\n",
+					why);
+				return 2;
+			}
+		}
 		if (ret) {
 			fprintf(stderr,
 				"migratectl: cannot reach the daemon at %s "
@@ -138,9 +175,10 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 	st = migd_resp_status(*resp);
 	if (st == MIGD__STATUS__STATUS_OK)
 		return 0;
-	if (ctl->json)
+	if (ctl->json) {
 		ctl_print_json(&(*resp)->base);
-	else
+		migd_cli_json_printed();
+	} else
 		fprintf(stderr, "migratectl: %s: %s\n", migd_status_text(st),
 			migd_resp_message(*resp));
 	ret = migd_status_exit_code(st);
@@ -176,49 +214,45 @@ int ctl_ping(struct ctl *ctl, int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The global options, then the command. Returns the exit code. */
+static int run(struct ctl *ctl, int argc, char **argv)
 {
-	struct ctl ctl = { .timeout_ms = 30000 };
-	static char tls_ca[4096], tls_cert[4096], tls_key[4096];
-	int i = 1, ret;
-
-	ctl.tls.ca_file = tls_ca;
-	ctl.tls.cert_file = tls_cert;
-	ctl.tls.key_file = tls_key;
-	ctl.tls.check_name = true;
-	if (getenv("MIGRATED_CONNECT"))
-		ctl.connect = getenv("MIGRATED_CONNECT");
+	char *tls_ca = (char *)ctl->tls.ca_file;
+	char *tls_cert = (char *)ctl->tls.cert_file;
+	char *tls_key = (char *)ctl->tls.key_file;
+	int i = 1;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--json")) {
-			ctl.json = true;
+			ctl->json = true;
 		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-			ctl.socket = argv[++i];
+			ctl->socket = argv[++i];
 		} else if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
-			ctl.connect = argv[++i];
+			ctl->connect = argv[++i];
 		} else if (!strcmp(argv[i], "--tls-dir") && i + 1 < argc) {
 			i++;
-			snprintf(tls_ca, sizeof(tls_ca), "%s/ca.pem", argv[i]);
-			snprintf(tls_cert, sizeof(tls_cert), "%s/client.pem",
+			snprintf(tls_ca, TLS_PATH_MAX, "%s/ca.pem", argv[i]);
+			snprintf(tls_cert, TLS_PATH_MAX, "%s/client.pem",
 				 argv[i]);
-			snprintf(tls_key, sizeof(tls_key), "%s/client.key",
+			snprintf(tls_key, TLS_PATH_MAX, "%s/client.key",
 				 argv[i]);
 		} else if (!strcmp(argv[i], "--tls-ca") && i + 1 < argc) {
-			snprintf(tls_ca, sizeof(tls_ca), "%s", argv[++i]);
+			snprintf(tls_ca, TLS_PATH_MAX, "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--tls-cert") && i + 1 < argc) {
-			snprintf(tls_cert, sizeof(tls_cert), "%s", argv[++i]);
+			snprintf(tls_cert, TLS_PATH_MAX, "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--tls-key") && i + 1 < argc) {
-			snprintf(tls_key, sizeof(tls_key), "%s", argv[++i]);
+			snprintf(tls_key, TLS_PATH_MAX, "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			uint64_t v;
 
-			if (migd_parse_u64(argv[++i], 3600000, &v) || !v) {
-				fprintf(stderr, "migratectl: bad --timeout "
-						"'%s'\n",
-					argv[i]);
-				return 2;
-			}
-			ctl.timeout_ms = (int)v;
+			if (migd_parse_u64(argv[++i], 3600000, &v) || !v)
+				return migd_cli_bad_range("migratectl",
+							  "--timeout", argv[i],
+							  1, 3600000);
+			ctl->timeout_ms = (int)v;
+		} else if (!strcmp(argv[i], "--version")) {
+			migd_cli_version("migratectl");
+			return 0;
 		} else if (!strcmp(argv[i], "--help") ||
 			   !strcmp(argv[i], "-h")) {
 			usage(stdout);
@@ -236,12 +270,37 @@ int main(int argc, char **argv)
 	}
 	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
 		if (!strcmp(argv[i], cmds[k].name)) {
-			ret = cmds[k].fn(&ctl, argc - i, argv + i);
-			migd_client_close(ctl.client);
-			return ret;
+			if (wants_help(argc - i, argv + i)) {
+				printf("usage: migratectl [OPTIONS] %s\n",
+				       cmds[k].help);
+				return 0;
+			}
+			return cmds[k].fn(ctl, argc - i, argv + i);
 		}
 	}
 	fprintf(stderr, "migratectl: unknown command '%s'\n", argv[i]);
 	usage(stderr);
 	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl ctl = { .timeout_ms = 30000 };
+	static char tls_ca[TLS_PATH_MAX], tls_cert[TLS_PATH_MAX],
+		tls_key[TLS_PATH_MAX];
+	int ret;
+
+	ctl.tls.ca_file = tls_ca;
+	ctl.tls.cert_file = tls_cert;
+	ctl.tls.key_file = tls_key;
+	ctl.tls.check_name = true;
+	if (getenv("MIGRATED_CONNECT"))
+		ctl.connect = getenv("MIGRATED_CONNECT");
+	/* --json among the global options: client-side errors as JSON. */
+	for (int k = 1; k < argc && argv[k][0] == '-'; k++)
+		if (!strcmp(argv[k], "--json"))
+			migd_cli_json_begin();
+	ret = run(&ctl, argc, argv);
+	migd_client_close(ctl.client);
+	return migd_cli_json_end(ret);
 }

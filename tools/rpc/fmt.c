@@ -25,14 +25,15 @@ char *migd_fmt_bytes(char *buf, size_t size, uint64_t bytes)
 	return buf;
 }
 
+/* Binary units, as every size and rate the tools accept (cli.h). */
 char *migd_fmt_rate(char *buf, size_t size, uint64_t bps)
 {
-	if (bps >= 1000000000ull)
-		snprintf(buf, size, "%.2f GB/s", bps / 1e9);
-	else if (bps >= 1000000ull)
-		snprintf(buf, size, "%.1f MB/s", bps / 1e6);
-	else if (bps >= 1000ull)
-		snprintf(buf, size, "%.1f kB/s", bps / 1e3);
+	if (bps >= 1ull << 30)
+		snprintf(buf, size, "%.2f GiB/s", bps / (double)(1ull << 30));
+	else if (bps >= 1ull << 20)
+		snprintf(buf, size, "%.1f MiB/s", bps / (double)(1ull << 20));
+	else if (bps >= 1ull << 10)
+		snprintf(buf, size, "%.1f KiB/s", bps / (double)(1ull << 10));
 	else
 		snprintf(buf, size, "%llu B/s", (unsigned long long)bps);
 	return buf;

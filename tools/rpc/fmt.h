@@ -14,7 +14,7 @@
 
 /* 1536 -> "1.5 KiB", 1073741824 -> "1.0 GiB". */
 char *migd_fmt_bytes(char *buf, size_t size, uint64_t bytes);
-/* Bytes/s -> "112.3 MB/s" (decimal, like link speeds). */
+/* Bytes/s -> "107.1 MiB/s" (binary, like every size the tools take). */
 char *migd_fmt_rate(char *buf, size_t size, uint64_t bytes_per_s);
 /* Nanoseconds -> "850 us", "12.3 ms", "2.41 s". */
 char *migd_fmt_ns(char *buf, size_t size, uint64_t ns);

@@ -15,7 +15,7 @@ static enum migd_http_verdict parse(const char *s)
 	return migd_http_head_parse(s, strlen(s), MAX);
 }
 
-static void test_only_get_metrics_is_served(void)
+static void test_only_get_or_head_of_metrics_is_served(void)
 {
 	static const struct {
 		const char *head;
@@ -23,6 +23,10 @@ static void test_only_get_metrics_is_served(void)
 	} cases[] = {
 		{"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n", MIGD_HTTP_METRICS},
 		{"GET /metrics?x=1 HTTP/1.0\n\n", MIGD_HTTP_METRICS},
+		{"HEAD /metrics HTTP/1.1\r\n\r\n", MIGD_HTTP_METRICS_HEAD},
+		{"HEAD /metrics?x HTTP/1.1\r\n\r\n", MIGD_HTTP_METRICS_HEAD},
+		{"HEAD / HTTP/1.1\r\n\r\n", MIGD_HTTP_NOT_FOUND},
+		{"HEAD/metrics HTTP/1.1\r\n\r\n", MIGD_HTTP_BAD_METHOD},
 		{"GET / HTTP/1.1\r\n\r\n", MIGD_HTTP_NOT_FOUND},
 		{"GET /metricsX HTTP/1.1\r\n\r\n", MIGD_HTTP_NOT_FOUND},
 		{"GET /metrics\n\n", MIGD_HTTP_NOT_FOUND},
@@ -78,7 +82,8 @@ static void test_nul_bytes_do_not_hide_the_end(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"only_get_metrics_is_served", test_only_get_metrics_is_served},
+	{"only_get_or_head_of_metrics_is_served",
+	 test_only_get_or_head_of_metrics_is_served},
 	{"waits_for_the_blank_line", test_waits_for_the_blank_line},
 	{"full_buffer_without_end_is_431", test_full_buffer_without_end_is_431},
 	{"nul_bytes_do_not_hide_the_end", test_nul_bytes_do_not_hide_the_end},

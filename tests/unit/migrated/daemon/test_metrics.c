@@ -30,9 +30,9 @@ struct fake {
 	struct migd d;
 	struct migd_host h;
 	struct fake_vm vm[5];
-	struct migd_hmig mig[3];
-	Migd__MigInfo mi[2];
-	Migd__MigProgress mp[2];
+	struct migd_hmig mig[4];
+	Migd__MigInfo mi[3];
+	Migd__MigProgress mp[3];
 	Migd__Downtime dt;
 	char *text;
 	size_t len;
@@ -181,18 +181,18 @@ static void test_vms_come_from_the_workers_records(void)
 	CU_ASSERT(has_line(f, "migd_vms{state=\"stopped\"} 0"));
 	/* The running VM's windows and per-vCPU split. */
 	CU_ASSERT(has_line(f, "migd_vm_dirty_pages_per_second{vm=\"a\","
-			      "window=\"1s\",source=\"monitor\"} 1000.0"));
+			      "window=\"1s\",source=\"monitor\"} 1000"));
 	CU_ASSERT(has_line(f, "migd_vm_dirty_pages_per_second{vm=\"a\","
-			      "window=\"10s\",source=\"monitor\"} 500.0"));
+			      "window=\"10s\",source=\"monitor\"} 500"));
 	CU_ASSERT(has_line(f, "migd_vm_dirty_pages_per_second{vm=\"a\","
-			      "window=\"60s\",source=\"monitor\"} 250.0"));
+			      "window=\"60s\",source=\"monitor\"} 250"));
 	CU_ASSERT(has_line(f, "migd_vm_dirty_bytes_per_second{vm=\"a\","
-			      "window=\"1s\",source=\"monitor\"} 4096000.0"));
+			      "window=\"1s\",source=\"monitor\"} 4096000"));
 	CU_ASSERT(has_line(f, "migd_vm_working_set_pages{vm=\"a\","
 			      "window=\"10s\"} 2500"));
 	CU_ASSERT(has_line(f, "migd_vcpu_dirty_pages_per_second{vm=\"a\","
 			      "vcpu=\"0\",window=\"1s\",estimated=\"true\"} "
-			      "750.0"));
+			      "750"));
 	CU_ASSERT(has_line(f, "migd_vcpu_dirty_pages_per_second{vm=\"a\","
 			      "vcpu=\"1\",window=\"60s\",estimated=\"true\"} "
 			      "62.5"));
@@ -258,15 +258,17 @@ static void test_empty_host_renders_every_family(void)
 	fake_free(f);
 }
 
-static void test_migrations_come_from_the_hosts_records(void)
+/* 7: outgoing "a", iterating, a quarter left; 6: incoming "x",
+ * completed (settled); 5: a record with no MigInfo yet; 4: outgoing "a"
+ * failed with nothing left to send (an older record of the same VM). */
+static struct fake *three_migrations(void)
 {
 	struct fake *f = fake_new();
 	Migd__MigProgress *p;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	/* 7: outgoing, iterating, a quarter left; 6: incoming, completed
-	 * with a downtime; 5: a record with no MigInfo yet (skipped). */
-	for (int i = 0; i < 2; i++) {
+	if (!f)
+		return NULL;
+	for (int i = 0; i < 3; i++) {
 		migd__mig_info__init(&f->mi[i]);
 		migd__mig_progress__init(&f->mp[i]);
 		f->mi[i].progress = &f->mp[i];
@@ -274,16 +276,18 @@ static void test_migrations_come_from_the_hosts_records(void)
 	f->mi[0].id = 7;
 	f->mi[0].direction = MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING;
 	f->mi[0].vm = (char *)"a";
-	f->mi[0].peer = (char *)"10.0.0.2";
+	f->mi[0].peer = (char *)"10.0.0.2:7000";
 	p = &f->mp[0];
 	p->phase = MIGD__MIG_PHASE__MIG_PHASE_ITERATE;
 	p->iteration = 3;
+	p->elapsed_ns = 1500000000;
 	p->ram_bytes = 4096 * 1000;
 	p->remaining_bytes = 4096 * 250;
-	p->bytes_wire = 123456;
+	p->bytes_wire = 123456789012345ull;
 	p->pages_sent = 900;
 	p->bandwidth = 1000000;
 	p->dirty_rate = 20000;
+	p->expected_downtime_ns = 12345678;
 	f->mi[1].id = 6;
 	f->mi[1].direction = MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING;
 	f->mi[1].vm = (char *)"x";
@@ -295,48 +299,122 @@ static void test_migrations_come_from_the_hosts_records(void)
 	f->dt.total_ns = 42000000;
 	p->downtime = &f->dt;
 	p->guest_downtime_ns = 50000000;
+	f->mi[2].id = 4;
+	f->mi[2].direction = MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING;
+	f->mi[2].vm = (char *)"a";
+	f->mi[2].peer = (char *)"10.0.0.3:7000";
+	f->mi[2].finished = true;
+	p = &f->mp[2];
+	p->phase = MIGD__MIG_PHASE__MIG_PHASE_FAILED;
+	p->ram_bytes = 4096 * 1000;
+	p->remaining_bytes = 0;
+	p->error = -EIO;
 	f->mig[0] = (struct migd_hmig){.id = 7, .info = &f->mi[0],
 				       .next = &f->mig[1]};
 	f->mig[1] = (struct migd_hmig){.id = 6, .info = &f->mi[1],
 				       .finished = true, .next = &f->mig[2]};
-	f->mig[2] = (struct migd_hmig){.id = 5};
+	f->mig[2] = (struct migd_hmig){.id = 5, .next = &f->mig[3]};
+	f->mig[3] = (struct migd_hmig){.id = 4, .info = &f->mi[2],
+				       .finished = true};
 	f->h.migs = &f->mig[0];
+	return f;
+}
+
+static void test_migrations_in_flight_are_labelled_by_vm_not_id(void)
+{
+	struct fake *f = three_migrations();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	f->d.mig_errors = 2;
 	f->d.mig_unresolved = 1;
 	f->d.mig_verify_failures = 1;
 	CU_ASSERT_EQUAL_FATAL(render(f), 0);
-	CU_ASSERT(has_line(f, "migd_migration_phase{id=\"7\",vm=\"a\","
+	CU_ASSERT(has_line(f, "migd_migration_phase{vm=\"a\","
 			      "direction=\"outgoing\",phase=\"iterate\"} 1"));
-	CU_ASSERT(has_line(f, "migd_migration_phase{id=\"7\",vm=\"a\","
+	CU_ASSERT(has_line(f, "migd_migration_phase{vm=\"a\","
 			      "direction=\"outgoing\",phase=\"setup\"} 0"));
-	CU_ASSERT(has_line(f, "migd_migration_iteration{id=\"7\",vm=\"a\","
-			      "direction=\"outgoing\",peer=\"10.0.0.2\"} 3"));
-	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{id=\"7\","
+	CU_ASSERT(has_line(f, "migd_migration_iteration{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "3"));
+	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "0.75"));
+	CU_ASSERT(has_line(f, "migd_migration_elapsed_seconds{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "1.5"));
+	CU_ASSERT(has_line(f, "migd_migration_expected_downtime_seconds{"
 			      "vm=\"a\",direction=\"outgoing\","
-			      "peer=\"10.0.0.2\"} 0.75"));
-	CU_ASSERT(has_line(f, "migd_migration_bytes_wire{id=\"7\",vm=\"a\","
-			      "direction=\"outgoing\",peer=\"10.0.0.2\"} "
-			      "123456"));
-	CU_ASSERT(has_line(f, "migd_migration_remaining_bytes{id=\"7\","
-			      "vm=\"a\",direction=\"outgoing\","
-			      "peer=\"10.0.0.2\"} 1.024e+06"));
-	CU_ASSERT(has_line(f, "migd_migration_phase{id=\"6\",vm=\"x\","
-			      "direction=\"incoming\",phase=\"completed\"} 1"));
-	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{id=\"6\",vm=\"x\","
-			      "direction=\"incoming\",peer=\"0.0.0.0\"} 1"));
-	CU_ASSERT(has_line(f, "migd_migration_downtime_seconds{id=\"6\","
-			      "vm=\"x\",direction=\"incoming\","
-			      "peer=\"0.0.0.0\"} 0.042"));
-	CU_ASSERT(has_line(f, "migd_migration_guest_downtime_seconds{id=\"6\","
-			      "vm=\"x\",direction=\"incoming\","
-			      "peer=\"0.0.0.0\"} 0.05"));
-	CU_ASSERT_FALSE(has(f, "id=\"5\""));
+			      "peer=\"10.0.0.2:7000\"} 0.012345678"));
+	/* No id label anywhere: the series count does not grow with the
+	 * migrations ever run. */
+	CU_ASSERT_FALSE(has(f, "id=\""));
+	/* Settled migrations leave the in-flight families: the completed
+	 * incoming one, and the failed one of "a" (which would otherwise
+	 * claim progress 1 with nothing left to send). */
+	CU_ASSERT_FALSE(has(f, "vm=\"x\""));
+	CU_ASSERT_FALSE(has(f, "10.0.0.3"));
 	CU_ASSERT(has_line(f, "migd_migrations{phase=\"iterate\"} 1"));
 	CU_ASSERT(has_line(f, "migd_migrations{phase=\"completed\"} 1"));
-	CU_ASSERT(has_line(f, "migd_migrations{phase=\"failed\"} 0"));
+	CU_ASSERT(has_line(f, "migd_migrations{phase=\"failed\"} 1"));
 	CU_ASSERT(has_line(f, "migd_migration_errors_total 2"));
 	CU_ASSERT(has_line(f, "migd_migration_unresolved_total 1"));
 	CU_ASSERT(has_line(f, "migd_migration_verify_failures_total 1"));
+	CU_ASSERT(has_line(f, "# TYPE migd_migration_wire_bytes_total "
+			      "counter"));
+	fake_free(f);
+}
+
+static void test_failed_migration_never_shows_progress_one(void)
+{
+	struct fake *f = three_migrations();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	/* Failed with nothing left to send, settled: gone. */
+	f->mi[0].progress->phase = MIGD__MIG_PHASE__MIG_PHASE_FAILED;
+	f->mi[0].progress->remaining_bytes = 0;
+	f->mi[0].finished = true;
+	CU_ASSERT_EQUAL_FATAL(render(f), 0);
+	CU_ASSERT_FALSE(has(f, "migd_migration_progress_ratio{"));
+	/* The phase FAILED before the record says finished: 0, not 1. */
+	f->mi[0].finished = false;
+	CU_ASSERT_EQUAL_FATAL(render(f), 0);
+	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "0"));
+	/* Nothing left to send in the commit: that one is 1. */
+	f->mi[0].progress->phase = MIGD__MIG_PHASE__MIG_PHASE_COMMIT;
+	CU_ASSERT_EQUAL_FATAL(render(f), 0);
+	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "1"));
+	/* Setup, before the first pass: nothing says how much is left. */
+	f->mi[0].progress->phase = MIGD__MIG_PHASE__MIG_PHASE_SETUP;
+	CU_ASSERT_EQUAL_FATAL(render(f), 0);
+	CU_ASSERT(has_line(f, "migd_migration_progress_ratio{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "0"));
+	fake_free(f);
+}
+
+static void test_values_keep_full_precision(void)
+{
+	struct fake *f = three_migrations();
+	struct fake_vm *v;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	v = add_vm(f, 0, "p", MIGD__VM_STATE__VM_STATE_RUNNING, 99);
+	monitor_sample(v, 1234567.891);
+	CU_ASSERT_EQUAL_FATAL(render(f), 0);
+	/* 6 significant digits would print 1.23457e+14 and 1.23457e+06. */
+	CU_ASSERT(has_line(f, "migd_migration_wire_bytes_total{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "123456789012345"));
+	CU_ASSERT(has_line(f, "migd_migration_remaining_bytes{vm=\"a\","
+			      "direction=\"outgoing\",peer=\"10.0.0.2:7000\"} "
+			      "1024000"));
+	CU_ASSERT(has_line(f, "migd_vm_dirty_pages_per_second{vm=\"p\","
+			      "window=\"1s\",source=\"monitor\"} "
+			      "1234567.891"));
 	fake_free(f);
 }
 
@@ -419,14 +497,88 @@ static void test_outgoing_outcomes_are_counted_once(void)
 	free(d);
 }
 
+static void test_settled_migrations_feed_results_and_histograms(void)
+{
+	struct fake *f = fake_new();
+	struct seen a, b;
+	Migd__Downtime dt = MIGD__DOWNTIME__INIT;
+	Migd__MigInfo *i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	/* Outgoing, 12 s, 30 ms downtime, the guest saw 70 ms. */
+	info(&a, OUT, PH(COMMIT), 0, 0, 0);
+	i = (Migd__MigInfo *)info(&b, OUT, PH(COMPLETED), 1, 0, 0);
+	b.p.elapsed_ns = 12000000000ull;
+	dt.total_ns = 30000000;
+	b.p.downtime = &dt;
+	b.p.guest_downtime_ns = 70000000;
+	migd_metrics_mig_seen(&f->d, &a.i, i);
+	/* Seen again: counted once. */
+	migd_metrics_mig_seen(&f->d, i, i);
+	/* Incoming, failed after 0.2 s, no switchover: no downtimes. */
+	i = (Migd__MigInfo *)info(&b, IN, PH(FAILED), 1, -EIO, 0);
+	b.p.elapsed_ns = 200000000;
+	migd_metrics_mig_seen(&f->d, NULL, i);
+	/* Outgoing cancelled, outgoing verification failure. */
+	migd_metrics_mig_seen(&f->d, NULL,
+			      info(&b, OUT, PH(CANCELLED), 1, -ECANCELED, 0));
+	migd_metrics_mig_seen(&f->d, NULL,
+			      info(&b, OUT, PH(COMPLETED), 1, -EBADE, 1));
+	CU_ASSERT_EQUAL_FATAL(render(f), 0);
+	CU_ASSERT(has_line(f, "migd_migrations_total{direction=\"outgoing\","
+			      "result=\"completed\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migrations_total{direction=\"outgoing\","
+			      "result=\"cancelled\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migrations_total{direction=\"outgoing\","
+			      "result=\"verify_failed\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migrations_total{direction=\"outgoing\","
+			      "result=\"failed\"} 0"));
+	CU_ASSERT(has_line(f, "migd_migrations_total{direction=\"incoming\","
+			      "result=\"failed\"} 1"));
+	CU_ASSERT(has_line(f, "# TYPE migd_migration_duration_seconds "
+			      "histogram"));
+	/* 12 s: above the 10 s bucket, within 30 s; all three outgoing
+	 * (the two quick ones at 0 s) in +Inf. */
+	CU_ASSERT(has_line(f, "migd_migration_duration_seconds_bucket{"
+			      "direction=\"outgoing\",le=\"10\"} 2"));
+	CU_ASSERT(has_line(f, "migd_migration_duration_seconds_bucket{"
+			      "direction=\"outgoing\",le=\"30\"} 3"));
+	CU_ASSERT(has_line(f, "migd_migration_duration_seconds_bucket{"
+			      "direction=\"outgoing\",le=\"+Inf\"} 3"));
+	CU_ASSERT(has_line(f, "migd_migration_duration_seconds_sum{"
+			      "direction=\"outgoing\"} 12"));
+	CU_ASSERT(has_line(f, "migd_migration_duration_seconds_count{"
+			      "direction=\"incoming\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migration_duration_seconds_sum{"
+			      "direction=\"incoming\"} 0.2"));
+	CU_ASSERT(has_line(f, "migd_migration_downtime_seconds_bucket{"
+			      "direction=\"outgoing\",le=\"0.025\"} 0"));
+	CU_ASSERT(has_line(f, "migd_migration_downtime_seconds_bucket{"
+			      "direction=\"outgoing\",le=\"0.05\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migration_downtime_seconds_count{"
+			      "direction=\"outgoing\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migration_downtime_seconds_count{"
+			      "direction=\"incoming\"} 0"));
+	CU_ASSERT(has_line(f, "migd_migration_guest_downtime_seconds_bucket{"
+			      "direction=\"outgoing\",le=\"0.1\"} 1"));
+	CU_ASSERT(has_line(f, "migd_migration_guest_downtime_seconds_sum{"
+			      "direction=\"outgoing\"} 0.07"));
+	fake_free(f);
+}
+
 static CU_TestInfo tests[] = {
 	{"vms_come_from_the_workers_records",
 	 test_vms_come_from_the_workers_records},
 	{"worker_families", test_worker_families},
 	{"empty_host_renders_every_family",
 	 test_empty_host_renders_every_family},
-	{"migrations_come_from_the_hosts_records",
-	 test_migrations_come_from_the_hosts_records},
+	{"migrations_in_flight_are_labelled_by_vm_not_id",
+	 test_migrations_in_flight_are_labelled_by_vm_not_id},
+	{"failed_migration_never_shows_progress_one",
+	 test_failed_migration_never_shows_progress_one},
+	{"values_keep_full_precision", test_values_keep_full_precision},
+	{"settled_migrations_feed_results_and_histograms",
+	 test_settled_migrations_feed_results_and_histograms},
 	{"outgoing_outcomes_are_counted_once",
 	 test_outgoing_outcomes_are_counted_once},
 	CU_TEST_INFO_NULL,
