@@ -195,4 +195,4 @@ static CU_TestInfo tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
-HV_TEST_SUITE("mig/postcopy_sched", NULL, NULL, tests);
+HV_TEST_SUITE("migrated/mig/postcopy_sched", NULL, NULL, tests);
