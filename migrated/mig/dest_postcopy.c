@@ -408,6 +408,12 @@ int dst_pc_run(struct mig_dest *d)
 		mig_pc_uffd_get_stats(d->pc_uffd, &st);
 		done.pages_installed = st.installed;
 		done.pages_requested = st.faults_served;
+		done.fault_p50_ns = st.lat_p50_ns;
+		done.fault_p99_ns = st.lat_p99_ns;
+		done.fault_max_ns = st.lat_max_ns;
+		done.last_page_ns = st.last_install_ns > d->pc_t0
+					    ? st.last_install_ns - d->pc_t0
+					    : 0;
 		done.digest.data = d->digest;
 		done.digest.len = MIG_DIGEST_LEN;
 		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,

@@ -402,7 +402,7 @@ int src_pc_run(struct mig_source *s)
 	struct mig_pc_sched_stats st;
 	struct pc_push push = { .s = s };
 	struct mig_batch_enc *enc = NULL;
-	uint64_t words, t0 = mig__now_ns();
+	uint64_t words, t0 = mig__now_ns(), dst_last = 0;
 	bool pushing = false, done = false;
 	int ret;
 
@@ -453,8 +453,16 @@ int src_pc_run(struct mig_source *s)
 					       "postcopy: serving requests: %s",
 					       strerror(-ret));
 		} else if (h.type == MIG__MSG_TYPE__MSG_POSTCOPY_DONE) {
-			ret = check_done(s, (Mig__PostcopyDone *)m);
+			const Mig__PostcopyDone *pd = (Mig__PostcopyDone *)m;
+
+			ret = check_done(s, pd);
 			done = true;
+			pthread_mutex_lock(&s->prog.lock);
+			s->prog.p.pc_fault_p50_ns = pd->fault_p50_ns;
+			s->prog.p.pc_fault_p99_ns = pd->fault_p99_ns;
+			s->prog.p.pc_fault_max_ns = pd->fault_max_ns;
+			pthread_mutex_unlock(&s->prog.lock);
+			dst_last = pd->last_page_ns;
 		} else {
 			mig__prog_fail(&s->prog, -EPROTO,
 				       "postcopy: unexpected %s from the "
@@ -478,7 +486,9 @@ int src_pc_run(struct mig_source *s)
 	pthread_mutex_lock(&s->prog.lock);
 	s->prog.p.pc_pages_requested = st.requested;
 	s->prog.p.pc_pages_pushed = st.pushed;
-	s->prog.p.pc_last_page_ns = mig__now_ns() - t0;
+	/* The destination's own figure when it sent one (it starts at its
+	 * resume), else ours, from the Resumed to its PostcopyDone. */
+	s->prog.p.pc_last_page_ns = dst_last ? dst_last : mig__now_ns() - t0;
 	pthread_mutex_unlock(&s->prog.lock);
 	hv_info("mig", "op=postcopy_done vm=%p err=%d requested=%llu "
 		       "pushed=%llu late=%llu ms=%.1f",
