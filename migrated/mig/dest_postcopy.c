@@ -106,10 +106,11 @@ static uint64_t table_index(const struct mig_memmap *map, uint32_t id,
  * bounce buffer: another channel may be decoding its neighbours.
  * Any thread (pipe channels and the engine).
  */
-static int install_batch(void *arg, const Mig__PageBatch *b)
+static int install_pages(struct mig_dest *d, const struct mig_memmap *bmap,
+			 const Mig__PageBatch *b)
 {
-	struct mig_dest *d = arg;
-	const uint8_t *bh = mig_memmap_range(d->pc_bmap, b->slot, b->first_gfn,
+	uint8_t *first = NULL;
+	const uint8_t *bh = mig_memmap_range(bmap, b->slot, b->first_gfn,
 					     b->npages);
 	const uint8_t *gh = mig_memmap_range(d->map, b->slot, b->first_gfn,
 					     b->npages);
@@ -134,9 +135,24 @@ static int install_batch(void *arg, const Mig__PageBatch *b)
 			       (unsigned long long)(b->first_gfn + i), ret);
 			return ret;
 		}
-		madvise((void *)page, HV_PAGE_SIZE, MADV_DONTNEED);
+		if (!first)
+			first = (uint8_t *)page;
 	}
+	/* The bounce buffer is this channel's alone: free the batch's
+	 * window in one call (one TLB shootdown, not one a page). */
+	if (first)
+		madvise(first,
+			(size_t)(bh + ((uint64_t)b->npages << HV_PAGE_SHIFT) -
+				 first),
+			MADV_DONTNEED);
 	return 0;
+}
+
+/* The data channels' pages (the pipe's install callback). */
+static int install_batch(void *arg, const struct mig_memmap *bmap,
+			 const Mig__PageBatch *b)
+{
+	return install_pages(arg, bmap, b);
 }
 
 /* Fault thread: RAM page @idx is needed; queue its gfn for the engine. */
@@ -166,19 +182,25 @@ static void on_fault(void *arg, uint64_t idx)
 		hv_err("mig", "op=postcopy_wake err=%d", -errno);
 }
 
-/* The bounce buffer: guest RAM's size, reserved, backed only while a
- * page waits for its install. */
-static int bounce_create(struct mig_dest *d)
+/*
+ * A bounce buffer: guest RAM's size, reserved, backed only while a batch
+ * waits for its install. One per channel (data channels and control):
+ * a page pushed and then asked for again comes twice, and a copy being
+ * decoded on one channel must not be dropped from under it by another's
+ * install; and each channel frees its batch's window in one call.
+ */
+static int bounce_create(struct mig_dest *d, uint8_t **bounce,
+			 struct mig_memmap **bmap)
 {
 	unsigned n = mig_memmap_count(d->map);
 	struct mig_memmap_slot *ms;
 	uint64_t bytes = d->pc_ram_pages << HV_PAGE_SHIFT;
 	int ret;
 
-	d->pc_bounce = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (d->pc_bounce == MAP_FAILED) {
-		d->pc_bounce = NULL;
+	*bounce = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (*bounce == MAP_FAILED) {
+		*bounce = NULL;
 		return -errno;
 	}
 	ms = calloc(HV_MAX(n, 1u), sizeof(*ms));
@@ -188,9 +210,9 @@ static int bounce_create(struct mig_dest *d)
 		const struct mig_memmap_slot *sl = mig_memmap_at(d->map, i);
 
 		ms[i] = *sl;
-		ms[i].host = d->pc_bounce + (sl->host - d->pc_hva);
+		ms[i].host = *bounce + (sl->host - d->pc_hva);
 	}
-	ret = mig_memmap_create(ms, n, &d->pc_bmap);
+	ret = mig_memmap_create(ms, n, bmap);
 	free(ms);
 	return ret;
 }
@@ -217,7 +239,9 @@ int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 	d->pc_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->pc_efd < 0)
 		FAIL(d, -errno, "postcopy: eventfd: %s", strerror(errno));
-	ret = bounce_create(d);
+	ret = 0;
+	for (unsigned i = 0; !ret && i <= d->nchan; i++)
+		ret = bounce_create(d, &d->pc_bounce[i], &d->pc_bmap[i]);
 	if (!ret)
 		ret = mig_batch_dec_create(&d->pc_dec);
 	if (ret)
@@ -238,6 +262,7 @@ int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 	/* Every precopy batch was applied (IterAck): from here on pages
 	 * go through the bounce buffer. */
 	mig_recv_pipe_set_install(d->pipe, d->pc_bmap, install_batch, d);
+	d->pc_cbmap = d->pc_bmap[d->nchan];
 	if (d->hooks.dst_received)
 		d->hooks.dst_received(d->hooks.arg, d->vm);
 	d->verify_ns = mig__now_ns() - t0;
@@ -288,15 +313,15 @@ static int send_requests(struct mig_dest *d, uint64_t *seq)
 static int ctl_batch(struct mig_dest *d, const Mig__PageBatch *b)
 {
 	struct mig_batch_info info;
-	int ret = mig_batch_check(b, d->pc_bmap);
+	int ret = mig_batch_check(b, d->pc_cbmap);
 
 	if (!ret)
 		ret = mig_conn_read(d->ctl, d->pc_payload, b->payload_len);
 	if (!ret)
-		ret = mig_batch_decode(d->pc_dec, d->pc_bmap, b, d->pc_payload,
-				       b->payload_len, &info);
+		ret = mig_batch_decode(d->pc_dec, d->pc_cbmap, b,
+				       d->pc_payload, b->payload_len, &info);
 	if (!ret)
-		ret = install_batch(d, b);
+		ret = install_pages(d, d->pc_cbmap, b);
 	return ret;
 }
 
@@ -448,11 +473,15 @@ void dst_pc_fini(struct mig_dest *d)
 		mig_pc_uffd_destroy(d->pc_uffd);
 		d->pc_uffd = NULL;
 	}
-	mig_memmap_destroy(d->pc_bmap);
-	d->pc_bmap = NULL;
-	if (d->pc_bounce)
-		munmap(d->pc_bounce, d->pc_ram_pages << HV_PAGE_SHIFT);
-	d->pc_bounce = NULL;
+	for (unsigned i = 0; i <= MIG_CHANNELS_MAX; i++) {
+		mig_memmap_destroy(d->pc_bmap[i]);
+		d->pc_bmap[i] = NULL;
+		if (d->pc_bounce[i])
+			munmap(d->pc_bounce[i],
+			       d->pc_ram_pages << HV_PAGE_SHIFT);
+		d->pc_bounce[i] = NULL;
+	}
+	d->pc_cbmap = NULL;
 	mig_batch_dec_destroy(d->pc_dec);
 	d->pc_dec = NULL;
 	free(d->pc_payload);

@@ -100,8 +100,10 @@ struct mig_dest {
 	uint64_t *pc_missing; /* one bit per page of guest RAM (RAM order) */
 	uint64_t pc_unsent;
 	struct mig_pc_uffd *pc_uffd;
-	uint8_t *pc_bounce;
-	struct mig_memmap *pc_bmap; /* the layout over pc_bounce */
+	/* Bounce buffers: one per data channel, then the control's. */
+	uint8_t *pc_bounce[MIG_CHANNELS_MAX + 1];
+	struct mig_memmap *pc_bmap[MIG_CHANNELS_MAX + 1]; /* layouts */
+	struct mig_memmap *pc_cbmap; /* = pc_bmap[nchan], the control's */
 	struct mig_batch_dec *pc_dec;
 	uint8_t *pc_payload;
 	uint8_t *pc_hva;	/* guest RAM, pc_ram_pages pages */

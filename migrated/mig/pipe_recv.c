@@ -44,7 +44,7 @@ struct mig_recv_pipe {
 	uint64_t zero_hash;
 	/* Postcopy: set once by mig_recv_pipe_set_install() between
 	 * batches; the channels load imap with acquire per batch. */
-	const struct mig_memmap *_Atomic imap;
+	struct mig_memmap *const *_Atomic imaps; /* one per channel */
 	mig_recv_install_cb install;
 	void *install_arg;
 	/* protected by lock */
@@ -99,8 +99,9 @@ static void hash_batch(struct mig_recv_pipe *p, const Mig__PageBatch *b)
 static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 		      struct mig_batch_info *info)
 {
-	const struct mig_memmap *imap =
-		atomic_load_explicit(&c->pipe->imap, memory_order_acquire);
+	struct mig_memmap *const *imaps =
+		atomic_load_explicit(&c->pipe->imaps, memory_order_acquire);
+	const struct mig_memmap *imap = imaps ? imaps[c->index] : NULL;
 	const struct mig_memmap *map = imap ? imap : c->pipe->map;
 	int ret;
 
@@ -119,19 +120,19 @@ static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 	ret = mig_batch_decode(c->dec, map, b, c->payload, b->payload_len,
 			       info);
 	if (!ret && imap)
-		return c->pipe->install(c->pipe->install_arg, b);
+		return c->pipe->install(c->pipe->install_arg, imap, b);
 	if (!ret && c->pipe->htab)
 		hash_batch(c->pipe, b);
 	return ret;
 }
 
 void mig_recv_pipe_set_install(struct mig_recv_pipe *p,
-			       const struct mig_memmap *map,
+			       struct mig_memmap *const *maps,
 			       mig_recv_install_cb install, void *arg)
 {
 	p->install = install;
 	p->install_arg = arg;
-	atomic_store_explicit(&p->imap, map, memory_order_release);
+	atomic_store_explicit(&p->imaps, maps, memory_order_release);
 }
 
 static void chan_fail(struct recv_chan *c, int err, const char *what,

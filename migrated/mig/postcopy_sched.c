@@ -96,7 +96,7 @@ int mig_pc_sched_request(struct mig_pc_sched *s, uint64_t idx)
 	pthread_mutex_lock(&s->lock);
 	if (!bit_test(s->pending, idx)) {
 		s->st.late_requests++;
-		ret = 0;
+		ret = -EALREADY;
 	} else if (bit_test(s->queued, idx)) {
 		ret = 0;
 	} else if (s->qlen == MIG_PC_SCHED_QUEUE) {

@@ -56,9 +56,12 @@ int mig_pc_sched_mark(struct mig_pc_sched *s, uint64_t first,
 
 /*
  * The destination asked for page @idx. 1: queued as urgent (and the push
- * cursor moved after it); 0: not pending, or already queued (nothing to
- * do); -ERANGE: @idx is not a page of the map; -ENOBUFS: the queue is
- * full (the destination asks again on its timeout).
+ * cursor moved after it); 0: already queued (nothing to do); -EALREADY:
+ * handed out already (in flight, most likely behind pushed pages on a
+ * data channel: the caller may send it again on the priority channel,
+ * the destination installs whichever copy comes first and drops the
+ * other); -ERANGE: @idx is not a page of the map; -ENOBUFS: the queue is
+ * full (the page still comes by the push).
  */
 int mig_pc_sched_request(struct mig_pc_sched *s, uint64_t idx);
 

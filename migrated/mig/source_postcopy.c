@@ -341,7 +341,30 @@ static int serve_urgent(struct mig_source *s, struct mig_batch_enc *enc)
 	return 0;
 }
 
-static int on_request(struct mig_source *s, const Mig__PageRequest *r)
+/* Send page @t (table index) alone on the control channel. */
+static int send_one(struct mig_source *s, struct mig_batch_enc *enc,
+		   uint64_t t)
+{
+	struct mig_batch_info info;
+	struct mig_page_run run;
+	const uint8_t *frame;
+	size_t len;
+	int ret;
+
+	make_run(s, &t, 1, &run);
+	if (!run.mask)
+		return 0;
+	ret = mig_batch_encode(enc, s->map, run.slot, run.gfn, run.mask,
+			       &frame, &len, &info);
+	if (!ret)
+		ret = mig_conn_send_frame(s->ctl, frame, len);
+	if (!ret)
+		s->ctl_bytes += len;
+	return ret;
+}
+
+static int on_request(struct mig_source *s, struct mig_batch_enc *enc,
+		      const Mig__PageRequest *r)
 {
 	int ret = mig_pc_request_check(r);
 
@@ -357,7 +380,14 @@ static int on_request(struct mig_source *s, const Mig__PageRequest *r)
 					 "not guest RAM",
 			     (unsigned long long)r->gfns[i]);
 		ret = mig_pc_sched_request(s->pc_sched, t);
-		/* A full queue: the page still comes by the push. */
+		/*
+		 * Pushed already, but a fault waits for it: it may sit behind
+		 * megabytes of pushed pages in a data channel's buffers, so
+		 * it goes again, now, on this channel (the destination keeps
+		 * the first copy to arrive). A full queue: the push brings it.
+		 */
+		if (ret == -EALREADY)
+			ret = send_one(s, enc, t);
 		if (ret < 0 && ret != -ENOBUFS)
 			FAIL(s, ret, "postcopy: request: %s", strerror(-ret));
 	}
@@ -445,7 +475,7 @@ int src_pc_run(struct mig_source *s)
 		}
 		s->ctl_bytes += MIG_FRAME_HDR_SIZE + h.len;
 		if (h.type == MIG__MSG_TYPE__MSG_PAGE_REQUEST) {
-			ret = on_request(s, (Mig__PageRequest *)m);
+			ret = on_request(s, enc, (Mig__PageRequest *)m);
 			if (!ret)
 				ret = serve_urgent(s, enc);
 			if (ret)

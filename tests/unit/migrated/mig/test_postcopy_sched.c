@@ -75,7 +75,7 @@ static void test_request_for_a_pushed_page_sends_nothing(void)
 	CU_ASSERT_EQUAL(out[10], 10);
 	CU_ASSERT_EQUAL(mig_pc_sched_next_push(s, out, 64), 0);
 	CU_ASSERT_EQUAL(mig_pc_sched_next_urgent(s, out, 64), 0);
-	CU_ASSERT_EQUAL(mig_pc_sched_request(s, 10), 0);
+	CU_ASSERT_EQUAL(mig_pc_sched_request(s, 10), -EALREADY);
 	mig_pc_sched_get_stats(s, &st);
 	CU_ASSERT_EQUAL(st.pending, 0);
 	CU_ASSERT_EQUAL(st.pushed, 64);
@@ -93,7 +93,7 @@ static void test_only_marked_pages_are_sent(void)
 	/* A second slot at 200: its pages 0 and 2. */
 	CU_ASSERT_EQUAL(mig_pc_sched_mark(s, 200, bits, 100), 0);
 	CU_ASSERT_EQUAL(mig_pc_sched_mark(s, 250, bits, 100), -ERANGE);
-	CU_ASSERT_EQUAL(mig_pc_sched_request(s, 201), 0);
+	CU_ASSERT_EQUAL(mig_pc_sched_request(s, 201), -EALREADY);
 	CU_ASSERT_EQUAL(mig_pc_sched_next_push(s, out, 16), 2);
 	CU_ASSERT_EQUAL(out[0], 200);
 	CU_ASSERT_EQUAL(out[1], 202);
