@@ -643,12 +643,23 @@ static void *src_thread(void *arg)
 		s->unresolved = true;
 		s->cause = ret;
 		mig__prog_get(&s->prog, &p);
-		mig__prog_set(&s->prog, MIG_PHASE_FAILED, ret,
-			      "postcopy interrupted (%.120s): the destination "
-			      "holds the VM with part of its memory, this host "
-			      "keeps the rest paused; the VM cannot complete "
-			      "(recovery is not implemented)",
-			      p.message[0] ? p.message : strerror(-ret));
+		if (ret == -EBADE)
+			mig__prog_set(&s->prog, MIG_PHASE_FAILED, ret,
+				      "postcopy: every page is on the "
+				      "destination, but its memory digest "
+				      "differs from this host's frozen copy: "
+				      "the destination runs the VM with memory "
+				      "that is not the source's; this copy is "
+				      "kept paused");
+		else
+			mig__prog_set(&s->prog, MIG_PHASE_FAILED, ret,
+				      "postcopy interrupted (%.120s): the "
+				      "destination holds the VM with part of "
+				      "its memory, this host keeps the rest "
+				      "paused; the VM cannot complete "
+				      "(recovery is not implemented)",
+				      p.message[0] ? p.message
+						   : strerror(-ret));
 		hv_err("mig", "op=migrate_out vm=%p result=postcopy_broken "
 			      "err=%d",
 		       (void *)s->vm, ret);
