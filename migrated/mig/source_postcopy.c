@@ -254,6 +254,7 @@ static size_t make_run(const struct mig_source *s, const uint64_t *idx,
 	const struct src_slot *sl = NULL;
 	size_t k = 0;
 
+	*run = (struct mig_page_run){ 0 };
 	for (unsigned i = 0; i < s->nslots; i++)
 		if (idx[0] >= s->slots[i].tidx &&
 		    idx[0] - s->slots[i].tidx < s->slots[i].npages)
@@ -262,8 +263,6 @@ static size_t make_run(const struct mig_source *s, const uint64_t *idx,
 		return 1; /* cannot happen: the set is built from the slots */
 	run->slot = sl->id;
 	run->gfn = sl->base + (idx[0] - sl->tidx);
-	run->mask = 0;
-	run->cache = false;
 	while (k < n && idx[k] >= idx[0] && idx[k] - idx[0] < 64 &&
 	       idx[k] - sl->tidx < sl->npages) {
 		run->mask |= 1ull << (idx[k] - idx[0]);
