@@ -127,9 +127,12 @@ static int install_pages(struct mig_dest *d, const struct mig_memmap *bmap,
 
 		if (!(b->page_mask >> i & 1))
 			continue;
-		if (d->htab)
-			d->htab[t + i] = zero ? 0 : mig_page_hash(page) ^ zh;
 		ret = mig_pc_uffd_install(d->pc_uffd, idx, zero ? NULL : page);
+		/* Only the installer of a page hashes it: a page that came
+		 * twice (pushed, then asked for) is hashed once, by one
+		 * thread. */
+		if (ret == 1 && d->htab)
+			d->htab[t + i] = zero ? 0 : mig_page_hash(page) ^ zh;
 		if (ret < 0) {
 			hv_err("mig", "op=postcopy_install gfn=0x%llx err=%d",
 			       (unsigned long long)(b->first_gfn + i), ret);
@@ -415,6 +418,7 @@ int dst_pc_run(struct mig_dest *d)
 {
 	Mig__PostcopyDone done = MIG__POSTCOPY_DONE__INIT;
 	struct mig_pc_uffd_stats st;
+	struct mig_progress p;
 	int ret;
 
 	d->pc_t0 = mig__now_ns();
@@ -448,16 +452,17 @@ int dst_pc_run(struct mig_dest *d)
 			     strerror(-ret));
 	}
 	pc_counters(d);
+	mig__prog_get(&d->prog, &p);
 	hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
 	       "op=postcopy_in port=%u err=%d unsent=%llu asked=%llu "
 	       "fault_p50_us=%.1f fault_p99_us=%.1f fault_max_us=%.1f "
 	       "last_page_ms=%.1f",
-	       d->port, ret, (unsigned long long)d->prog.p.pc_unsent_pages,
+	       d->port, ret, (unsigned long long)p.pc_unsent_pages,
 	       (unsigned long long)atomic_load(&d->pc_requested),
-	       (double)d->prog.p.pc_fault_p50_ns / 1e3,
-	       (double)d->prog.p.pc_fault_p99_ns / 1e3,
-	       (double)d->prog.p.pc_fault_max_ns / 1e3,
-	       (double)d->prog.p.pc_last_page_ns / 1e6);
+	       (double)p.pc_fault_p50_ns / 1e3,
+	       (double)p.pc_fault_p99_ns / 1e3,
+	       (double)p.pc_fault_max_ns / 1e3,
+	       (double)p.pc_last_page_ns / 1e6);
 	if (ret)
 		d->pc_broken = true;
 	return ret;

@@ -233,9 +233,9 @@ static int setup(struct mig_source *s)
 	 * base page, so a migration that may switch sends none either. */
 	peer_delta = ((Mig__SetupAccept *)m)->features & MIG_FEATURE_DELTA &&
 		     !s->opts.postcopy;
-	s->pc_offered = ((Mig__SetupAccept *)m)->features &
-			MIG_FEATURE_POSTCOPY;
-	if (s->opts.postcopy && !s->pc_offered)
+	atomic_store(&s->pc_offered, ((Mig__SetupAccept *)m)->features &
+					     MIG_FEATURE_POSTCOPY);
+	if (s->opts.postcopy && !atomic_load(&s->pc_offered))
 		hv_warn("mig", "op=setup vm=%p postcopy=unsupported_by_peer",
 			(void *)s->vm);
 	mig_frame_msg_free(m);
@@ -807,7 +807,7 @@ int mig_source_postcopy(struct mig_source *s)
 	if (p.phase != MIG_PHASE_SETUP && p.phase != MIG_PHASE_ITERATE)
 		return -EALREADY;
 	/* Known once the setup is done (engine thread, before ITERATE). */
-	if (p.phase == MIG_PHASE_ITERATE && !s->pc_offered)
+	if (p.phase == MIG_PHASE_ITERATE && !atomic_load(&s->pc_offered))
 		return -EOPNOTSUPP;
 	atomic_store(&s->pc_request, true);
 	return 0;

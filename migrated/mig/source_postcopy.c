@@ -58,7 +58,7 @@ static uint64_t last_heartbeat(struct hv_vm *vm)
 
 bool src_pc_due(struct mig_source *s)
 {
-	if (!s->pc_offered)
+	if (!atomic_load(&s->pc_offered))
 		return false;
 	if (atomic_load(&s->pc_request))
 		return true;

@@ -103,7 +103,8 @@ struct mig_source {
 	 * the engine thread's (the push callback runs on a pipe thread
 	 * while the engine serves requests: pc_sched has its own lock,
 	 * pc_run's buffer is the pipe lock's). */
-	bool pc_offered;	 /* the destination offers MIG_FEATURE_POSTCOPY */
+	atomic_bool pc_offered;	 /* the destination offers MIG_FEATURE_POSTCOPY
+				  * (set in setup, read by mig_source_postcopy) */
 	atomic_bool pc_request;	 /* mig_source_postcopy() */
 	bool pc_go;		 /* iterate() ended for postcopy */
 	bool pc_switched;	 /* past the switch: the VM moved */

@@ -6,8 +6,9 @@
 # pass the source's post-commit verification (every page re-hashed
 # against the digest the destination computed as it installed them), pass
 # the page-stamp oracle on the destination, and keep running there.
-source "$(dirname "$0")/lib.sh" "$@"
-source "$(dirname "$0")/lib_faults.sh"
+# Then the source's worker is killed during a postcopy: the destination
+# must say so and never run the VM as a finished migration.
+source "$(dirname "$0")/lib_faults.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
 [ -e /dev/userfaultfd ] || [ "$(cat /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null)" = 1 ] ||
@@ -65,4 +66,53 @@ s=$(SOCK=$DST ctl --json migration status pc1)
 echo "destination: $(echo "$s" | jq -c '.migrations[0].progress | with_entries(select(.key | test("pc_|postcopy|phase")))')"
 [ "$(echo "$s" | jq -r '.migrations[0].progress.postcopy')" = true ] &&
 	ok "the destination reports the postcopy" || fail "destination status: $s"
+
+# The source's worker killed during postcopy: the VM's pages are split.
+SOCK=$SRC expect_rc 0 "create pc2 (128M, random pages flat out)" \
+	ctl vm create pc2 --mem 128M --vcpus 2 --pattern random --rate 0 \
+	--content random --heartbeat-us 2000
+sleep 0.5
+sw=$(SOCK=$SRC ctl --json vm list | jq -r '.vms[] | select(.name == "pc2") | .worker_pid')
+port=$("$RECV" --socket "$DST" --name pc2 127.0.0.1:0) || fail "migrate-recv: $port"
+"$SEND" --socket "$SRC" --postcopy-after 0 pc2 "127.0.0.1:$port" >"$TMP/pc2.out" 2>&1 &
+send_pid=$!
+ph=
+for _ in $(seq 400); do
+	ph=$(SOCK=$SRC ctl --json migration status pc2 2>/dev/null |
+		jq -r '.migrations[0].progress.phase // empty')
+	[ "$ph" = MIG_PHASE_POSTCOPY ] || [ "$ph" = MIG_PHASE_COMPLETED ] && break
+	sleep 0.05
+done
+if [ "$ph" = MIG_PHASE_POSTCOPY ] && [ -n "$sw" ] && kill -9 "$sw" 2>/dev/null; then
+	ok "source worker $sw killed in phase POSTCOPY"
+	for _ in $(seq 200); do
+		d=$(SOCK=$DST ctl --json migration status pc2 2>/dev/null | jq -c '.migrations[0].progress')
+		case "$(jq -r .phase <<<"$d")" in
+		MIG_PHASE_FAILED | MIG_PHASE_COMPLETED | MIG_PHASE_CANCELLED) break ;;
+		esac
+		sleep 0.1
+	done
+	msg=$(jq -r .message <<<"$d")
+	[ "$(jq -r .phase <<<"$d")" = MIG_PHASE_FAILED ] && grep -q postcopy <<<"$msg" &&
+		ok "the destination reports it: $msg" ||
+		fail "destination after the source died: $d"
+	[ "$(vm_state "$DST" pc2)" != VM_STATE_RUNNING ] &&
+		ok "pc2 is not run on the destination as a finished migration" ||
+		fail "pc2 runs on the destination on partial memory"
+else
+	echo "note: postcopy of pc2 not caught in time (phase '$ph'): kill not tested"
+fi
+# migrate-send follows the migration to its end; with the worker gone the
+# daemon marks it FAILED. (Seen: migrate-send then waits for an end event
+# that does not come; bounded here, reported, not hidden.)
+for _ in $(seq 30); do
+	kill -0 "$send_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if kill -0 "$send_pid" 2>/dev/null; then
+	echo "note: migrate-send still waiting 3 s after the source worker died"
+	kill "$send_pid" 2>/dev/null
+fi
+wait "$send_pid" 2>/dev/null
+tail -3 "$TMP/pc2.out"
 finish
