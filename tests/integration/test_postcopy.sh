@@ -6,8 +6,10 @@
 # pass the source's post-commit verification (every page re-hashed
 # against the digest the destination computed as it installed them), pass
 # the page-stamp oracle on the destination, and keep running there.
-# Then the source's worker is killed during a postcopy: the destination
-# must say so and never run the VM as a finished migration.
+# Then the switch asked for by RPC (migratectl migration postcopy) on a
+# precopy held back by a bandwidth cap; then the source's worker killed
+# during a postcopy: the destination must say so and never run the VM as
+# a finished migration.
 source "$(dirname "$0")/lib_faults.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
@@ -66,6 +68,31 @@ s=$(SOCK=$DST ctl --json migration status pc1)
 echo "destination: $(echo "$s" | jq -c '.migrations[0].progress | with_entries(select(.key | test("pc_|postcopy|phase")))')"
 [ "$(echo "$s" | jq -r '.migrations[0].progress.postcopy')" = true ] &&
 	ok "the destination reports the postcopy" || fail "destination status: $s"
+
+# The switch asked for by RPC on a running precopy (migratectl migration
+# postcopy): a link capped at 8 MB/s keeps the first pass going.
+SOCK=$SRC expect_rc 0 "create pc3 (64M)" ctl vm create pc3 --mem 64M \
+	--vcpus 1 --pattern random --rate 0 --content random --heartbeat-us 2000
+port=$("$RECV" --socket "$DST" --name pc3 127.0.0.1:0) || fail "migrate-recv: $port"
+"$SEND" --socket "$SRC" --bandwidth 8M pc3 "127.0.0.1:$port" >"$TMP/pc3.out" 2>&1 &
+send_pid=$!
+for _ in $(seq 200); do
+	ph=$(SOCK=$SRC ctl --json migration status pc3 2>/dev/null |
+		jq -r '.migrations[0].progress.phase // empty')
+	[ "$ph" = MIG_PHASE_ITERATE ] && break
+	sleep 0.05
+done
+SOCK=$SRC expect_rc 0 "migratectl migration postcopy pc3 (in $ph)" ctl migration postcopy pc3
+grep -q "warning: after the postcopy switch" <<<"$LAST_OUT" &&
+	ok "migratectl states the risk" || fail "no warning: $LAST_OUT"
+wait "$send_pid"
+rc=$?
+[ "$rc" = 0 ] && ok "pc3 migrated (rc=0)" || fail "pc3: migrate-send rc=$rc: $(tail -5 "$TMP/pc3.out")"
+grep -qE '^ *postcopy: +[0-9]+ pages missing' "$TMP/pc3.out" &&
+	ok "pc3 switched to postcopy on request" || fail "pc3 did not switch: $(tail -8 "$TMP/pc3.out")"
+assert_verified_zero "$TMP/pc3.out" pc3
+SOCK=$SRC expect_rc 1 "postcopy of a finished migration is refused" ctl migration postcopy pc3
+echo "  ($LAST_OUT)"
 
 # The source's worker killed during postcopy: the VM's pages are split.
 SOCK=$SRC expect_rc 0 "create pc2 (128M, random pages flat out)" \

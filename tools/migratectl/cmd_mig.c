@@ -301,16 +301,16 @@ static int mig_postcopy(struct ctl *ctl, const char *which)
 	Migd__Response *resp;
 	int ret;
 
-	fprintf(stderr, "migratectl: warning: after the postcopy switch the "
-			"VM's memory is split between the two hosts; if either "
-			"host or the link fails before every page arrived, the "
-			"VM is lost\n");
 	set_ref(&ref, which);
 	req.call_case = MIGD__REQUEST__CALL_MIG_POSTCOPY;
 	req.mig_postcopy = &ref;
 	ret = ctl_call(ctl, &req, &resp);
 	if (ret)
 		return ret;
+	fprintf(stderr, "migratectl: warning: after the postcopy switch the "
+			"VM's memory is split between the two hosts; if either "
+			"host or the link fails before every page arrived, the "
+			"VM is lost\n");
 	if (ctl->json)
 		ctl_print_json(&resp->base);
 	else
