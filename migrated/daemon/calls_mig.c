@@ -155,6 +155,8 @@ void migd_call_mig_start(struct migd_call *call)
 	prm.timeout_ms = r->timeout_ms;
 	prm.zstd_level = r->zstd_level;
 	prm.delta_cache = r->delta_cache < 0 ? -1 : r->delta_cache;
+	prm.postcopy = r->postcopy;
+	prm.postcopy_after_ms = r->postcopy_after_ms;
 	/* 0 = off; negative = on at the default size. */
 	if (r->id)
 		d->next_mig_id = r->id - 1; /* the daemon's id (a worker) */
@@ -345,6 +347,34 @@ void migd_call_mig_cancel(struct migd_call *call)
 	else if (ret)
 		migd_call_fail(call, migd_status_from_errno(ret),
 			       "cancel failed: %s", strerror(-ret));
+}
+
+void migd_call_mig_postcopy(struct migd_call *call)
+{
+	struct migd_mig *m = ref_mig(call, call->req->mig_postcopy);
+	int ret;
+
+	if (!m)
+		return;
+	ret = migd_mig_postcopy(m);
+	if (ret == -EALREADY)
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "migration %llu already finished or past its "
+			       "switchover",
+			       (unsigned long long)m->id);
+	else if (ret == -EINVAL)
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "migration %llu is incoming: postcopy is the "
+			       "source's call",
+			       (unsigned long long)m->id);
+	else if (ret == -EOPNOTSUPP)
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "the destination of migration %llu does not "
+			       "offer postcopy (older, or hugetlb memory)",
+			       (unsigned long long)m->id);
+	else if (ret)
+		migd_call_fail(call, migd_status_from_errno(ret),
+			       "postcopy failed: %s", strerror(-ret));
 }
 
 void migd_call_mig_tune(struct migd_call *call)

@@ -576,12 +576,15 @@ static void h_mig_watch(struct migd_call *call)
 	call->resp->subscribe = res;
 }
 
-/* Cancel, tune, resolve: to the worker that runs the migration. */
+/* Cancel, postcopy, tune, resolve: to the worker that runs the
+ * migration. */
 static void h_migref(struct migd_call *call)
 {
 	const Migd__Request *r = call->req;
 	const Migd__MigRef *ref =
 		r->call_case == MIGD__REQUEST__CALL_MIG_CANCEL ? r->mig_cancel
+		: r->call_case == MIGD__REQUEST__CALL_MIG_POSTCOPY
+			? r->mig_postcopy
 		: r->call_case == MIGD__REQUEST__CALL_MIG_TUNE
 			? r->mig_tune->ref
 			: r->mig_resolve->ref;
@@ -606,6 +609,8 @@ static void h_migref(struct migd_call *call)
 	req = *r;
 	if (r->call_case == MIGD__REQUEST__CALL_MIG_CANCEL) {
 		req.mig_cancel = &byid;
+	} else if (r->call_case == MIGD__REQUEST__CALL_MIG_POSTCOPY) {
+		req.mig_postcopy = &byid;
 	} else if (r->call_case == MIGD__REQUEST__CALL_MIG_TUNE) {
 		tune = *r->mig_tune;
 		tune.ref = &byid;
@@ -674,6 +679,7 @@ static const struct host_handler host_handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_STATUS] = { "mig_status", h_mig_status },
 	[MIGD__REQUEST__CALL_MIG_WATCH] = { "mig_watch", h_mig_watch },
 	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel", h_migref },
+	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy", h_migref },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", h_migref },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve", h_migref },
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },

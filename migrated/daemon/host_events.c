@@ -170,7 +170,12 @@ void migd__host_vm_crashed(struct migd_worker *w)
 		m->info->progress->phase = MIGD__MIG_PHASE__MIG_PHASE_FAILED;
 		m->info->finished = true;
 		m->finished = true;
-		free(m->info->progress->message);
+		/* An empty string of an unpacked message is protobuf-c's
+		 * static "" (protobuf_c_empty_string), not heap: a worker
+		 * killed while its migration had no message crashed the
+		 * daemon here. */
+		if (m->info->progress->message != protobuf_c_empty_string)
+			free(m->info->progress->message);
 		m->info->progress->message = strdup(w->exit_reason);
 		migd_metrics_mig_seen(w->d, &was, m->info);
 	}

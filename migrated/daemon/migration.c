@@ -94,6 +94,14 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->verify_mismatches = p.verify_mismatches;
 	prog->verify_ns = p.verify_ns;
 	prog->verify_failed = p.verify_pages && p.verify_mismatches;
+	prog->postcopy = p.postcopy;
+	prog->pc_unsent_pages = p.pc_unsent_pages;
+	prog->pc_pages_requested = p.pc_pages_requested;
+	prog->pc_pages_pushed = p.pc_pages_pushed;
+	prog->pc_fault_p50_ns = p.pc_fault_p50_ns;
+	prog->pc_fault_p99_ns = p.pc_fault_p99_ns;
+	prog->pc_fault_max_ns = p.pc_fault_max_ns;
+	prog->pc_last_page_ns = p.pc_last_page_ns;
 	/* Only once finished: m->final no longer changes, p is a copy. */
 	if (m->finished && m->final.compress_levels[0])
 		prog->compress_levels = m->final.compress_levels;
@@ -531,6 +539,8 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->opts.timeout_ms = prm->timeout_ms;
 	m->opts.zstd_level = prm->zstd_level;
 	m->opts.delta_cache = prm->delta_cache;
+	m->opts.postcopy = prm->postcopy;
+	m->opts.postcopy_after_ms = prm->postcopy_after_ms;
 	m->opts.insecure = prm->insecure;
 	m->opts.io_timeout_ms = d->cfg.mig_io_timeout_ms;
 	*out = m;
@@ -727,6 +737,17 @@ int migd_mig_cancel(struct migd_mig *m)
 	return m->src ? mig_source_cancel(m->src) : mig_dest_cancel(m->dst);
 }
 
+int migd_mig_postcopy(struct migd_mig *m)
+{
+	if (m->finished || !m->src)
+		return m->finished ? -EALREADY : -EINVAL;
+	hv_warn(COMP, "event=migration_postcopy mig=%llu vm=%s msg=\"the VM "
+		      "is lost if either host or the link fails before every "
+		      "page is in place\"",
+		(unsigned long long)m->id, m->vm);
+	return mig_source_postcopy(m->src);
+}
+
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 {
 	struct migd_vm *v;
@@ -832,6 +853,12 @@ int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 {
 	(void)how;
+	return -EALREADY;
+}
+
+int migd_mig_postcopy(struct migd_mig *m)
+{
+	(void)m;
 	return -EALREADY;
 }
 

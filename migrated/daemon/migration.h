@@ -71,6 +71,8 @@ struct migd_mig_params {
 	uint32_t timeout_ms;
 	int32_t zstd_level;
 	int64_t delta_cache; /* mig_opts.delta_cache */
+	bool postcopy;	     /* mig_opts.postcopy, postcopy_after_ms */
+	uint32_t postcopy_after_ms;
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
 };
 
@@ -163,6 +165,10 @@ int migd_mig_cancel(struct migd_mig *m);
  * unresolved). Publishes the new phase and the VM's state.
  */
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how);
+/* Switch outgoing @m to postcopy at the end of its pass (logs the risk).
+ * 0, -EALREADY (finished or past its switchover), -EINVAL (incoming),
+ * -EOPNOTSUPP (the destination does not offer postcopy). */
+int migd_mig_postcopy(struct migd_mig *m);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

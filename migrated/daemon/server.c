@@ -50,6 +50,8 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_WATCH] = { "mig_watch", migd_call_mig_watch },
 	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel",
 					     migd_call_mig_cancel },
+	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy",
+					       migd_call_mig_postcopy },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve",
 					      migd_call_mig_resolve },

@@ -44,6 +44,7 @@
 #include "migrated/mig/listener.h"
 #include "migrated/mig/memmap.h"
 #include "migrated/mig/pipeline.h"
+#include "migrated/mig/postcopy_uffd.h"
 #include "migrated/mig/recv_fsm.h"
 #include "migrated/mig/dest_priv.h"
 #include "migrated/mig/session_priv.h"
@@ -278,6 +279,11 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 		FAIL(d, ret, "fault point %s", MIG_FP_DST_SETUP);
 	acc.nr_channels = d->nchan;
 	acc.features = MIG_FEATURES_SUPPORTED;
+	/* Postcopy installs pages with userfaultfd, 4 KiB at a time, and
+	 * fills the page-hash table as it does (postcopy_uffd.h). */
+	if (d->vm->mem && d->htab &&
+	    d->vm->mem->backing != HV_BACKING_HUGETLB)
+		acc.features |= MIG_FEATURE_POSTCOPY;
 	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_SETUP_ACCEPT, &acc.base,
 			    NULL, 0);
 	if (ret)
@@ -399,6 +405,7 @@ static const msg_handler handlers[] = {
 	[MIG__MSG_TYPE__MSG_VM_STATE] = dst_on_vm_state,
 	[MIG__MSG_TYPE__MSG_DIGEST] = dst_on_digest,
 	[MIG__MSG_TYPE__MSG_COMMIT] = dst_on_commit,
+	[MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT] = dst_pc_on_unsent,
 	[MIG__MSG_TYPE__MSG_ABORT] = on_abort,
 	[MIG__MSG_TYPE__MSG_CANCEL] = on_cancel,
 };
@@ -498,6 +505,7 @@ static void teardown(struct mig_dest *d)
 	dst_prog_counters(d);
 	mig_recv_pipe_destroy(d->pipe);
 	d->pipe = NULL;
+	dst_pc_fini(d);
 	pthread_mutex_lock(&d->lock);
 	mig_conn_destroy(d->ctl);
 	d->ctl = NULL;
@@ -525,9 +533,12 @@ static void *dst_thread(void *arg)
 	ret = accept_channels(d);
 	if (!ret)
 		ret = control_loop(d);
+	if (!ret && d->pc)
+		ret = dst_pc_run(d);
 	/* A started VM is never discarded (dst_on_commit returns 0 once it
-	 * started it; this keeps it so should that ever change). */
-	if (d->commit_state == DST_RESUMED)
+	 * started it; this keeps it so should that ever change). A broken
+	 * postcopy keeps it too, but it is not complete: the error stays. */
+	if (d->commit_state == DST_RESUMED && !d->pc_broken)
 		ret = 0;
 	if (ret)
 		ret = peer_reason(d, ret);
@@ -681,7 +692,18 @@ void mig_dest_destroy(struct mig_dest *d)
 		mig_dest_cancel(d);
 		mig_dest_wait(d, NULL, NULL);
 	}
-	/* A completed VM nobody took is ours to free. */
+	/*
+	 * A completed VM nobody took is ours to free. A broken postcopy's
+	 * VM waits on pages that will never come: the installer goes
+	 * first, so that its vCPUs leave their faults (reading zeros) and
+	 * can be stopped; its memory is discarded with it.
+	 */
+	if (d->pc_uffd) {
+		hv_err("mig", "op=postcopy_discard port=%u "
+			      "msg=\"the incomplete VM is destroyed\"",
+		       d->port);
+		mig_pc_uffd_destroy(d->pc_uffd);
+	}
 	hv_vm_destroy(d->vm_out);
 	mig_tls_destroy(d->tls);
 	mig__prog_fini(&d->prog);

@@ -92,6 +92,8 @@ int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 	uint64_t t0;
 	int ret;
 
+	if (d->pc)
+		return dst_pc_on_vm_state(d, m);
 	if (env->format != VMSTATE_FORMAT || !env->state.len)
 		FAIL(d, -EPROTO, "VM state format %u, %zu bytes", env->format,
 		     env->state.len);
@@ -198,7 +200,9 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	if (ret)
 		FAIL(d, ret, "start the VM after commit: %s", strerror(-ret));
 	d->commit_state = DST_RESUMED;
-	if (mig__wants_heartbeats(d->vm))
+	/* In postcopy the first heartbeat may wait on a missing page,
+	 * which is asked for only once this thread serves faults. */
+	if (!d->pc && mig__wants_heartbeats(d->vm))
 		hb = mig__first_heartbeat(d->vm);
 	r.verify_ns = d->verify_ns;
 	r.load_ns = d->load_ns;
@@ -210,7 +214,9 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	 * of the success from the source finds it missing here. */
 	d->vm_out = d->vm;
 	d->vm = NULL;
-	if (d->opts.dst_running) {
+	/* Postcopy hands it over once every page is in (dst_pc_run): until
+	 * then a broken postcopy must be able to drop it. */
+	if (d->opts.dst_running && !d->pc) {
 		d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
 		d->vm_out = NULL;
 	}

@@ -88,6 +88,32 @@ struct mig_dest {
 	_Atomic uint64_t ctl_bytes;
 	int result;
 	struct hv_vm *vm_out;
+
+	/*
+	 * Postcopy (dest_postcopy.c): engine thread, except pc_lock's group
+	 * (the fault thread queues requests) and what the installer and the
+	 * pipe's install callback share (pc_uffd, pc_bmap, htab: each page
+	 * installed once, see postcopy_uffd.h).
+	 */
+	bool pc;	     /* the source switched to postcopy */
+	bool pc_broken;	     /* postcopy failed after the VM moved */
+	uint64_t *pc_missing; /* one bit per page of guest RAM (RAM order) */
+	uint64_t pc_unsent;
+	struct mig_pc_uffd *pc_uffd;
+	/* Bounce buffers: one per data channel, then the control's. */
+	uint8_t *pc_bounce[MIG_CHANNELS_MAX + 1];
+	struct mig_memmap *pc_bmap[MIG_CHANNELS_MAX + 1]; /* layouts */
+	struct mig_memmap *pc_cbmap; /* = pc_bmap[nchan], the control's */
+	struct mig_batch_dec *pc_dec;
+	uint8_t *pc_payload;
+	uint8_t *pc_hva;	/* guest RAM, pc_ram_pages pages */
+	uint64_t pc_ram_pages;
+	uint64_t pc_t0;		/* resumed, CLOCK_MONOTONIC */
+	int pc_efd;		/* eventfd: requests queued */
+	pthread_mutex_t pc_lock;
+	uint64_t pc_q[256];	/* protected by pc_lock: gfns to ask for */
+	unsigned pc_qlen;
+	atomic_uint_fast64_t pc_requested;
 };
 
 #define FAIL(d, err, ...)                                                   \
@@ -106,5 +132,14 @@ int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
 int dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m);
 int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m);
 int dst_wait_commit(struct mig_dest *d);
+
+/* dest_postcopy.c: PostcopyUnsent; the postcopy VmState (load, Ack);
+ * after the commit, the fault service until every page is in place;
+ * the teardown (keeps the installer while a broken postcopy's VM is
+ * held). Engine thread. */
+int dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m);
+int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
+int dst_pc_run(struct mig_dest *d);
+void dst_pc_fini(struct mig_dest *d);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hvcore/types.h"
+#include "migrated/mig/postcopy_map.h"
 
 /*
  * Unpacked, a small message takes a few times its wire size: 8 bytes per
@@ -105,6 +106,19 @@ static const struct frame_type {
 					 &mig__resumed__descriptor, 256 },
 	[MIG__MSG_TYPE__MSG_ITER_ACK] = { "iter_ack",
 					  &mig__iter_ack__descriptor, 256 },
+	/* Postcopy (postcopy_map.h): one range's runs or bitmap, at most
+	 * MIG_PC_UNSENT_DATA_MAX bytes, copied once by unpacking. */
+	[MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT] = {
+		"postcopy_unsent", &mig__postcopy_unsent__descriptor,
+		MIG_PC_UNSENT_DATA_MAX + 64, MIG_PC_UNSENT_DATA_MAX + 4096 },
+	/* MIG_PC_REQ_MAX gfns of 10 bytes at most; the count itself is
+	 * checked by the reader (postcopy_map.h). */
+	[MIG__MSG_TYPE__MSG_PAGE_REQUEST] = { "page_request",
+					      &mig__page_request__descriptor,
+					      1024 },
+	[MIG__MSG_TYPE__MSG_POSTCOPY_DONE] = { "postcopy_done",
+					       &mig__postcopy_done__descriptor,
+					       256 },
 };
 
 static const struct frame_type *type_get(unsigned type)

@@ -25,6 +25,10 @@
  * destination's SetupAccept offers them.
  * DELTA: PageBatch.delta_mask / delta_len (delta.h); optional. */
 #define MIG_FEATURE_DELTA (1ull << 0)
+/* POSTCOPY: PostcopyUnsent, PageRequest, PostcopyDone (postcopy_map.h);
+ * optional, offered by a destination whose memory backing supports it
+ * (postcopy_uffd.h), so it is not in MIG_FEATURES_SUPPORTED. */
+#define MIG_FEATURE_POSTCOPY (1ull << 1)
 #define MIG_FEATURES_SUPPORTED MIG_FEATURE_DELTA
 
 /* Longest VM name the layout carries (the daemon's own rule, parse.h). */

@@ -42,6 +42,11 @@ struct mig_recv_pipe {
 	 * channel writes the entries of the pages its batches wrote. */
 	uint64_t *htab;
 	uint64_t zero_hash;
+	/* Postcopy: set once by mig_recv_pipe_set_install() between
+	 * batches; the channels load imap with acquire per batch. */
+	struct mig_memmap *const *_Atomic imaps; /* one per channel */
+	mig_recv_install_cb install;
+	void *install_arg;
 	/* protected by lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cv; /* a batch applied, a channel ended or failed */
@@ -94,10 +99,14 @@ static void hash_batch(struct mig_recv_pipe *p, const Mig__PageBatch *b)
 static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 		      struct mig_batch_info *info)
 {
+	struct mig_memmap *const *imaps =
+		atomic_load_explicit(&c->pipe->imaps, memory_order_acquire);
+	const struct mig_memmap *imap = imaps ? imaps[c->index] : NULL;
+	const struct mig_memmap *map = imap ? imap : c->pipe->map;
 	int ret;
 
 	/* Check everything, the payload length included, before reading. */
-	ret = mig_batch_check(b, c->pipe->map);
+	ret = mig_batch_check(b, map);
 	if (ret)
 		return ret;
 	ret = mig_conn_read(c->conn, c->payload, b->payload_len);
@@ -108,11 +117,22 @@ static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 		memset(info, 0, sizeof(*info));
 		return 0;
 	}
-	ret = mig_batch_decode(c->dec, c->pipe->map, b, c->payload,
-			       b->payload_len, info);
+	ret = mig_batch_decode(c->dec, map, b, c->payload, b->payload_len,
+			       info);
+	if (!ret && imap)
+		return c->pipe->install(c->pipe->install_arg, imap, b);
 	if (!ret && c->pipe->htab)
 		hash_batch(c->pipe, b);
 	return ret;
+}
+
+void mig_recv_pipe_set_install(struct mig_recv_pipe *p,
+			       struct mig_memmap *const *maps,
+			       mig_recv_install_cb install, void *arg)
+{
+	p->install = install;
+	p->install_arg = arg;
+	atomic_store_explicit(&p->imaps, maps, memory_order_release);
 }
 
 static void chan_fail(struct recv_chan *c, int err, const char *what,

@@ -161,6 +161,22 @@ int mig_recv_pipe_create_hashed(struct mig_conn *const *conns, unsigned n,
 				struct mig_recv_pipe **out);
 
 /*
+ * Postcopy (dest_postcopy.c): from now on every batch of channel i is
+ * checked against and decoded into @maps[i] (the layout over channel i's
+ * own bounce buffer, not guest memory, which a missing page would make
+ * wait on itself), then handed to @install with that map, which puts
+ * its pages in place and hashes them (the pipe's own hashing is
+ * skipped). 0 or a negative errno, which fails the channel. Call only
+ * while no batch is in flight (after an IterAck); the maps and @arg must
+ * outlive the pipe. Engine thread.
+ */
+typedef int (*mig_recv_install_cb)(void *arg, const struct mig_memmap *map,
+				   const Mig__PageBatch *b);
+void mig_recv_pipe_set_install(struct mig_recv_pipe *p,
+			       struct mig_memmap *const *maps,
+			       mig_recv_install_cb install, void *arg);
+
+/*
  * Wait until channel i has applied @channel_batches[i] batches, for every
  * i, or no batch was applied for @timeout_ms (0: no limit): a long pass
  * that keeps making progress never times out. Returns 0, -ETIMEDOUT or the

@@ -7,7 +7,7 @@
 #include "hvcore/types.h"
 #include "migrated/mig/frame.h"
 
-#define NR_TYPES (MIG__MSG_TYPE__MSG_CANCEL + 1)
+#define NR_TYPES (MIG__MSG_TYPE__MSG_POSTCOPY_DONE + 1)
 
 /* The whole protocol of the destination: next state, 0 = refused. */
 static const unsigned char transitions[MIG_RECV_STATE_COUNT][NR_TYPES] = {
@@ -32,6 +32,18 @@ static const unsigned char transitions[MIG_RECV_STATE_COUNT][NR_TYPES] = {
 		[MIG__MSG_TYPE__MSG_ITER_START] = MIG_RECV_SWITCHOVER,
 		[MIG__MSG_TYPE__MSG_ITER_END] = MIG_RECV_SWITCHOVER,
 		[MIG__MSG_TYPE__MSG_VM_STATE] = MIG_RECV_STATE,
+		[MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT] = MIG_RECV_PC_SWITCH,
+		[MIG__MSG_TYPE__MSG_ABORT] = MIG_RECV_FAILED,
+		[MIG__MSG_TYPE__MSG_CANCEL] = MIG_RECV_FAILED,
+	},
+	[MIG_RECV_PC_SWITCH] = {
+		[MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT] = MIG_RECV_PC_SWITCH,
+		[MIG__MSG_TYPE__MSG_VM_STATE] = MIG_RECV_PC_STATE,
+		[MIG__MSG_TYPE__MSG_ABORT] = MIG_RECV_FAILED,
+		[MIG__MSG_TYPE__MSG_CANCEL] = MIG_RECV_FAILED,
+	},
+	[MIG_RECV_PC_STATE] = {
+		[MIG__MSG_TYPE__MSG_COMMIT] = MIG_RECV_COMMITTED,
 		[MIG__MSG_TYPE__MSG_ABORT] = MIG_RECV_FAILED,
 		[MIG__MSG_TYPE__MSG_CANCEL] = MIG_RECV_FAILED,
 	},
@@ -53,7 +65,8 @@ static const char *const state_names[MIG_RECV_STATE_COUNT] = {
 	[MIG_RECV_SETUP] = "setup",	     [MIG_RECV_ITERATING] = "iterating",
 	[MIG_RECV_SWITCHOVER] = "switchover", [MIG_RECV_STATE] = "state",
 	[MIG_RECV_VERIFY] = "verify",	     [MIG_RECV_COMMITTED] = "committed",
-	[MIG_RECV_FAILED] = "failed",
+	[MIG_RECV_FAILED] = "failed",	     [MIG_RECV_PC_SWITCH] = "pc_switch",
+	[MIG_RECV_PC_STATE] = "pc_state",
 };
 
 const char *mig_recv_state_name(enum mig_recv_state state)

@@ -18,6 +18,12 @@
  *   SWITCHOVER --vm_state-->     STATE
  *   STATE      --digest-->       VERIFY     (caller verifies, sends ACK)
  *   VERIFY     --commit-->       COMMITTED  (the destination resumes)
+ * Postcopy (MIG_FEATURE_POSTCOPY), after the switchover's small pass:
+ *   SWITCHOVER --postcopy_unsent-->      PC_SWITCH (pages it lacks)
+ *   PC_SWITCH  --postcopy_unsent-->      PC_SWITCH
+ *   PC_SWITCH  --vm_state-->     PC_STATE   (caller loads, sends ACK)
+ *   PC_STATE   --commit-->       COMMITTED  (resumes; pages then move
+ *                                            outside this machine)
  *   any but COMMITTED/FAILED --abort, cancel--> FAILED
  *
  * Page batches travel on data channels, never on the control channel;
@@ -39,6 +45,8 @@ enum mig_recv_state {
 	MIG_RECV_VERIFY,
 	MIG_RECV_COMMITTED,
 	MIG_RECV_FAILED,
+	MIG_RECV_PC_SWITCH,
+	MIG_RECV_PC_STATE,
 	MIG_RECV_STATE_COUNT,
 };
 

@@ -26,6 +26,7 @@ static const char *const phase_names[MIG_PHASE_COUNT] = {
 	[MIG_PHASE_FAILED] = "failed",
 	[MIG_PHASE_CANCELLED] = "cancelled",
 	[MIG_PHASE_UNRESOLVED] = "unresolved",
+	[MIG_PHASE_POSTCOPY] = "postcopy",
 };
 
 const char *mig_phase_name(enum mig_phase phase)

@@ -126,6 +126,13 @@ struct mig_opts {
 	int (*dst_commit)(void *arg, const char *name, char *why,
 			  size_t why_len);
 	void *dst_commit_arg;
+	/* Source: switch to postcopy (postcopy.h) once a pass ends after
+	 * @postcopy_after_ms (0: after the first pass), when the destination
+	 * offers it; without it only mig_source_postcopy() switches. Once
+	 * switched, the VM is split between the hosts until every page is
+	 * in place: a host lost meanwhile loses the VM. */
+	bool postcopy;
+	uint32_t postcopy_after_ms;
 	/* Tests and benchmarks only; NULL in production. */
 	const struct mig_hooks *hooks;
 };
@@ -180,6 +187,9 @@ enum mig_phase {
 	/* Source: Commit sent, no word from the destination since. The VM
 	 * is paused here, intact; mig_source_resolve() settles it. */
 	MIG_PHASE_UNRESOLVED,
+	/* Postcopy: the VM runs on the destination, which pulls the pages
+	 * it still lacks from the source's frozen copy. */
+	MIG_PHASE_POSTCOPY,
 	MIG_PHASE_COUNT,
 };
 
@@ -243,6 +253,16 @@ struct mig_progress {
 	/* Each zstd level's share of the compressed pages, for example
 	 * "zstd -1:20% 1:80%" (the adaptive choice); "" when none. */
 	char compress_levels[96];
+	/* Postcopy (both sides; 0 when it did not run). The switch's own
+	 * downtime is in downtime/guest_downtime_ns as for precopy; the
+	 * guest's stalls on missing pages are the fault latencies
+	 * (destination's figures; the source reports its push counts). */
+	bool postcopy;
+	uint64_t pc_unsent_pages;    /* pages missing at the switch */
+	uint64_t pc_pages_requested; /* sent because a fault asked */
+	uint64_t pc_pages_pushed;    /* sent by the background push */
+	uint64_t pc_fault_p50_ns, pc_fault_p99_ns, pc_fault_max_ns;
+	uint64_t pc_last_page_ns;    /* switch (resume) to the last page */
 	int error;	     /* negative errno: FAILED, UNRESOLVED, or a
 			      * COMPLETED one whose verification failed */
 	char message[256];   /* human-readable reason then */
@@ -274,6 +294,12 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
  * 0 or -EALREADY. */
 int mig_source_cancel(struct mig_source *src);
 int mig_source_tune(struct mig_source *src, const struct mig_tune *t);
+/*
+ * Switch to postcopy at the end of the pass in progress (postcopy.h):
+ * 0, -EALREADY (past the switchover), -EOPNOTSUPP (the destination
+ * does not offer it; known after setup). Controlling thread.
+ */
+int mig_source_postcopy(struct mig_source *src);
 void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);
 /*
  * Wait for the end; fills @final.

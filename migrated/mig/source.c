@@ -228,8 +228,16 @@ static int setup(struct mig_source *s)
 		FAIL(s, -EPROTO, "bad setup reply %s from destination",
 		     mig_frame_type_name(h.type));
 	}
-	/* An older destination offers nothing: it is never sent deltas. */
-	peer_delta = ((Mig__SetupAccept *)m)->features & MIG_FEATURE_DELTA;
+	/* An older destination offers nothing: it is never sent deltas.
+	 * Postcopy pages are installed from a bounce buffer that holds no
+	 * base page, so a migration that may switch sends none either. */
+	peer_delta = ((Mig__SetupAccept *)m)->features & MIG_FEATURE_DELTA &&
+		     !s->opts.postcopy;
+	atomic_store(&s->pc_offered, ((Mig__SetupAccept *)m)->features &
+					     MIG_FEATURE_POSTCOPY);
+	if (s->opts.postcopy && !atomic_load(&s->pc_offered))
+		hv_warn("mig", "op=setup vm=%p postcopy=unsupported_by_peer",
+			(void *)s->vm);
 	mig_frame_msg_free(m);
 
 	ret = src_dirty_init(s);
@@ -401,6 +409,10 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 		       mig_conv_action_name(out.action));
 		if (out.action == MIG_CONV_SWITCHOVER)
 			break;
+		if (src_pc_due(s)) {
+			s->pc_go = true;
+			break;
+		}
 		if (out.action == MIG_CONV_THROTTLE) {
 			uint32_t cap = atomic_load(&s->throttle_max);
 			uint32_t pct = HV_MIN(out.throttle_pct, cap);
@@ -587,10 +599,14 @@ static void *src_thread(void *arg)
 		ret = setup(s);
 	if (!ret)
 		ret = iterate(s, &iter);
-	if (!ret)
+	if (!ret && s->pc_go)
+		ret = src_pc_switch(s, iter, &dt, &hb_src);
+	else if (!ret)
 		ret = switchover(s, iter, &dt, &hb_src);
 	if (!ret)
 		ret = src_commit(s, &dt, hb_src);
+	if (!ret && s->pc_switched)
+		ret = src_pc_run(s);
 	if (ret && ret != SRC_UNRESOLVED && atomic_load(&s->cancel) &&
 	    !s->committed) {
 		/* Whatever broke, the operator's cancel is the cause. */
@@ -616,7 +632,39 @@ static void *src_thread(void *arg)
 	pthread_mutex_lock(&s->prog.lock);
 	s->prog.p.elapsed_ns = mig__now_ns() - s->t0;
 	pthread_mutex_unlock(&s->prog.lock);
-	if (ret == SRC_UNRESOLVED) {
+	if (ret && ret != SRC_UNRESOLVED && s->pc_switched && s->committed) {
+		struct mig_progress p;
+
+		/*
+		 * Postcopy broke after the VM moved: it runs (or waits on
+		 * faults) on the destination with part of its memory, the
+		 * rest is only here. Neither copy may go: keep ours paused
+		 * and frozen, never resume it. Recovery is not built yet.
+		 */
+		s->unresolved = true;
+		s->cause = ret;
+		mig__prog_get(&s->prog, &p);
+		if (ret == -EBADE)
+			mig__prog_set(&s->prog, MIG_PHASE_FAILED, ret,
+				      "postcopy: every page is on the "
+				      "destination, but its memory digest "
+				      "differs from this host's frozen copy: "
+				      "the destination runs the VM with memory "
+				      "that is not the source's; this copy is "
+				      "kept paused");
+		else
+			mig__prog_set(&s->prog, MIG_PHASE_FAILED, ret,
+				      "postcopy interrupted (%.120s): the "
+				      "destination holds the VM with part of "
+				      "its memory, this host keeps the rest "
+				      "paused; the VM cannot complete "
+				      "(recovery is not implemented)",
+				      p.message[0] ? p.message
+						   : strerror(-ret));
+		hv_err("mig", "op=migrate_out vm=%p result=postcopy_broken "
+			      "err=%d",
+		       (void *)s->vm, ret);
+	} else if (ret == SRC_UNRESOLVED) {
 		struct mig_progress p;
 
 		/* Paused, unthrottled since the switchover, not logging:
@@ -657,6 +705,7 @@ static void *src_thread(void *arg)
 		s->map = NULL;
 		src_dirty_fini(s);
 	}
+	src_pc_fini(s);
 	src_prog_counters(s);
 	s->result = ret;
 	mig__prog_emit(&s->prog, true);
@@ -749,6 +798,20 @@ int mig_source_cancel(struct mig_source *s)
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+int mig_source_postcopy(struct mig_source *s)
+{
+	struct mig_progress p;
+
+	mig__prog_get(&s->prog, &p);
+	if (p.phase != MIG_PHASE_SETUP && p.phase != MIG_PHASE_ITERATE)
+		return -EALREADY;
+	/* Known once the setup is done (engine thread, before ITERATE). */
+	if (p.phase == MIG_PHASE_ITERATE && !atomic_load(&s->pc_offered))
+		return -EOPNOTSUPP;
+	atomic_store(&s->pc_request, true);
+	return 0;
 }
 
 int mig_source_tune(struct mig_source *s, const struct mig_tune *t)

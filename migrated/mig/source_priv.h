@@ -98,6 +98,19 @@ struct mig_source {
 	 * are kept for the verification of a confirmed destination. */
 	bool unresolved;
 	int cause; /* why it is unresolved */
+
+	/* Postcopy (source_postcopy.c). pc_request any thread, the rest
+	 * the engine thread's (the push callback runs on a pipe thread
+	 * while the engine serves requests: pc_sched has its own lock,
+	 * pc_run's buffer is the pipe lock's). */
+	atomic_bool pc_offered;	 /* the destination offers MIG_FEATURE_POSTCOPY
+				  * (set in setup, read by mig_source_postcopy) */
+	atomic_bool pc_request;	 /* mig_source_postcopy() */
+	bool pc_go;		 /* iterate() ended for postcopy */
+	bool pc_switched;	 /* past the switch: the VM moved */
+	uint64_t *pc_unsent;	 /* page-table order, unsent at the switch */
+	uint64_t pc_unsent_pages;
+	struct mig_pc_sched *pc_sched;
 };
 
 #define FAIL(s, err, ...)                                                   \
@@ -126,6 +139,18 @@ void src_stop_logging(struct mig_source *s);
 void src_rollback(struct mig_source *s, int err);
 /* The destination runs the VM: stop ours, verify. 0 or -EBADE. */
 int src_complete(struct mig_source *s);
+
+/* source_postcopy.c */
+/* After a pass: should the migration switch to postcopy now? */
+bool src_pc_due(struct mig_source *s);
+/* The postcopy switch: pause, send what the destination must hold before
+ * it resumes, the unsent set and the state; wait for the Ack. */
+int src_pc_switch(struct mig_source *s, uint32_t iter,
+		  struct mig_downtime *dt, uint64_t *hb_src);
+/* After Resumed: serve requests first, push the rest, until the
+ * destination's PostcopyDone; its digest must match ours. */
+int src_pc_run(struct mig_source *s);
+void src_pc_fini(struct mig_source *s);
 
 /* source_iter.c */
 int src_dirty_init(struct mig_source *s);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "migrated/mig/frame.h"
+#include "migrated/mig/postcopy_map.h"
 #include "tests/fuzz/fuzz_common.h"
 
 /* Does @m or a message inside it carry fields its descriptor lacks? */
@@ -96,6 +97,42 @@ static void check_roundtrip(unsigned type, const ProtobufCMessage *msg)
 }
 
 /*
+ * The postcopy messages' own checks (postcopy_map.h): a range is applied
+ * to a slot of FUZZ_PC_SLOT pages only when it lies inside it, and a
+ * refused one writes nothing.
+ */
+#define FUZZ_PC_SLOT 65536u
+
+static void check_postcopy(unsigned type, const ProtobufCMessage *msg)
+{
+	static uint64_t bits[FUZZ_PC_SLOT / 64];
+	uint64_t added = 0;
+	int ret;
+
+	if (type == MIG__MSG_TYPE__MSG_PAGE_REQUEST) {
+		const Mig__PageRequest *r = (const Mig__PageRequest *)msg;
+
+		ret = mig_pc_request_check(r);
+		FUZZ_CHECK(ret == 0 || ret == -EBADMSG);
+		FUZZ_CHECK(!ret == (r->n_gfns >= 1 &&
+				    r->n_gfns <= MIG_PC_REQ_MAX));
+		return;
+	}
+	if (type != MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT)
+		return;
+	memset(bits, 0, sizeof(bits));
+	ret = mig_pc_unsent_apply((const Mig__PostcopyUnsent *)msg,
+				  FUZZ_PC_SLOT, bits, &added);
+	FUZZ_CHECK(ret == 0 || ret == -ERANGE || ret == -EBADMSG);
+	if (ret) {
+		for (size_t i = 0; i < FUZZ_PC_SLOT / 64; i++)
+			FUZZ_CHECK(!bits[i]);
+		return;
+	}
+	FUZZ_CHECK(added == ((const Mig__PostcopyUnsent *)msg)->set_pages);
+}
+
+/*
  * The header alone, as a connection decodes it before it allocates the
  * message buffer (conn.c): what it accepts must be within the caps.
  */
@@ -146,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   msg->descriptor == mig_frame_descriptor(h.type));
 		FUZZ_CHECK(strcmp(mig_frame_type_name(h.type), "invalid"));
 		check_roundtrip(h.type, msg);
+		check_postcopy(h.type, msg);
 		off += used;
 		if (h.type == MIG__MSG_TYPE__MSG_PAGE_BATCH) {
 			uint64_t pl = ((Mig__PageBatch *)msg)->payload_len;

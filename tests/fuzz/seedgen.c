@@ -408,6 +408,35 @@ static void stream_frames(struct bytes *s)
 	frame(s, MIG__MSG_TYPE__MSG_RESUMED, &r.base);
 }
 
+/* The postcopy frames (MIG_FEATURE_POSTCOPY): the switch's unsent set,
+ * a page request, the destination's last word. */
+static void postcopy_frames(void)
+{
+	Mig__PostcopyUnsent u = MIG__POSTCOPY_UNSENT__INIT;
+	Mig__PageRequest r = MIG__PAGE_REQUEST__INIT;
+	Mig__PostcopyDone d = MIG__POSTCOPY_DONE__INIT;
+	uint8_t runs[] = {2, 3};
+	uint64_t gfns[] = {5, 300};
+	struct bytes b = {0};
+
+	u.slot = 1;
+	u.npages = 200;
+	u.encoding = MIG__UNSENT_ENCODING__UNSENT_RUNS;
+	u.data.data = runs;
+	u.data.len = sizeof(runs);
+	u.set_pages = 3;
+	r.seq = 9;
+	r.n_gfns = 2;
+	r.gfns = gfns;
+	d.pages_installed = 3;
+	d.pages_requested = 1;
+	frame(&b, MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT, &u.base);
+	frame(&b, MIG__MSG_TYPE__MSG_PAGE_REQUEST, &r.base);
+	frame(&b, MIG__MSG_TYPE__MSG_POSTCOPY_DONE, &d.base);
+	seed("frame", "postcopy", b.p, b.len);
+	free(b.p);
+}
+
 /* ---- control RPC and metrics HTTP -------------------------------------- */
 
 /* @mode is the target's first byte: how the stream is cut, which cap. */
@@ -527,6 +556,7 @@ int main(int argc, char **argv)
 	batches(&s);
 	seed("frame", "stream", s.p, s.len);
 	free(s.p);
+	postcopy_frames();
 	rpcs();
 	https();
 	printf("seedgen: %u seeds in %s\n", nr_seeds, outdir);

@@ -27,7 +27,8 @@ static void usage(FILE *f)
 		"                    [--timeout-ms N] [--insecure] [--json]\n"
 		"                    [--interval MS]\n"
 		"                    [--compress adaptive|off|LEVEL]\n"
-		"                    [--delta-cache SIZE|on|off] VM DEST:PORT\n"
+		"                    [--delta-cache SIZE|on|off]\n"
+		"                    [--postcopy-after SECONDS] VM DEST:PORT\n"
 		"       migrate-send --version | --help\n"
 		"SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB\n"
 		"(powers of 1024); --bandwidth SIZE/s likewise (100MiB/s;\n"
@@ -41,6 +42,11 @@ static void usage(FILE *f)
 		"--delta-cache: delta-encode re-sent pages against a cache of\n"
 		"that size of last-sent pages (on: guest RAM / 64, 1..64 MiB);\n"
 		"off (default): no delta encoding.\n"
+		"--postcopy-after: switch to postcopy once a pass ends that\n"
+		"many seconds after the start (0: after the first pass): the\n"
+		"VM then runs on the destination and pulls the pages it lacks.\n"
+		"Until every page is there the VM lives on both hosts: if\n"
+		"either host or the link fails, the VM is lost.\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
 		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
@@ -49,7 +55,9 @@ static void usage(FILE *f)
 		"  destination, then 'migratectl migration resolve ID\n"
 		"  --resume-source | --confirm-destination',\n"
 		"7 the VM runs on the destination but the post-commit\n"
-		"  verification found pages that differ from the source's.\n");
+		"  verification found pages that differ from the source's,\n"
+		"8 postcopy broke after the switch: the VM's memory is split\n"
+		"  between the hosts and it cannot complete.\n");
 }
 
 struct send_opts {
@@ -95,6 +103,7 @@ static int send_main(int argc, char **argv)
 		{ "insecure", no_argument, NULL, 'i' },
 		{ "compress", required_argument, NULL, 'z' },
 		{ "delta-cache", required_argument, NULL, 'D' },
+		{ "postcopy-after", required_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -166,6 +175,12 @@ static int send_main(int argc, char **argv)
 				sr.delta_cache = (int64_t)sz;
 			}
 			break;
+		case 'P':
+			if (migd_parse_u64(optarg, 86400, &v))
+				goto bad;
+			sr.postcopy = true;
+			sr.postcopy_after_ms = (uint32_t)v * 1000;
+			break;
 		case 'z':
 			if (!strcmp(optarg, "adaptive"))
 				sr.zstd_level = 0;
@@ -208,6 +223,12 @@ static int send_main(int argc, char **argv)
 			sr.dest);
 		return 2;
 	}
+	if (sr.postcopy)
+		fprintf(stderr,
+			"migrate-send: warning: postcopy enabled: after the "
+			"switch the VM's memory is split between the two "
+			"hosts; if either host or the link fails before every "
+			"page arrived, the VM is lost\n");
 	so.tty = !so.json && isatty(STDOUT_FILENO);
 	if (so.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col)
 		so.width = ws.ws_col;
@@ -292,6 +313,8 @@ static int send_main(int argc, char **argv)
 			ret = p->verify_failed ? 7 : 0;
 		else if (p && p->phase == MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED)
 			ret = 6;
+		else if (p && p->postcopy)
+			ret = 8;
 	} else {
 		fprintf(stderr, "migrate-send: no final state received\n");
 	}

@@ -379,6 +379,32 @@ bad:
 	}
 }
 
+static int mig_postcopy(struct ctl *ctl, const char *which)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	set_ref(&ref, which);
+	req.call_case = MIGD__REQUEST__CALL_MIG_POSTCOPY;
+	req.mig_postcopy = &ref;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	fprintf(stderr, "migratectl: warning: after the postcopy switch the "
+			"VM's memory is split between the two hosts; if either "
+			"host or the link fails before every page arrived, the "
+			"VM is lost\n");
+	if (ctl->json)
+		ctl_print_json(&resp->base);
+	else
+		printf("postcopy requested: it switches when the current pass "
+		       "ends\n");
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
 int ctl_mig(struct ctl *ctl, int argc, char **argv)
 {
 	const char *sub = argc >= 2 ? argv[1] : "";
@@ -391,12 +417,15 @@ int ctl_mig(struct ctl *ctl, int argc, char **argv)
 		return mig_watch(ctl, argv[2]);
 	if (!strcmp(sub, "cancel") && argc == 3)
 		return mig_cancel(ctl, argv[2]);
+	if (!strcmp(sub, "postcopy") && argc == 3)
+		return mig_postcopy(ctl, argv[2]);
 	if (!strcmp(sub, "tune"))
 		return mig_tune(ctl, argc - 1, argv + 1);
 	if (!strcmp(sub, "resolve"))
 		return mig_resolve(ctl, argc - 1, argv + 1);
 	fprintf(stderr, "migratectl: usage: migration list | status [ID|VM] "
-			"| watch ID|VM | cancel ID|VM | tune ID|VM ... "
+			"| watch ID|VM | cancel ID|VM | postcopy ID|VM "
+			"| tune ID|VM ... "
 			"| resolve ID|VM --resume-source|--confirm-destination"
 			"\n");
 	return 2;

@@ -19,6 +19,7 @@ const char *migd_mig_phase_text(Migd__MigPhase p)
 		[MIGD__MIG_PHASE__MIG_PHASE_FAILED] = "failed",
 		[MIGD__MIG_PHASE__MIG_PHASE_CANCELLED] = "cancelled",
 		[MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED] = "unresolved",
+		[MIGD__MIG_PHASE__MIG_PHASE_POSTCOPY] = "postcopy",
 	};
 
 	if ((unsigned)p < sizeof(names) / sizeof(names[0]))
@@ -145,6 +146,21 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 	if (p->guest_downtime_ns)
 		fprintf(f, "  guest saw:    %s without a heartbeat\n",
 			migd_fmt_ns(a, sizeof(a), p->guest_downtime_ns));
+	if (p->postcopy)
+		fprintf(f,
+			"  postcopy:     %llu pages missing at the switch: "
+			"%llu asked for by faults, %llu pushed\n",
+			(unsigned long long)p->pc_unsent_pages,
+			(unsigned long long)p->pc_pages_requested,
+			(unsigned long long)p->pc_pages_pushed);
+	if (p->postcopy && p->pc_fault_max_ns)
+		fprintf(f, "  faults:       p50 %s, p99 %s, max %s\n",
+			migd_fmt_ns(a, sizeof(a), p->pc_fault_p50_ns),
+			migd_fmt_ns(b, sizeof(b), p->pc_fault_p99_ns),
+			migd_fmt_ns(c, sizeof(c), p->pc_fault_max_ns));
+	if (p->postcopy && p->pc_last_page_ns)
+		fprintf(f, "  last page:    %s after the switch\n",
+			migd_fmt_ns(a, sizeof(a), p->pc_last_page_ns));
 	if (p->verify_pages)
 		fprintf(f,
 			"  verified:     %llu pages re-hashed on the source "

@@ -32,11 +32,20 @@ static const struct {
 	{ MIG_RECV_SWITCHOVER, MIG__MSG_TYPE__MSG_VM_STATE, MIG_RECV_STATE },
 	{ MIG_RECV_STATE, MIG__MSG_TYPE__MSG_DIGEST, MIG_RECV_VERIFY },
 	{ MIG_RECV_VERIFY, MIG__MSG_TYPE__MSG_COMMIT, MIG_RECV_COMMITTED },
+	/* Postcopy: the unsent set, then the state, then the commit; no
+	 * digest at the switch (the destination lacks pages). */
+	{ MIG_RECV_SWITCHOVER, MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT,
+	  MIG_RECV_PC_SWITCH },
+	{ MIG_RECV_PC_SWITCH, MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT,
+	  MIG_RECV_PC_SWITCH },
+	{ MIG_RECV_PC_SWITCH, MIG__MSG_TYPE__MSG_VM_STATE, MIG_RECV_PC_STATE },
+	{ MIG_RECV_PC_STATE, MIG__MSG_TYPE__MSG_COMMIT, MIG_RECV_COMMITTED },
 };
 
 static bool abortable(enum mig_recv_state s)
 {
-	return s >= MIG_RECV_HELLO && s <= MIG_RECV_VERIFY;
+	return (s >= MIG_RECV_HELLO && s <= MIG_RECV_VERIFY) ||
+	       s == MIG_RECV_PC_SWITCH || s == MIG_RECV_PC_STATE;
 }
 
 static enum mig_recv_state expected(enum mig_recv_state s, unsigned type)
@@ -68,7 +77,8 @@ static void test_every_illegal_pair_is_refused(void)
 	unsigned illegal = 0, allowed = 0;
 
 	for (unsigned s = 0; s < MIG_RECV_STATE_COUNT; s++) {
-		for (unsigned t = 0; t <= MIG__MSG_TYPE__MSG_CANCEL + 2; t++) {
+		for (unsigned t = 0; t <= MIG__MSG_TYPE__MSG_POSTCOPY_DONE + 2;
+		     t++) {
 			enum mig_recv_state want = expected(s, t);
 			struct mig_recv_fsm fsm = { .state = s };
 			int ret = mig_recv_fsm_step(&fsm, t);
@@ -89,8 +99,8 @@ static void test_every_illegal_pair_is_refused(void)
 		CU_ASSERT_EQUAL(mig_recv_fsm_next(s, 0xffff),
 				MIG_RECV_INVALID);
 	}
-	/* 10 legal transitions and abort/cancel from 6 live states. */
-	CU_ASSERT_EQUAL(allowed, 10 + 2 * 6);
+	/* 14 legal transitions and abort/cancel from 8 live states. */
+	CU_ASSERT_EQUAL(allowed, 14 + 2 * 8);
 	CU_ASSERT(illegal > 100);
 }
 
@@ -101,7 +111,8 @@ static void test_page_batches_and_own_replies_never_reach_control(void)
 		MIG__MSG_TYPE__MSG_SETUP_ACCEPT,
 		MIG__MSG_TYPE__MSG_SETUP_REFUSE, MIG__MSG_TYPE__MSG_ACK,
 		MIG__MSG_TYPE__MSG_ITER_ACK, MIG__MSG_TYPE__MSG_RESUMED,
-		MIG__MSG_TYPE__MSG_INVALID,
+		MIG__MSG_TYPE__MSG_PAGE_REQUEST,
+		MIG__MSG_TYPE__MSG_POSTCOPY_DONE, MIG__MSG_TYPE__MSG_INVALID,
 	};
 
 	for (unsigned s = 0; s < MIG_RECV_STATE_COUNT; s++)

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mig_dest, postcopy (dest_priv.h, docs/architecture.md "Postcopy").
+ *
+ * Switch: PostcopyUnsent frames fill the missing set (RAM-page order);
+ * the VmState then sets up the installer (postcopy_uffd.h: our stale
+ * copies dropped, guest RAM registered with userfaultfd), turns the
+ * receive pipe to "decode into a bounce buffer, then install", loads
+ * the state and acks. After the Commit the VM runs; this thread then
+ * serves faults: the installer's fault thread queues the gfn and wakes
+ * us (eventfd), we send PageRequests and install the pages that come
+ * back on the control channel, while the data channels install the
+ * source's background push. When no page is missing, the pipe's end
+ * (DataEnd) is awaited, the digest of the page-hash table (filled as
+ * pages were installed) goes to the source in PostcopyDone.
+ *
+ * A page is never written into guest memory directly after the switch:
+ * a write to a missing page would fault into our own userfaultfd.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hvcore/guest_mem.h"
+#include "hvcore/log.h"
+#include "hvcore/types.h"
+#include "migrated/mig/batch.h"
+#include "migrated/mig/dest_priv.h"
+#include "migrated/mig/memmap.h"
+#include "migrated/mig/pipeline.h"
+#include "migrated/mig/postcopy_map.h"
+#include "migrated/mig/postcopy_uffd.h"
+
+#define VMSTATE_FORMAT 1u
+
+/* RAM page index of the first page of slot @sl (it is in guest RAM). */
+static uint64_t ram_index(const struct mig_dest *d,
+			  const struct mig_memmap_slot *sl)
+{
+	return (uint64_t)(sl->host - d->pc_hva) >> HV_PAGE_SHIFT;
+}
+
+int dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__PostcopyUnsent *u = (const Mig__PostcopyUnsent *)m;
+	const struct mig_memmap_slot *sl;
+	uint64_t first, added = 0;
+	int ret;
+
+	if (!d->pc) {
+		const struct hv_guest_mem *mem = d->vm->mem;
+
+		if (!mem)
+			FAIL(d, -EOPNOTSUPP, "postcopy: no guest memory map");
+		d->pc_hva = mem->hva;
+		d->pc_ram_pages = mem->bytes >> HV_PAGE_SHIFT;
+		d->pc_missing = calloc(HV_DIV_ROUND_UP(d->pc_ram_pages, 64),
+				       8);
+		if (!d->pc_missing)
+			FAIL(d, -ENOMEM, "postcopy: out of memory");
+		d->pc = true;
+		mig__prog_phase(&d->prog, MIG_PHASE_SWITCHOVER);
+	}
+	sl = mig_memmap_find(d->map, u->slot);
+	if (!sl)
+		FAIL(d, -EPROTO, "postcopy: unsent pages of unknown slot %u",
+		     u->slot);
+	first = ram_index(d, sl);
+	/* Slots start on 2 MiB boundaries: a whole bitmap word. */
+	if (first & 63)
+		FAIL(d, -EPROTO, "postcopy: slot %u not 64-page aligned",
+		     u->slot);
+	ret = mig_pc_unsent_apply(u, sl->npages, d->pc_missing + first / 64,
+				  &added);
+	if (ret)
+		FAIL(d, -EPROTO, "postcopy: bad unsent range of slot %u: %s",
+		     u->slot, strerror(-ret));
+	d->pc_unsent += added;
+	return 0;
+}
+
+/* Table (digest) index of page @gfn of slot @id (a checked batch). */
+static uint64_t table_index(const struct mig_memmap *map, uint32_t id,
+			    uint64_t gfn)
+{
+	uint64_t idx = 0;
+
+	for (unsigned i = 0; i < mig_memmap_count(map); i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(map, i);
+
+		if (sl->id == id)
+			return idx + (gfn - sl->base_gfn);
+		idx += sl->npages;
+	}
+	return UINT64_MAX;
+}
+
+/*
+ * Install the pages of batch @b, decoded into the bounce buffer: hash
+ * each into the digest table, UFFDIO_COPY it (or a zero page), then free
+ * its bounce page. Only the batch's own pages are dropped from the
+ * bounce buffer: another channel may be decoding its neighbours.
+ * Any thread (pipe channels and the engine).
+ */
+static int install_pages(struct mig_dest *d, const struct mig_memmap *bmap,
+			 const Mig__PageBatch *b)
+{
+	uint8_t *first = NULL;
+	const uint8_t *bh = mig_memmap_range(bmap, b->slot, b->first_gfn,
+					     b->npages);
+	const uint8_t *gh = mig_memmap_range(d->map, b->slot, b->first_gfn,
+					     b->npages);
+	uint64_t t = table_index(d->map, b->slot, b->first_gfn);
+	uint64_t zh = mig_zero_page_hash();
+
+	if (!bh || !gh || t == UINT64_MAX)
+		return -EPROTO; /* mig_batch_check passed: cannot happen */
+	for (uint32_t i = 0; i < b->npages; i++) {
+		const uint8_t *page = bh + ((uint64_t)i << HV_PAGE_SHIFT);
+		uint64_t idx = (uint64_t)(gh - d->pc_hva) / HV_PAGE_SIZE + i;
+		bool zero = b->zero_mask >> i & 1;
+		int ret;
+
+		if (!(b->page_mask >> i & 1))
+			continue;
+		ret = mig_pc_uffd_install(d->pc_uffd, idx, zero ? NULL : page);
+		/* Only the installer of a page hashes it: a page that came
+		 * twice (pushed, then asked for) is hashed once, by one
+		 * thread. */
+		if (ret == 1 && d->htab)
+			d->htab[t + i] = zero ? 0 : mig_page_hash(page) ^ zh;
+		if (ret < 0) {
+			hv_err("mig", "op=postcopy_install gfn=0x%llx err=%d",
+			       (unsigned long long)(b->first_gfn + i), ret);
+			return ret;
+		}
+		if (!first)
+			first = (uint8_t *)page;
+	}
+	/* The bounce buffer is this channel's alone: free the batch's
+	 * window in one call (one TLB shootdown, not one a page). */
+	if (first)
+		madvise(first,
+			(size_t)(bh + ((uint64_t)b->npages << HV_PAGE_SHIFT) -
+				 first),
+			MADV_DONTNEED);
+	return 0;
+}
+
+/* The data channels' pages (the pipe's install callback). */
+static int install_batch(void *arg, const struct mig_memmap *bmap,
+			 const Mig__PageBatch *b)
+{
+	return install_pages(arg, bmap, b);
+}
+
+/* Fault thread: RAM page @idx is needed; queue its gfn for the engine. */
+static void on_fault(void *arg, uint64_t idx)
+{
+	struct mig_dest *d = arg;
+	const uint8_t *hva = d->pc_hva + (idx << HV_PAGE_SHIFT);
+	uint64_t one = 1, gfn = UINT64_MAX;
+
+	for (unsigned i = 0; i < mig_memmap_count(d->map); i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(d->map, i);
+
+		if (hva >= sl->host &&
+		    (uint64_t)(hva - sl->host) >> HV_PAGE_SHIFT < sl->npages) {
+			gfn = sl->base_gfn +
+			      ((uint64_t)(hva - sl->host) >> HV_PAGE_SHIFT);
+			break;
+		}
+	}
+	if (gfn == UINT64_MAX)
+		return; /* guest RAM outside every slot: never missing */
+	pthread_mutex_lock(&d->pc_lock);
+	if (d->pc_qlen < HV_ARRAY_SIZE(d->pc_q))
+		d->pc_q[d->pc_qlen++] = gfn;
+	pthread_mutex_unlock(&d->pc_lock);
+	if (write(d->pc_efd, &one, sizeof(one)) < 0)
+		hv_err("mig", "op=postcopy_wake err=%d", -errno);
+}
+
+/*
+ * A bounce buffer: guest RAM's size, reserved, backed only while a batch
+ * waits for its install. One per channel (data channels and control):
+ * a page pushed and then asked for again comes twice, and a copy being
+ * decoded on one channel must not be dropped from under it by another's
+ * install; and each channel frees its batch's window in one call.
+ */
+static int bounce_create(struct mig_dest *d, uint8_t **bounce,
+			 struct mig_memmap **bmap)
+{
+	unsigned n = mig_memmap_count(d->map);
+	struct mig_memmap_slot *ms;
+	uint64_t bytes = d->pc_ram_pages << HV_PAGE_SHIFT;
+	int ret;
+
+	*bounce = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (*bounce == MAP_FAILED) {
+		*bounce = NULL;
+		return -errno;
+	}
+	ms = calloc(HV_MAX(n, 1u), sizeof(*ms));
+	if (!ms)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(d->map, i);
+
+		ms[i] = *sl;
+		ms[i].host = *bounce + (sl->host - d->pc_hva);
+	}
+	ret = mig_memmap_create(ms, n, bmap);
+	free(ms);
+	return ret;
+}
+
+int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
+{
+	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
+	const struct hv_guest_mem *mem = d->vm->mem;
+	struct mig_pc_uffd_cfg cfg = { 0 };
+	Mig__Ack ack = MIG__ACK__INIT;
+	uint64_t t0;
+	int ret;
+
+	if (env->format != VMSTATE_FORMAT || !env->state.len)
+		FAIL(d, -EPROTO, "VM state format %u, %zu bytes", env->format,
+		     env->state.len);
+	d->state.data = malloc(env->state.len);
+	if (!d->state.data)
+		FAIL(d, -ENOMEM, "VM state: out of memory");
+	memcpy(d->state.data, env->state.data, env->state.len);
+	d->state.len = env->state.len;
+	t0 = mig__now_ns();
+	pthread_mutex_init(&d->pc_lock, NULL);
+	d->pc_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->pc_efd < 0)
+		FAIL(d, -errno, "postcopy: eventfd: %s", strerror(errno));
+	ret = 0;
+	for (unsigned i = 0; !ret && i <= d->nchan; i++)
+		ret = bounce_create(d, &d->pc_bounce[i], &d->pc_bmap[i]);
+	if (!ret)
+		ret = mig_batch_dec_create(&d->pc_dec);
+	if (ret)
+		FAIL(d, ret, "postcopy: %s", strerror(-ret));
+	d->pc_payload = malloc(MIG_BATCH_PAYLOAD_MAX);
+	if (!d->pc_payload)
+		FAIL(d, -ENOMEM, "postcopy: out of memory");
+	cfg.base = d->pc_hva;
+	cfg.npages = d->pc_ram_pages;
+	cfg.shared = mem->fd >= 0;
+	cfg.hugetlb = mem->backing == HV_BACKING_HUGETLB;
+	cfg.request = on_fault;
+	cfg.arg = d;
+	ret = mig_pc_uffd_create(&cfg, d->pc_missing, &d->pc_uffd);
+	if (ret)
+		FAIL(d, ret, "postcopy: userfaultfd on %s memory: %s",
+		     hv_mem_backing_name(mem->backing), strerror(-ret));
+	/* Every precopy batch was applied (IterAck): from here on pages
+	 * go through the bounce buffer. */
+	mig_recv_pipe_set_install(d->pipe, d->pc_bmap, install_batch, d);
+	d->pc_cbmap = d->pc_bmap[d->nchan];
+	if (d->hooks.dst_received)
+		d->hooks.dst_received(d->hooks.arg, d->vm);
+	d->verify_ns = mig__now_ns() - t0;
+	t0 = mig__now_ns();
+	ret = hv_vm_state_restore(d->vm, &d->state);
+	d->load_ns = mig__now_ns() - t0;
+	if (ret)
+		FAIL(d, ret, "load VM state: %s", strerror(-ret));
+	mig__prog_phase(&d->prog, MIG_PHASE_COMMIT);
+	ack.pages = mig_memmap_pages(d->map);
+	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_ACK, &ack.base, NULL, 0);
+	if (ret)
+		FAIL(d, ret, "send ack: %s", strerror(-ret));
+	d->commit_state = DST_LOADED;
+	hv_info("mig", "op=postcopy_loaded port=%u missing=%llu", d->port,
+		(unsigned long long)d->pc_unsent);
+	return 0;
+}
+
+/* Ask for every queued gfn, MIG_PC_REQ_MAX per frame. */
+static int send_requests(struct mig_dest *d, uint64_t *seq)
+{
+	uint64_t q[HV_ARRAY_SIZE(d->pc_q)], one;
+	unsigned n;
+	int ret = 0;
+
+	if (read(d->pc_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	pthread_mutex_lock(&d->pc_lock);
+	n = d->pc_qlen;
+	memcpy(q, d->pc_q, n * sizeof(q[0]));
+	d->pc_qlen = 0;
+	pthread_mutex_unlock(&d->pc_lock);
+	for (unsigned i = 0; !ret && i < n; i += MIG_PC_REQ_MAX) {
+		Mig__PageRequest r = MIG__PAGE_REQUEST__INIT;
+
+		r.seq = (*seq)++;
+		r.n_gfns = HV_MIN(n - i, MIG_PC_REQ_MAX);
+		r.gfns = q + i;
+		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_PAGE_REQUEST,
+				    &r.base, NULL, 0);
+	}
+	atomic_fetch_add(&d->pc_requested, n);
+	return ret;
+}
+
+/* A page batch answering a request, on the control channel. */
+static int ctl_batch(struct mig_dest *d, const Mig__PageBatch *b)
+{
+	struct mig_batch_info info;
+	int ret = mig_batch_check(b, d->pc_cbmap);
+
+	if (!ret)
+		ret = mig_conn_read(d->ctl, d->pc_payload, b->payload_len);
+	if (!ret)
+		ret = mig_batch_decode(d->pc_dec, d->pc_cbmap, b,
+				       d->pc_payload, b->payload_len, &info);
+	if (!ret)
+		ret = install_pages(d, d->pc_cbmap, b);
+	return ret;
+}
+
+/* Wait up to @ms for the control channel or a queued request. */
+static int wait_work(struct mig_dest *d, unsigned ms)
+{
+	struct pollfd pf[2] = {
+		{ .fd = mig_conn_fd(d->ctl), .events = POLLIN },
+		{ .fd = d->pc_efd, .events = POLLIN },
+	};
+	int ret = mig_conn_wait_recv(d->ctl, 0);
+
+	if (ret != -ETIMEDOUT)
+		return ret; /* TLS holds bytes (0), or the channel failed */
+	if (poll(pf, 2, (int)ms) < 0 && errno != EINTR)
+		return -errno;
+	return pf[0].revents ? 0 : -ETIMEDOUT;
+}
+
+static void pc_counters(struct mig_dest *d)
+{
+	struct mig_pc_uffd_stats st;
+
+	mig_pc_uffd_get_stats(d->pc_uffd, &st);
+	pthread_mutex_lock(&d->prog.lock);
+	d->prog.p.postcopy = true;
+	d->prog.p.pc_unsent_pages = st.missing;
+	d->prog.p.pc_pages_requested = st.faults_served;
+	d->prog.p.pc_pages_pushed = st.installed - st.faults_served;
+	d->prog.p.pc_fault_p50_ns = st.lat_p50_ns;
+	d->prog.p.pc_fault_p99_ns = st.lat_p99_ns;
+	d->prog.p.pc_fault_max_ns = st.lat_max_ns;
+	if (st.last_install_ns > d->pc_t0)
+		d->prog.p.pc_last_page_ns = st.last_install_ns - d->pc_t0;
+	d->prog.p.remaining_bytes = (st.missing - st.installed)
+				    << HV_PAGE_SHIFT;
+	pthread_mutex_unlock(&d->prog.lock);
+}
+
+static int pc_serve(struct mig_dest *d)
+{
+	uint64_t seq = 0;
+	int ret;
+
+	while (mig_pc_uffd_remaining(d->pc_uffd)) {
+		struct mig_frame_hdr h;
+		ProtobufCMessage *m;
+		int perr = atomic_load(&d->pipe_err);
+
+		if (perr)
+			FAIL(d, perr, "postcopy: data channel: %s",
+			     strerror(-perr));
+		ret = send_requests(d, &seq);
+		if (ret)
+			FAIL(d, ret, "postcopy: send page request: %s",
+			     strerror(-ret));
+		ret = wait_work(d, 100);
+		if (ret == -ETIMEDOUT) {
+			pc_counters(d);
+			mig__prog_emit(&d->prog, false);
+			continue;
+		}
+		if (!ret)
+			ret = mig_conn_recv(d->ctl, &h, &m);
+		if (ret)
+			FAIL(d, ret, "postcopy: control channel: %s",
+			     strerror(-ret));
+		atomic_fetch_add_explicit(&d->ctl_bytes,
+					  MIG_FRAME_HDR_SIZE + h.len,
+					  memory_order_relaxed);
+		if (h.type == MIG__MSG_TYPE__MSG_PAGE_BATCH)
+			ret = ctl_batch(d, (Mig__PageBatch *)m);
+		else
+			ret = -EPROTO;
+		if (ret == -EPROTO && h.type != MIG__MSG_TYPE__MSG_PAGE_BATCH) {
+			mig__prog_fail(&d->prog, ret,
+				       "postcopy: unexpected %s from the source",
+				       mig_frame_type_name(h.type));
+			mig_frame_msg_free(m);
+			return ret;
+		}
+		mig_frame_msg_free(m);
+		if (ret)
+			FAIL(d, ret, "postcopy: requested page: %s",
+			     strerror(-ret));
+	}
+	return 0;
+}
+
+int dst_pc_run(struct mig_dest *d)
+{
+	Mig__PostcopyDone done = MIG__POSTCOPY_DONE__INIT;
+	struct mig_pc_uffd_stats st;
+	struct mig_progress p;
+	int ret;
+
+	d->pc_t0 = mig__now_ns();
+	mig__prog_phase(&d->prog, MIG_PHASE_POSTCOPY);
+	ret = pc_serve(d);
+	if (!ret) {
+		/* Every page is in; the source's push ends with DataEnd. */
+		ret = mig_recv_pipe_join(d->pipe);
+		if (ret)
+			FAIL(d, ret, "postcopy: data channels: %s",
+			     strerror(-ret));
+		ret = mig_digest_table_rel(d->map, d->htab,
+					   mig_zero_page_hash(), d->digest);
+		if (ret)
+			FAIL(d, ret, "postcopy digest: %s", strerror(-ret));
+		mig_pc_uffd_get_stats(d->pc_uffd, &st);
+		done.pages_installed = st.installed;
+		done.pages_requested = st.faults_served;
+		done.fault_p50_ns = st.lat_p50_ns;
+		done.fault_p99_ns = st.lat_p99_ns;
+		done.fault_max_ns = st.lat_max_ns;
+		done.last_page_ns = st.last_install_ns > d->pc_t0
+					    ? st.last_install_ns - d->pc_t0
+					    : 0;
+		done.digest.data = d->digest;
+		done.digest.len = MIG_DIGEST_LEN;
+		/* Complete: its owner learns it before the source does. */
+		if (d->opts.dst_running && d->vm_out) {
+			d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
+			d->vm_out = NULL;
+		}
+		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,
+				    &done.base, NULL, 0);
+		if (ret)
+			FAIL(d, ret, "postcopy: send done: %s",
+			     strerror(-ret));
+	}
+	pc_counters(d);
+	mig__prog_get(&d->prog, &p);
+	hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
+	       "op=postcopy_in port=%u err=%d unsent=%llu asked=%llu "
+	       "fault_p50_us=%.1f fault_p99_us=%.1f fault_max_us=%.1f "
+	       "last_page_ms=%.1f",
+	       d->port, ret, (unsigned long long)p.pc_unsent_pages,
+	       (unsigned long long)atomic_load(&d->pc_requested),
+	       (double)p.pc_fault_p50_ns / 1e3,
+	       (double)p.pc_fault_p99_ns / 1e3,
+	       (double)p.pc_fault_max_ns / 1e3,
+	       (double)p.pc_last_page_ns / 1e6);
+	if (ret)
+		d->pc_broken = true;
+	return ret;
+}
+
+void dst_pc_fini(struct mig_dest *d)
+{
+	if (!d->pc)
+		return;
+	/* A broken postcopy's VM waits on its missing pages: closing the
+	 * userfaultfd would let it read zeros. Kept until destroy. */
+	if (!d->pc_broken) {
+		mig_pc_uffd_destroy(d->pc_uffd);
+		d->pc_uffd = NULL;
+	}
+	for (unsigned i = 0; i <= MIG_CHANNELS_MAX; i++) {
+		mig_memmap_destroy(d->pc_bmap[i]);
+		d->pc_bmap[i] = NULL;
+		if (d->pc_bounce[i])
+			munmap(d->pc_bounce[i],
+			       d->pc_ram_pages << HV_PAGE_SHIFT);
+		d->pc_bounce[i] = NULL;
+	}
+	d->pc_cbmap = NULL;
+	mig_batch_dec_destroy(d->pc_dec);
+	d->pc_dec = NULL;
+	free(d->pc_payload);
+	d->pc_payload = NULL;
+	free(d->pc_missing);
+	d->pc_missing = NULL;
+	if (d->pc_efd > 0)
+		close(d->pc_efd);
+	d->pc_efd = -1;
+}
