@@ -58,6 +58,9 @@ static int find_vmm(struct migd *d)
 				 "%.3800s/" MIGD_VMM_RELDIR "/migrated-vmm",
 				 self);
 	}
+	/* Logs and `ps` show /usr/libexec/..., not /usr/sbin/../libexec. */
+	if (realpath(h->vmm_path, self))
+		snprintf(h->vmm_path, sizeof(h->vmm_path), "%s", self);
 	if (access(h->vmm_path, X_OK)) {
 		hv_err(COMP, "event=start_failed vmm=%s err=\"%s\" "
 			     "hint=\"the worker binary migrated-vmm is installed "
