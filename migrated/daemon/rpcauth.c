@@ -74,8 +74,7 @@ int migd_rpc_rule_parse(const char *s, struct migd_rpc_rule *out)
 }
 
 enum migd_rpc_role migd_rpcauth_role(const struct migd_rpc_rule *rules,
-				     unsigned nr_rules,
-				     enum migd_rpc_role dflt,
+				     unsigned nr_rules, enum migd_rpc_role dflt,
 				     const char *const *ids, unsigned nr_ids,
 				     const char **matched)
 {
