@@ -14,7 +14,7 @@ set -euo pipefail
 B=$(cd "$1" && pwd)
 T=$(mktemp -d /tmp/migd-sysaudit.XXXXXX)
 pids=()
-trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done;
+trap 'for p in "${pids[@]}"; do kill -TERM $(pgrep -P "$p") "$p" 2>/dev/null || true; done;
       sleep 1; rm -rf "$T"' EXIT
 
 # expand GROUP...: the system calls of the groups, nested groups expanded.
@@ -52,7 +52,9 @@ port=$("$B/tools/migrate-recv/migrate-recv" --socket "$T/b/control.sock" 127.0.0
 	"127.0.0.1:$port" >"$T/send.log"
 $Bc vm check v1
 $Bc vm destroy v1 >/dev/null
-for p in "${pids[@]}"; do kill -TERM "$p"; done
+# SIGTERM to the daemons (strace's children), not to strace, which would
+# detach and leave them running; strace writes its summary when they end.
+for p in "${pids[@]}"; do kill -TERM $(pgrep -P "$p") 2>/dev/null || true; done
 wait "${pids[@]}" 2>/dev/null || true
 pids=()
 
