@@ -51,17 +51,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="migd-roles-ab.")
-    subprocess.check_call(["protoc", "-I", a.proto_dir, "--python_out",
-                           tmp, "control.proto"])
-    sys.path.insert(0, tmp)
-    import control_pb2 as pb
-    tls = os.path.join(tmp, "tls")
     rules = []
     for i in range(31):
         rules += ["--rpc-role", "someone-%02d.example:read-only" % i]
     rules += ["--rpc-role", "migrated client:operator"]
     procs = []
     try:
+        # Debian's python3-protobuf: run with /usr/bin/python3.
+        subprocess.check_call(["protoc", "-I", a.proto_dir, "--python_out",
+                               tmp, "control.proto"])
+        sys.path.insert(0, tmp)
+        import control_pb2 as pb
+        tls = os.path.join(tmp, "tls")
         pa, pbp = interop.free_port(), interop.free_port()
         procs.append(start(a.migrated, tmp, "A", tls, pa, []))
         procs.append(start(a.migrated, tmp, "B", tls, pbp, rules))
