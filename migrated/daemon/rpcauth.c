@@ -101,10 +101,16 @@ enum migd_rpc_role migd_rpcauth_needs(unsigned call_case)
 	return MIGD_RPC_ROLE_OPERATOR;
 }
 
-bool migd_rpcauth_allows(enum migd_rpc_role role, unsigned call_case)
+enum migd_rpc_role migd_rpcauth_needs_request(const Migd__Request *req)
 {
-	enum migd_rpc_role need = migd_rpcauth_needs(call_case);
+	if (req->call_case == MIGD__REQUEST__CALL_MIG_INCOMING &&
+	    req->mig_incoming && req->mig_incoming->insecure)
+		return MIGD_RPC_ROLE_OPERATOR;
+	return migd_rpcauth_needs((unsigned)req->call_case);
+}
 
+bool migd_rpcauth_covers(enum migd_rpc_role role, enum migd_rpc_role need)
+{
 	switch (role) {
 	case MIGD_RPC_ROLE_OPERATOR:
 		return true;
@@ -116,4 +122,9 @@ bool migd_rpcauth_allows(enum migd_rpc_role role, unsigned call_case)
 	default:
 		return false;
 	}
+}
+
+bool migd_rpcauth_allows(enum migd_rpc_role role, unsigned call_case)
+{
+	return migd_rpcauth_covers(role, migd_rpcauth_needs(call_case));
 }

@@ -12,8 +12,10 @@
  *                rates and estimates: nothing that changes a VM or a
  *                migration;
  *   peer-daemon  what another daemon needs to receive a VM from us or send
- *                one: read-only plus mig_incoming; no create, destroy,
- *                pause, migration start, cancel or resolve;
+ *                one: read-only plus mig_incoming over TLS (an insecure,
+ *                plain-TCP incoming migration would accept a VM from
+ *                anyone: operator only); no create, destroy, pause,
+ *                migration start, cancel or resolve;
  *   operator     every call.
  *
  * The first rule naming any of the certificate's identities wins. An
@@ -31,6 +33,8 @@
 #define MIGD_RPCAUTH_H
 
 #include <stdbool.h>
+
+#include "proto/control.pb-c.h"
 
 enum migd_rpc_role {
 	MIGD_RPC_ROLE_INVALID = 0, /* parse error; "unset" as a default */
@@ -77,5 +81,12 @@ bool migd_rpcauth_allows(enum migd_rpc_role role, unsigned call_case);
 
 /* The least role that may make @call_case (for the refusal message). */
 enum migd_rpc_role migd_rpcauth_needs(unsigned call_case);
+
+/* The same for a whole request, whose arguments may need more than its
+ * call: mig_incoming with insecure set needs operator. */
+enum migd_rpc_role migd_rpcauth_needs_request(const Migd__Request *req);
+
+/* Does @role hold what @need stands for (the order above)? */
+bool migd_rpcauth_covers(enum migd_rpc_role role, enum migd_rpc_role need);
 
 #endif

@@ -270,12 +270,12 @@ static bool authorised(struct migd_conn *conn, unsigned cs,
 	n = migd_tlsconn_peer_ids(conn->tls, ids, HV_ARRAY_SIZE(ids));
 	role = migd_rpcauth_role(cfg->rpc_rules, cfg->nr_rpc_rules,
 				 cfg->rpc_default_role, ids, n, &matched);
-	if (migd_rpcauth_allows(role, cs))
+	need = migd_rpcauth_needs_request(call->req);
+	if (migd_rpcauth_covers(role, need))
 		return true;
-	need = migd_rpcauth_needs(cs);
 	migd_call_fail(call, MIGD__STATUS__STATUS_PERMISSION_DENIED,
 		       "certificate '%s' has role %s%s; this call needs "
-		       "role %s",
+		       "role %s%s",
 		       matched ? matched : migd_tlsconn_peer(conn->tls),
 		       migd_rpc_role_name(role),
 		       matched ? "" : " (the default: no --rpc-role names it)",
@@ -283,7 +283,10 @@ static bool authorised(struct migd_conn *conn, unsigned cs,
 			       ? "read-only or above"
 			       : need == MIGD_RPC_ROLE_PEER
 					 ? "peer-daemon or operator"
-					 : "operator");
+					 : "operator",
+		       need > migd_rpcauth_needs(cs)
+			       ? " (an insecure incoming migration)"
+			       : "");
 	hv_info(COMP, "event=rpc_denied conn=%llu peer=\"%s\" role=%s "
 		      "call_case=%u",
 		(unsigned long long)conn->id,

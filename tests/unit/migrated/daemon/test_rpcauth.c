@@ -54,6 +54,23 @@ static void test_peer_receives_but_cannot_destroy(void)
 					    MIGD__REQUEST__CALL_MIG_START));
 }
 
+static void test_peer_cannot_open_an_insecure_incoming(void)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigIncomingRequest in = MIGD__MIG_INCOMING_REQUEST__INIT;
+
+	req.call_case = MIGD__REQUEST__CALL_MIG_INCOMING;
+	req.mig_incoming = &in;
+	CU_ASSERT_EQUAL(migd_rpcauth_needs_request(&req), MIGD_RPC_ROLE_PEER);
+	in.insecure = true;
+	CU_ASSERT_EQUAL(migd_rpcauth_needs_request(&req),
+			MIGD_RPC_ROLE_OPERATOR);
+	CU_ASSERT_FALSE(migd_rpcauth_covers(MIGD_RPC_ROLE_PEER,
+					    migd_rpcauth_needs_request(&req)));
+	CU_ASSERT_TRUE(migd_rpcauth_covers(MIGD_RPC_ROLE_OPERATOR,
+					   migd_rpcauth_needs_request(&req)));
+}
+
 static void test_unknown_calls_and_role_none_are_closed(void)
 {
 	CU_ASSERT_FALSE(migd_rpcauth_allows(MIGD_RPC_ROLE_READ_ONLY, 9999));
@@ -132,6 +149,8 @@ static CU_TestInfo tests[] = {
 	 test_read_only_cannot_change_anything},
 	{"peer_receives_but_cannot_destroy",
 	 test_peer_receives_but_cannot_destroy},
+	{"peer_cannot_open_an_insecure_incoming",
+	 test_peer_cannot_open_an_insecure_incoming},
 	{"unknown_calls_and_role_none_are_closed",
 	 test_unknown_calls_and_role_none_are_closed},
 	{"first_rule_naming_any_identity_wins",
