@@ -1,7 +1,7 @@
 #!/bin/bash
 # Per-client authorisation on the TCP control RPC (rpcauth.h): certificate
 # identities (CN or subjectAltName) map to roles; a call the role does not
-# cover is refused with PERMISSION_DENIED (exit 6) and does not run. And
+# cover is refused with PERMISSION_DENIED (exit 8) and does not run. And
 # where incoming migrations listen by default (the configured address,
 # not every interface) and in a --migration-listen port range.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -62,26 +62,26 @@ expect_rc 0 "read-only lists VMs" as viewer vm list
 grep -q vm1 <<<"$LAST_OUT" && ok "read-only sees vm1" ||
 	fail "read-only list: $LAST_OUT"
 expect_rc 0 "read-only inspects vm1" as viewer vm inspect vm1
-expect_rc 6 "read-only cannot create" as viewer vm create ro1 --mem 32M
+expect_rc 8 "read-only cannot create" as viewer vm create ro1 --mem 32M
 grep -q "permission denied" <<<"$LAST_OUT" &&
 	grep -q "needs role operator" <<<"$LAST_OUT" &&
 	ok "the refusal is typed and names the role needed" ||
 	fail "refusal text: $LAST_OUT"
 [ "$(ctl --json vm list | jq '.vms | length')" = 1 ] &&
 	ok "the refused create did not run" || fail "a VM was created"
-expect_rc 6 "read-only cannot destroy" as viewer vm destroy vm1
+expect_rc 8 "read-only cannot destroy" as viewer vm destroy vm1
 
 # peer-daemon (matched by SAN): reads, but cannot destroy or pause.
 expect_rc 0 "peer-daemon lists VMs (SAN identity)" as peer vm list
-expect_rc 6 "peer-daemon cannot destroy" as peer vm destroy vm1
-expect_rc 6 "peer-daemon cannot pause" as peer vm pause vm1
+expect_rc 8 "peer-daemon cannot destroy" as peer vm destroy vm1
+expect_rc 8 "peer-daemon cannot pause" as peer vm pause vm1
 OUT=$(as peer --json vm destroy vm1 2>&1)
 [ "$(jq -r .status <<<"$OUT" 2>/dev/null)" = STATUS_PERMISSION_DENIED ] &&
 	ok "--json shows STATUS_PERMISSION_DENIED" ||
 	echo "note: --json refusal: $OUT"
 
 # An identity no rule names gets the default: none (rules exist).
-expect_rc 6 "an unnamed identity is refused even ping" as stranger ping
+expect_rc 8 "an unnamed identity is refused even ping" as stranger ping
 
 # operator over TCP: destroys.
 expect_rc 0 "operator (TCP) destroys vm1" as ops vm destroy vm1
@@ -93,7 +93,7 @@ for _ in $(seq 100); do
 	grep -q 'event=reload_option option=rpc-role' "$TMP/d1.log" && break
 	sleep 0.1
 done
-expect_rc 6 "after reload the revoked viewer cannot list" as viewer vm list
+expect_rc 8 "after reload the revoked viewer cannot list" as viewer vm list
 expect_rc 0 "after reload ops still can" as ops vm list
 
 # The refusal is logged once, naming the peer.

@@ -518,7 +518,7 @@ int migd_status_exit_code(Migd__Status st)
 	case MIGD__STATUS__STATUS_UNAVAILABLE:
 		return 4;
 	case MIGD__STATUS__STATUS_PERMISSION_DENIED:
-		return 6; /* 5 is "daemon not reachable" */
+		return 8; /* 5..7 are taken (daemon not reachable, migrate-send) */
 	default:
 		return 1;
 	}
