@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what the build needs (Debian packages only), configure and build.
 #
-#   tools/setup.sh [release|asan|tsan|fuzz] [cmake --build args...]
+#   tools/setup.sh [release|asan|tsan|fuzz|deps] [cmake --build args...]
+#
+# deps: install the packages and stop (tools/package.sh).
 #
 # Idempotent: packages already installed are not touched, an existing build
 # tree is reused. Builds into build/<variant>. The fuzz variant is clang
@@ -22,6 +24,7 @@ pkgs=(
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
 	prometheus python3-prometheus-client
+	dpkg-dev groff-base man-db
 )
 # libFuzzer comes with clang's runtime libraries; llvm-14 has llvm-cov
 # for tools/fuzz_cov.sh.
@@ -43,6 +46,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# tools/package.sh: the packages only, no build here.
+[ "$variant" = deps ] && exit 0
 
 case "$variant" in
 release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;

@@ -63,6 +63,7 @@ void migd_call_mig_incoming(struct migd_call *call)
 	} else {
 		snprintf(prm.host, sizeof(prm.host), "%s", d->cfg.mig_host);
 		prm.port = d->cfg.mig_port;
+		prm.port_max = d->cfg.mig_port_max;
 	}
 	if (r->vm_name && *r->vm_name) {
 		if (!migd_name_valid(r->vm_name)) {

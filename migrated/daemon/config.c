@@ -33,10 +33,11 @@ void migd_config_usage(FILE *f)
 		"  --log-level LEVEL      err, warn, info or debug (info)\n"
 		"  --log-format text|json key=value lines (text) or one JSON\n"
 		"                         object per line, for log shippers\n"
-		"  --migration-listen HOST:PORT\n"
+		"  --migration-listen HOST:PORT|HOST:FIRST-LAST\n"
 		"                         default listen address of incoming\n"
-		"                         migrations (default 0.0.0.0:0 = any\n"
-		"                         port)\n"
+		"                         migrations: the first free port of\n"
+		"                         the range (port 0: any); default the\n"
+		"                         --rpc-listen host, else 127.0.0.1\n"
 		"  --migration-io-timeout-ms MS\n"
 		"                         a migration channel without progress\n"
 		"                         for MS fails (10000); a destination\n"
@@ -66,6 +67,15 @@ void migd_config_usage(FILE *f)
 		"                         (0: every page)\n"
 		"  --dirty-event-ms MS    DIRTY_RATE event period, 100..60000\n"
 		"                         (1000)\n"
+		"  --rpc-role IDENTITY:ROLE\n"
+		"                         role of TCP clients whose certificate\n"
+		"                         CN or subjectAltName is IDENTITY:\n"
+		"                         none, read-only, peer-daemon or\n"
+		"                         operator (repeatable; first match)\n"
+		"  --rpc-default-role ROLE\n"
+		"                         role of identities no rule names\n"
+		"                         (default operator without rules,\n"
+		"                         none with)\n"
 		"  --dirty-ring ENTRIES|off\n"
 		"                         dirty ring entries per vCPU of KVM\n"
 		"                         VMs created without one (power of\n"
@@ -143,7 +153,7 @@ enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
        O_STOP_VMS, O_VMM, O_BACKING, O_ETCD, O_ETCD_CA, O_ETCD_CERT,
        O_ETCD_KEY, O_ETCD_OPT, O_ETCD_PREFIX, O_ETCD_TTL, O_HOST_ID,
-       O_FENCE_GRACE, O_LOG_FORMAT };
+       O_FENCE_GRACE, O_LOG_FORMAT, O_RPC_ROLE, O_RPC_DEFROLE };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
@@ -159,6 +169,8 @@ static const struct option opts[] = {
 	{ "rpc-listen", required_argument, NULL, O_RPC },
 	{ "rpc-handshake-timeout-ms", required_argument, NULL, O_RPC_HS },
 	{ "rpc-idle-timeout-ms", required_argument, NULL, O_RPC_IDLE },
+	{ "rpc-role", required_argument, NULL, O_RPC_ROLE },
+	{ "rpc-default-role", required_argument, NULL, O_RPC_DEFROLE },
 	{ "metrics-listen", required_argument, NULL, O_METRICS },
 	{ "dirty-monitor", required_argument, NULL, O_DMON },
 	{ "dirty-interval-ms", required_argument, NULL, O_DINT },
@@ -230,9 +242,12 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 						      : HV_LOG_FORMAT_JSON;
 		break;
 	case O_LISTEN:
-		if (migd_parse_hostport(arg, true, cfg->mig_host,
-					sizeof(cfg->mig_host), &cfg->mig_port))
-			return bad("--migration-listen", arg, "HOST:PORT");
+		if (migd_parse_listen(arg, cfg->mig_host,
+				      sizeof(cfg->mig_host), &cfg->mig_port,
+				      &cfg->mig_port_max))
+			return bad("--migration-listen", arg,
+				   "HOST:PORT or HOST:FIRST-LAST (port 0: "
+				   "any free port)");
 		if (!cfg->mig_host[0])
 			strcpy(cfg->mig_host, "0.0.0.0");
 		break;
@@ -265,6 +280,23 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 			return bad("--rpc-idle-timeout-ms", arg,
 				   "0 (never) ..86400000");
 		cfg->rpc_idle_timeout_ms = (uint32_t)u;
+		break;
+	case O_RPC_ROLE:
+		if (cfg->nr_rpc_rules == MIGD_RPC_RULES_MAX)
+			return bad("--rpc-role", arg, "more than 32 rules");
+		if (migd_rpc_rule_parse(arg,
+					&cfg->rpc_rules[cfg->nr_rpc_rules]))
+			return bad("--rpc-role", arg,
+				   "IDENTITY:ROLE, IDENTITY a certificate CN "
+				   "or subjectAltName (1..255 bytes), ROLE "
+				   "none, read-only, peer-daemon or operator");
+		cfg->nr_rpc_rules++;
+		break;
+	case O_RPC_DEFROLE:
+		cfg->rpc_default_role = migd_rpc_role_parse(arg);
+		if (cfg->rpc_default_role == MIGD_RPC_ROLE_INVALID)
+			return bad("--rpc-default-role", arg,
+				   "none, read-only, peer-daemon or operator");
 		break;
 	case O_METRICS:
 		if (!strcmp(arg, "off")) {
@@ -515,7 +547,6 @@ static enum hv_log_level base_log_level(void)
 int migd_config_defaults(struct migd_cfg *cfg, char *err, size_t err_size)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	strcpy(cfg->mig_host, "0.0.0.0");
 	cfg->log_level = base_log_level();
 	cfg->dirty_monitor = true;
 	cfg->dirty_interval_ms = MIGD_DIRTY_INTERVAL_MS_DEFAULT;
@@ -552,6 +583,17 @@ int migd_config_finish(struct migd_cfg *cfg, char *err, size_t err_size)
 	if (!cfg->tls_dir[0])
 		snprintf(cfg->tls_dir, sizeof(cfg->tls_dir), "%.*s/tls",
 			 (int)(sizeof(cfg->tls_dir) - 5), cfg->state_dir);
+	/* Incoming migrations listen where the operator said the daemon
+	 * is reachable, never on every interface by default: the host of
+	 * --rpc-listen when that is a specific address, else loopback. */
+	if (!cfg->mig_host[0]) {
+		bool wild = !cfg->rpc_tcp || !cfg->rpc_host[0] ||
+			    !strcmp(cfg->rpc_host, "0.0.0.0") ||
+			    !strcmp(cfg->rpc_host, "::");
+
+		snprintf(cfg->mig_host, sizeof(cfg->mig_host), "%s",
+			 wild ? "127.0.0.1" : cfg->rpc_host);
+	}
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 
 #include "hvcore/accel.h"
 #include "hvcore/guest_mem.h"
+#include "migrated/daemon/rpcauth.h"
 #include "hvcore/log.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/parse.h"
@@ -59,9 +60,13 @@ struct migd_cfg {
 	char state_dir[PATH_MAX];
 	char socket_path[108]; /* sun_path; "" = <state_dir>/control.sock */
 	enum hv_accel_kind accel; /* HV_ACCEL_INVALID = auto */
-	/* Default listen address of incoming migrations. */
+	/* Default listen address of incoming migrations: the first free
+	 * port of mig_port..mig_port_max (equal: that port; 0: any). Host
+	 * "" until migd_config_finish(): the --rpc-listen host when that is
+	 * a specific address, else loopback (config.h). */
 	char mig_host[MIGD_HOST_MAX + 1];
 	uint16_t mig_port;
+	uint16_t mig_port_max;
 	/* TLS material of migration channels: <tls_dir>/{ca,host}.pem,
 	 * host.key; generated there when @dev_tls. "" = <state_dir>/tls. */
 	char tls_dir[PATH_MAX];
@@ -75,6 +80,11 @@ struct migd_cfg {
 	 * subscription (server.h); 0 = no limit. */
 	uint32_t rpc_handshake_timeout_ms;
 	uint32_t rpc_idle_timeout_ms;
+	/* Roles of TCP clients by certificate identity (rpcauth.h); the
+	 * default role INVALID = operator without rules, none with. */
+	struct migd_rpc_rule rpc_rules[MIGD_RPC_RULES_MAX];
+	unsigned nr_rpc_rules;
+	enum migd_rpc_role rpc_default_role;
 	/* Prometheus text exposition over HTTP (metrics.h). */
 	bool metrics;
 	char metrics_host[MIGD_HOST_MAX + 1];

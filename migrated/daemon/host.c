@@ -485,10 +485,11 @@ int migd_worker_spawn(struct migd *d, bool takeover,
 	uv_process_options_t po = { 0 };
 	uv_stdio_container_t stdio[5];
 	char a_wid[24], a_io[16], a_dint[16], a_dsh[16], a_dev[16], a_ring[16];
-	char a_listen[MIGD_HOST_MAX + 16], a_lvl[8];
-	const char *args[56];
+	char a_listen[MIGD_HOST_MAX + 24], a_lvl[8];
+	const char *args[64];
 	struct migd_worker *w;
-	int lfd, tfd = -1, n = 0, ret;
+	int lfd, tfd = -1, n = 0, ln, ret;
+	bool v6;
 
 	w = migd__worker_new(d, h->next_wid);
 	if (!w) {
@@ -517,8 +518,15 @@ int migd_worker_spawn(struct migd *d, bool takeover,
 	snprintf(a_dsh, sizeof(a_dsh), "%u", d->cfg.dirty_sample_shift);
 	snprintf(a_dev, sizeof(a_dev), "%u", d->cfg.dirty_event_ms);
 	snprintf(a_ring, sizeof(a_ring), "%u", d->cfg.dirty_ring);
-	snprintf(a_listen, sizeof(a_listen), "%s:%u", d->cfg.mig_host,
-		 d->cfg.mig_port);
+	/* migd_parse_listen() syntax: an IPv6 host in brackets, "-LAST"
+	 * only for a real range. */
+	v6 = strchr(d->cfg.mig_host, ':') != NULL;
+	ln = snprintf(a_listen, sizeof(a_listen), "%s%s%s:%u", v6 ? "[" : "",
+		     d->cfg.mig_host, v6 ? "]" : "", d->cfg.mig_port);
+	if (d->cfg.mig_port_max > d->cfg.mig_port && ln > 0 &&
+	    (size_t)ln < sizeof(a_listen))
+		snprintf(a_listen + ln, sizeof(a_listen) - (size_t)ln, "-%u",
+			 d->cfg.mig_port_max);
 	snprintf(a_lvl, sizeof(a_lvl), "%d", (int)hv_log_get_level());
 	args[n++] = h->vmm_path;
 	args[n++] = "--worker-id";

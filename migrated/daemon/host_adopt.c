@@ -21,7 +21,15 @@
 
 #define COMP "migd.host"
 
-/* The worker binary: --vmm, $MIGRATED_VMM, else next to this one. */
+#ifndef MIGD_VMM_RELDIR
+#define MIGD_VMM_RELDIR "../libexec/migrated"
+#endif
+
+/*
+ * The worker binary: --vmm, $MIGRATED_VMM, else next to this one (the
+ * build tree), else MIGD_VMM_RELDIR from this one's directory (installed:
+ * sbin/migrated and libexec/migrated/migrated-vmm).
+ */
 static int find_vmm(struct migd *d)
 {
 	struct migd_host *h = d->host;
@@ -45,11 +53,19 @@ static int find_vmm(struct migd *d)
 			*slash = '\0';
 		snprintf(h->vmm_path, sizeof(h->vmm_path), "%.4000s/migrated-vmm",
 			 self);
+		if (access(h->vmm_path, X_OK))
+			snprintf(h->vmm_path, sizeof(h->vmm_path),
+				 "%.3800s/" MIGD_VMM_RELDIR "/migrated-vmm",
+				 self);
 	}
+	/* Logs and `ps` show /usr/libexec/..., not /usr/sbin/../libexec. */
+	if (realpath(h->vmm_path, self))
+		snprintf(h->vmm_path, sizeof(h->vmm_path), "%s", self);
 	if (access(h->vmm_path, X_OK)) {
 		hv_err(COMP, "event=start_failed vmm=%s err=\"%s\" "
 			     "hint=\"the worker binary migrated-vmm is installed "
-			     "next to migrated; --vmm PATH names another\"",
+			     "next to migrated or in " MIGD_VMM_RELDIR
+			     " from it; --vmm PATH names another\"",
 		       h->vmm_path, strerror(errno));
 		return -ENOENT;
 	}

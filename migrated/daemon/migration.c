@@ -689,10 +689,28 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	base.backing = d->cfg.backing; /* ours, whatever the source's was */
 	ret = set_tls(m, true, err, err_size);
 	if (!ret) {
-		ret = mig_dest_start(prm->host[0] ? prm->host : "0.0.0.0",
-				     prm->port, &m->opts, &base, progress_cb,
-				     m, &m->dst);
-		if (ret)
+		/* A range (firewall rules open exactly it): the first port
+		 * free now; concurrent incoming migrations take the next. */
+		unsigned last = prm->port_max > prm->port ? prm->port_max
+							   : prm->port;
+
+		for (unsigned p = prm->port; p <= last; p++) {
+			ret = mig_dest_start(prm->host[0] ? prm->host
+							  : "0.0.0.0",
+					     (uint16_t)p, &m->opts, &base,
+					     progress_cb, m, &m->dst);
+			if (ret != -EADDRINUSE)
+				break;
+		}
+		if (ret && last > prm->port)
+			snprintf(err, err_size,
+				 "cannot listen on %s:%u-%u: %s",
+				 prm->host[0] ? prm->host : "*", prm->port,
+				 last, ret == -EADDRINUSE
+					       ? "every port of the range is "
+						 "in use"
+					       : strerror(-ret));
+		else if (ret)
 			snprintf(err, err_size, "cannot listen on %s:%u: %s",
 				 prm->host[0] ? prm->host : "*", prm->port,
 				 strerror(-ret));

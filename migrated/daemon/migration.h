@@ -64,6 +64,7 @@ struct migd_vm;
 struct migd_mig_params {
 	char host[MIGD_HOST_MAX + 1];
 	uint16_t port;
+	uint16_t port_max; /* incoming: try port..port_max (<= port: one) */
 	bool insecure;
 	uint32_t channels;
 	uint64_t bandwidth;

@@ -70,6 +70,40 @@ int migd_parse_hostport(const char *s, bool allow_port0, char *host,
 	return 0;
 }
 
+int migd_parse_listen(const char *s, char *host, size_t host_size,
+		      uint16_t *port, uint16_t *port_max)
+{
+	char buf[MIGD_HOST_MAX + 16];
+	const char *colon, *dash;
+	uint64_t hi;
+	uint16_t lo;
+	size_t n;
+
+	if (!s || !*s)
+		return -EINVAL;
+	colon = strrchr(s, ':');
+	dash = colon ? strchr(colon, '-') : NULL;
+	if (!dash) {
+		if (migd_parse_hostport(s, true, host, host_size, &lo))
+			return -EINVAL;
+		*port = *port_max = lo;
+		return 0;
+	}
+	/* "HOST:LO-HI": both ends real ports, LO <= HI. */
+	n = (size_t)(dash - s);
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (migd_parse_u64(dash + 1, 65535, &hi) || hi == 0)
+		return -EINVAL;
+	if (migd_parse_hostport(buf, false, host, host_size, &lo) || hi < lo)
+		return -EINVAL;
+	*port = lo;
+	*port_max = (uint16_t)hi;
+	return 0;
+}
+
 int migd_parse_size(const char *s, uint64_t *out)
 {
 	unsigned long long v;

@@ -25,6 +25,16 @@ int migd_parse_hostport(const char *s, bool allow_port0, char *host,
 			size_t host_size, uint16_t *port);
 
 /*
+ * A listen address with an optional port range: "HOST:PORT" as
+ * migd_parse_hostport() (port 0 allowed: any free port), or
+ * "HOST:LO-HI" with 1 <= LO <= HI <= 65535 (the first free port of the
+ * range, for firewall rules). Sets *@port and *@port_max (equal without a
+ * range). Returns 0 or -EINVAL (nothing written to the ports then).
+ */
+int migd_parse_listen(const char *s, char *host, size_t host_size,
+		      uint16_t *port, uint16_t *port_max);
+
+/*
  * "4096", "64K", "512M", "1G", "1GiB", "2T" (powers of 1024, case-blind,
  * optional "B"/"iB"). 0 or -EINVAL (empty, junk, overflow).
  */

@@ -28,7 +28,8 @@
 enum rid {
 	R_STATE, R_SOCKET, R_ACCEL, R_LOG, R_MIG_LISTEN, R_MIG_IO, R_TLSDIR,
 	R_DEVTLS, R_RPC, R_RPC_HS, R_RPC_IDLE, R_METRICS, R_DMON, R_DINT,
-	R_DSHIFT, R_DEVENT, R_RING, R_STOP_VMS, R_VMM, R_BACKING, R_NR
+	R_DSHIFT, R_DEVENT, R_RING, R_STOP_VMS, R_VMM, R_BACKING, R_RPC_ROLES,
+	R_NR
 };
 
 static const struct {
@@ -55,6 +56,9 @@ static const struct {
 	[R_STOP_VMS] = { "stop-vms", true },
 	[R_VMM] = { "vmm", false },
 	[R_BACKING] = { "backing", true },
+	/* Both role options as one: a revoked identity takes effect on the
+	 * next call of every connection, open ones included (server.c). */
+	[R_RPC_ROLES] = { "rpc-role", true },
 };
 
 static const char *onoff(bool b)
@@ -81,7 +85,11 @@ static void fmt_opt(enum rid id, const struct migd_cfg *c, char *b, size_t n)
 		snprintf(b, n, "%s", migd_log_level_name(c->log_level));
 		break;
 	case R_MIG_LISTEN:
-		snprintf(b, n, "%s:%u", c->mig_host, c->mig_port);
+		if (c->mig_port_max > c->mig_port)
+			snprintf(b, n, "%s:%u-%u", c->mig_host, c->mig_port,
+				 c->mig_port_max);
+		else
+			snprintf(b, n, "%s:%u", c->mig_host, c->mig_port);
 		break;
 	case R_MIG_IO:
 		snprintf(b, n, "%u", c->mig_io_timeout_ms);
@@ -138,6 +146,20 @@ static void fmt_opt(enum rid id, const struct migd_cfg *c, char *b, size_t n)
 	case R_BACKING:
 		snprintf(b, n, "%s", hv_mem_backing_name(c->backing));
 		break;
+	case R_RPC_ROLES: {
+		size_t o = (size_t)snprintf(
+			b, n, "default=%s",
+			c->rpc_default_role == MIGD_RPC_ROLE_INVALID
+				? "auto"
+				: migd_rpc_role_name(c->rpc_default_role));
+
+		for (unsigned i = 0; i < c->nr_rpc_rules && o < n; i++)
+			o += (size_t)snprintf(b + o, n - o, " %s:%s",
+					      c->rpc_rules[i].id,
+					      migd_rpc_role_name(
+						      c->rpc_rules[i].role));
+		break;
+	}
 	case R_NR:
 		b[0] = '\0';
 		break;
@@ -174,6 +196,12 @@ static void apply_live(struct migd *d, enum rid id, const struct migd_cfg *nc)
 		break;
 	case R_STOP_VMS:
 		d->cfg.stop_vms = nc->stop_vms;
+		break;
+	case R_RPC_ROLES:
+		memcpy(d->cfg.rpc_rules, nc->rpc_rules,
+		       sizeof(nc->rpc_rules));
+		d->cfg.nr_rpc_rules = nc->nr_rpc_rules;
+		d->cfg.rpc_default_role = nc->rpc_default_role;
 		break;
 	default:
 		break;

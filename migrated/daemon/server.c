@@ -252,6 +252,51 @@ static void migd_defer_drop(struct migd_conn *conn);
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
+/*
+ * A TCP client's role (rpcauth.h) allows call @cs? Looked up on every call
+ * rather than once per connection, so that a reload that revokes an
+ * identity closes it to connections already open. The Unix socket is the
+ * operator's.
+ */
+static bool authorised(struct migd_conn *conn, unsigned cs,
+		       struct migd_call *call)
+{
+	const struct migd_cfg *cfg = &conn->srv->d->cfg;
+	const char *ids[MIGD_TLS_PEER_IDS_MAX], *matched;
+	enum migd_rpc_role role, need;
+	char esc[HV_LOG_ESCAPE_LEN(96)];
+	unsigned n;
+
+	if (!conn->tls)
+		return true;
+	n = migd_tlsconn_peer_ids(conn->tls, ids, HV_ARRAY_SIZE(ids));
+	role = migd_rpcauth_role(cfg->rpc_rules, cfg->nr_rpc_rules,
+				 cfg->rpc_default_role, ids, n, &matched);
+	need = migd_rpcauth_needs_request(call->req);
+	if (migd_rpcauth_covers(role, need))
+		return true;
+	migd_call_fail(call, MIGD__STATUS__STATUS_PERMISSION_DENIED,
+		       "certificate '%s' has role %s%s; this call needs "
+		       "role %s%s",
+		       matched ? matched : migd_tlsconn_peer(conn->tls),
+		       migd_rpc_role_name(role),
+		       matched ? "" : " (the default: no --rpc-role names it)",
+		       need == MIGD_RPC_ROLE_READ_ONLY
+			       ? "read-only or above"
+			       : need == MIGD_RPC_ROLE_PEER
+					 ? "peer-daemon or operator"
+					 : "operator",
+		       need > migd_rpcauth_needs(cs)
+			       ? " (an insecure incoming migration)"
+			       : "");
+	hv_info(COMP, "event=rpc_denied conn=%llu peer=\"%s\" role=%s "
+		      "call_case=%u",
+		(unsigned long long)conn->id,
+		hv_log_escape(migd_tlsconn_peer(conn->tls), esc, sizeof(esc)),
+		migd_rpc_role_name(role), cs);
+	return false;
+}
+
 static void serve(struct migd_conn *conn, const Migd__Request *req)
 {
 	struct migd_server *srv = conn->srv;
@@ -273,6 +318,8 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 	if (req->id == 0) {
 		migd_call_fail(&call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
 			       "request id must not be 0");
+	} else if (!authorised(conn, cs, &call)) {
+		/* refused: nothing of the call runs */
 	} else if (!srv->host &&
 		   (cs >= HV_ARRAY_SIZE(handlers) || !handlers[cs].fn)) {
 		migd_call_fail(&call, MIGD__STATUS__STATUS_UNIMPLEMENTED,

@@ -9,6 +9,7 @@
 
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "migrated/daemon/tlsconn.h"
 
@@ -21,6 +22,9 @@ struct migd_tlsconn {
 	bool established;
 	char error[160];
 	char peer[96];
+	/* The certificate's CN and subjectAltNames (rpcauth.h) */
+	char ids[MIGD_TLS_PEER_IDS_MAX][MIGD_TLS_PEER_ID_MAX + 1];
+	unsigned nr_ids;
 };
 
 int migd_tlsconn_new(SSL_CTX *ctx, struct migd_tlsconn **out)
@@ -74,15 +78,63 @@ static void note_error(struct migd_tlsconn *tc, const char *what)
 	ERR_clear_error();
 }
 
+/* Keep @s (@n bytes, not NUL-terminated) as an identity: names with a
+ * NUL inside or longer than the cap are skipped, never truncated (a
+ * truncated name could equal another one). */
+static void add_id(struct migd_tlsconn *tc, const unsigned char *s, int n)
+{
+	if (n <= 0 || n > MIGD_TLS_PEER_ID_MAX ||
+	    tc->nr_ids == MIGD_TLS_PEER_IDS_MAX || memchr(s, '\0', (size_t)n))
+		return;
+	memcpy(tc->ids[tc->nr_ids], s, (size_t)n);
+	tc->ids[tc->nr_ids][n] = '\0';
+	tc->nr_ids++;
+}
+
 static void note_peer(struct migd_tlsconn *tc)
 {
 	X509 *cert = SSL_get1_peer_certificate(tc->ssl);
+	X509_NAME *subj;
+	GENERAL_NAMES *sans;
+	int i;
 
 	if (!cert)
 		return;
-	X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName,
-				  tc->peer, sizeof(tc->peer));
+	subj = X509_get_subject_name(cert);
+	X509_NAME_get_text_by_NID(subj, NID_commonName, tc->peer,
+				  sizeof(tc->peer));
+	/* Every CN entry, not only the first (rules match any). */
+	for (i = -1;
+	     (i = X509_NAME_get_index_by_NID(subj, NID_commonName, i)) >= 0;) {
+		ASN1_STRING *d =
+			X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, i));
+		unsigned char *u = NULL;
+		int n = ASN1_STRING_to_UTF8(&u, d);
+
+		add_id(tc, u, n);
+		OPENSSL_free(u);
+	}
+	sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	for (i = 0; sans && i < sk_GENERAL_NAME_num(sans); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+
+		if (g->type == GEN_DNS || g->type == GEN_URI ||
+		    g->type == GEN_EMAIL)
+			add_id(tc, ASN1_STRING_get0_data(g->d.ia5),
+			       ASN1_STRING_length(g->d.ia5));
+	}
+	GENERAL_NAMES_free(sans);
 	X509_free(cert);
+}
+
+unsigned migd_tlsconn_peer_ids(const struct migd_tlsconn *tc,
+			       const char **ids, unsigned max)
+{
+	unsigned n = 0;
+
+	for (; tc && n < tc->nr_ids && n < max; n++)
+		ids[n] = tc->ids[n];
+	return n;
 }
 
 int migd_tlsconn_feed(struct migd_tlsconn *tc, const void *data, size_t n,

@@ -74,4 +74,16 @@ const char *migd_tlsconn_error(const struct migd_tlsconn *tc);
 /* The peer certificate's subject CN once established, else "". */
 const char *migd_tlsconn_peer(const struct migd_tlsconn *tc);
 
+/*
+ * The identities of the peer certificate once established: each subject
+ * CN, then each DNS, URI and e-mail subjectAltName, in certificate order
+ * (at most MIGD_TLS_PEER_IDS_MAX; a name longer than MIGD_TLS_PEER_ID_MAX
+ * bytes or with a NUL in it is left out). Points @ids[] at strings that
+ * live as long as @tc; returns how many (0 before the handshake).
+ */
+#define MIGD_TLS_PEER_IDS_MAX 16
+#define MIGD_TLS_PEER_ID_MAX 255
+unsigned migd_tlsconn_peer_ids(const struct migd_tlsconn *tc,
+			       const char **ids, unsigned max);
+
 #endif

@@ -109,9 +109,9 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 		cfg->backing = hv_mem_backing_parse(arg);
 		return cfg->backing == HV_BACKING_INVALID ? -1 : 0;
 	case O_LISTEN:
-		return migd_parse_hostport(arg, true, cfg->mig_host,
-					   sizeof(cfg->mig_host),
-					   &cfg->mig_port)
+		return migd_parse_listen(arg, cfg->mig_host,
+					 sizeof(cfg->mig_host), &cfg->mig_port,
+					 &cfg->mig_port_max)
 			       ? -1
 			       : 0;
 	case O_IO:

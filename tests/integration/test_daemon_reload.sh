@@ -185,7 +185,7 @@ grep -q 'event=reload_option option=log-level old="info" new="debug" applied=yes
 	ok "log-level change logged and applied" || fail "no log-level reload line"
 grep -q 'event=reload_option option=rpc-idle-timeout-ms old="120000" new="60000" applied=yes' "$LOG" &&
 	ok "rpc_idle_timeout_ms (key with '_') applied" || fail "no rpc-idle-timeout-ms line"
-grep -q 'event=reload_option option=migration-listen old="0.0.0.0:0" new="127.0.0.1:4999" applied=no why="needs a restart"' "$LOG" &&
+grep -q 'event=reload_option option=migration-listen old="127.0.0.1:0" new="127.0.0.1:4999" applied=no why="needs a restart"' "$LOG" &&
 	ok "migration-listen logged as needing a restart" ||
 	fail "no restart line for migration-listen"
 ctl vm inspect nosuch-after >/dev/null 2>&1

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * migrate-recv: tell the local migrated to accept one incoming migration
- * on ADDR:PORT (port 0: any) and print the port it listens on. The VM
+ * on ADDR:PORT (port 0: any; none: the daemon's --migration-listen) and
+ * print the port it listens on. The VM
  * arrives under the name the source offers, or --name.
  */
 #include <errno.h>
@@ -18,9 +19,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
-		"                    [--timeout-ms N] [--json] ADDR:PORT\n"
+		"                    [--timeout-ms N] [--json] [ADDR:PORT]\n"
 		"       migrate-recv --version | --help\n"
-		"Prints the port the daemon listens on (PORT 0 picks one).\n"
+		"Prints the port the daemon listens on (PORT 0 picks one;\n"
+		"without ADDR:PORT, the daemon's --migration-listen).\n"
 		"The VM keeps the name it has on the source; --name gives it\n"
 		"another here. A name already taken here is refused: by this\n"
 		"call with --name, else when the source arrives (the VM then\n"
@@ -90,19 +92,19 @@ static int recv_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (optind + 1 < argc) {
 		usage(stderr);
 		return 2;
 	}
-	if (migd_parse_hostport(argv[optind], true, host, sizeof(host),
-				&port)) {
+	if (optind < argc && migd_parse_hostport(argv[optind], true, host,
+						 sizeof(host), &port)) {
 		fprintf(stderr,
 			"migrate-recv: bad address '%s' (HOST:PORT, "
 			"[IPv6]:PORT or :PORT)\n",
 			argv[optind]);
 		return 2;
 	}
-	ir.listen = argv[optind];
+	ir.listen = optind < argc ? argv[optind] : (char *)"";
 	ret = migd_client_connect(socket_path, &c);
 	if (ret) {
 		fprintf(stderr, "migrate-recv: cannot reach the daemon: %s\n",

@@ -498,6 +498,7 @@ const char *migd_status_text(Migd__Status st)
 		[MIGD__STATUS__STATUS_CANCELLED] = "cancelled",
 		[MIGD__STATUS__STATUS_UNIMPLEMENTED] = "unimplemented",
 		[MIGD__STATUS__STATUS_ABORTED] = "aborted",
+		[MIGD__STATUS__STATUS_PERMISSION_DENIED] = "permission denied",
 	};
 
 	if ((unsigned)st < sizeof(names) / sizeof(names[0]) && names[st])
@@ -516,6 +517,8 @@ int migd_status_exit_code(Migd__Status st)
 		return 3;
 	case MIGD__STATUS__STATUS_UNAVAILABLE:
 		return 4;
+	case MIGD__STATUS__STATUS_PERMISSION_DENIED:
+		return 8; /* 5..7 are taken (daemon not reachable, migrate-send) */
 	default:
 		return 1;
 	}

@@ -79,7 +79,8 @@ const char *migd_resp_message(const Migd__Response *r);
 const char *migd_status_text(Migd__Status st);
 
 /* The process exit code a tool uses for a refused call: 1 for most, 2
- * for INVALID_ARGUMENT, 3 for NOT_FOUND, 4 for UNAVAILABLE. */
+ * for INVALID_ARGUMENT, 3 for NOT_FOUND, 4 for UNAVAILABLE, 8 for
+ * PERMISSION_DENIED. */
 int migd_status_exit_code(Migd__Status st);
 
 #endif

@@ -66,7 +66,7 @@ static void test_defaults_and_derived_paths(void)
 	CU_ASSERT_STRING_EQUAL(cfg.state_dir, "/tmp/x-state");
 	CU_ASSERT_STRING_EQUAL(cfg.socket_path, "/tmp/x-state/control.sock");
 	CU_ASSERT_STRING_EQUAL(cfg.tls_dir, "/tmp/x-state/tls");
-	CU_ASSERT_STRING_EQUAL(cfg.mig_host, "0.0.0.0");
+	CU_ASSERT_STRING_EQUAL(cfg.mig_host, "127.0.0.1");
 	CU_ASSERT_EQUAL(cfg.dirty_event_ms, MIGD_DIRTY_EVENT_MS_DEFAULT);
 	CU_ASSERT_EQUAL(cfg.rpc_idle_timeout_ms,
 			MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT);
@@ -232,9 +232,54 @@ static void test_fence_grace_must_be_below_the_ttl(void)
 	CU_ASSERT_EQUAL(parse(bad_id), 2);
 }
 
+static void test_migration_listen_defaults_to_the_configured_address(void)
+{
+	const char *rpc[] = { "--rpc-listen", "10.1.2.3:7700", NULL };
+	const char *wild[] = { "--rpc-listen", "0.0.0.0:7700", NULL };
+	const char *range[] = { "--migration-listen", "10.1.2.3:49152-49215",
+				"--rpc-listen", "10.9.9.9:7700", NULL };
+	const char *any[] = { "--migration-listen", ":0", NULL };
+
+	CU_ASSERT_EQUAL(parse(rpc), 0);
+	CU_ASSERT_STRING_EQUAL(cfg.mig_host, "10.1.2.3");
+	CU_ASSERT_EQUAL(parse(wild), 0);
+	CU_ASSERT_STRING_EQUAL(cfg.mig_host, "127.0.0.1");
+	CU_ASSERT_EQUAL(parse(range), 0);
+	CU_ASSERT_STRING_EQUAL(cfg.mig_host, "10.1.2.3");
+	CU_ASSERT_EQUAL(cfg.mig_port, 49152);
+	CU_ASSERT_EQUAL(cfg.mig_port_max, 49215);
+	/* Every interface only when asked for. */
+	CU_ASSERT_EQUAL(parse(any), 0);
+	CU_ASSERT_STRING_EQUAL(cfg.mig_host, "0.0.0.0");
+}
+
+static void test_rpc_roles_accumulate_and_bad_ones_are_named(void)
+{
+	const char *ok[] = { "--rpc-role", "ops:operator", "--rpc-role",
+			     "viewer:read-only", "--rpc-default-role",
+			     "read-only", NULL };
+	const char *bad[] = { "--rpc-role", "ops:admin", NULL };
+	const char *bad_def[] = { "--rpc-default-role", "root", NULL };
+
+	CU_ASSERT_EQUAL(parse(ok), 0);
+	CU_ASSERT_EQUAL(cfg.nr_rpc_rules, 2);
+	CU_ASSERT_STRING_EQUAL(cfg.rpc_rules[1].id, "viewer");
+	CU_ASSERT_EQUAL(cfg.rpc_rules[1].role, MIGD_RPC_ROLE_READ_ONLY);
+	CU_ASSERT_EQUAL(cfg.rpc_default_role, MIGD_RPC_ROLE_READ_ONLY);
+	CU_ASSERT_EQUAL(parse(bad), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "--rpc-role 'ops:admin'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "peer-daemon"));
+	CU_ASSERT_EQUAL(parse(bad_def), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "--rpc-default-role"));
+}
+
 static CU_TestInfo tests[] = {
 	{ "fence_grace_must_be_below_the_ttl",
 	  test_fence_grace_must_be_below_the_ttl },
+	{ "migration_listen_defaults_to_the_configured_address",
+	  test_migration_listen_defaults_to_the_configured_address },
+	{ "rpc_roles_accumulate_and_bad_ones_are_named",
+	  test_rpc_roles_accumulate_and_bad_ones_are_named },
 	{ "backing_default_option_and_key",
 	  test_backing_default_option_and_key },
 	{ "defaults_and_derived_paths", test_defaults_and_derived_paths },

@@ -49,6 +49,45 @@ static void test_hostport_refuses_bad_ports_and_hosts(void)
 			-EINVAL);
 }
 
+static void test_listen_takes_a_port_or_a_range(void)
+{
+	char h[64];
+	uint16_t lo = 0, hi = 0;
+
+	CU_ASSERT_EQUAL(migd_parse_listen("10.0.0.5:49152-49215", h,
+					  sizeof(h), &lo, &hi), 0);
+	CU_ASSERT_STRING_EQUAL(h, "10.0.0.5");
+	CU_ASSERT_EQUAL(lo, 49152);
+	CU_ASSERT_EQUAL(hi, 49215);
+	CU_ASSERT_EQUAL(migd_parse_listen("[::1]:7000-7000", h, sizeof(h),
+					  &lo, &hi), 0);
+	CU_ASSERT_STRING_EQUAL(h, "::1");
+	CU_ASSERT_EQUAL(lo, 7000);
+	CU_ASSERT_EQUAL(hi, 7000);
+	/* A dash in the host name is not a range. */
+	CU_ASSERT_EQUAL(migd_parse_listen("mig-net.example:0", h, sizeof(h),
+					  &lo, &hi), 0);
+	CU_ASSERT_STRING_EQUAL(h, "mig-net.example");
+	CU_ASSERT_EQUAL(lo, 0);
+	CU_ASSERT_EQUAL(hi, 0);
+}
+
+static void test_listen_refuses_empty_and_reversed_ranges(void)
+{
+	static const char *const bad[] = {
+		"h:5000-", "h:-5000", "h:5001-5000", "h:0-10", "h:1-65536",
+		"h:1-2-3", "h:1-x", "h", "",
+	};
+	char h[64];
+	uint16_t lo = 7, hi = 7;
+
+	for (size_t i = 0; i < HV_ARRAY_SIZE(bad); i++)
+		CU_ASSERT_EQUAL(migd_parse_listen(bad[i], h, sizeof(h), &lo,
+						  &hi), -EINVAL);
+	CU_ASSERT_EQUAL(lo, 7);
+	CU_ASSERT_EQUAL(hi, 7);
+}
+
 static void test_size_units(void)
 {
 	uint64_t v;
@@ -127,6 +166,10 @@ static CU_TestInfo tests[] = {
 	  test_hostport_accepts_names_v4_v6_and_any },
 	{ "hostport_refuses_bad_ports_and_hosts",
 	  test_hostport_refuses_bad_ports_and_hosts },
+	{ "listen_takes_a_port_or_a_range",
+	  test_listen_takes_a_port_or_a_range },
+	{ "listen_refuses_empty_and_reversed_ranges",
+	  test_listen_refuses_empty_and_reversed_ranges },
 	{ "size_units", test_size_units },
 	{ "size_refuses_junk_and_overflow",
 	  test_size_refuses_junk_and_overflow },

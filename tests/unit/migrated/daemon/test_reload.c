@@ -109,7 +109,7 @@ static void test_live_options_applied_others_kept(void)
 	/* Restart-only: the running values stay. */
 	CU_ASSERT_EQUAL(d->cfg.accel, HV_ACCEL_INVALID);
 	CU_ASSERT_EQUAL(d->cfg.dirty_ring, MIGD_DIRTY_RING_DEFAULT);
-	CU_ASSERT_STRING_EQUAL(d->cfg.mig_host, "0.0.0.0");
+	CU_ASSERT_STRING_EQUAL(d->cfg.mig_host, "127.0.0.1");
 	CU_ASSERT_EQUAL(d->cfg.mig_port, 0);
 	/* A key removed goes back to its default. */
 	write_conf("log-level = warn\n");
