@@ -56,7 +56,8 @@ static void usage(FILE *f)
 		"  --resume-source | --confirm-destination',\n"
 		"7 the VM runs on the destination but the post-commit\n"
 		"  verification found pages that differ from the source's,\n"
-		"8 postcopy broke after the switch: the VM's memory is split\n"
+		"8 permission denied (the RPC role of this client),\n"
+		"9 postcopy broke after the switch: the VM's memory is split\n"
 		"  between the hosts and it cannot complete.\n");
 }
 
@@ -314,7 +315,7 @@ static int send_main(int argc, char **argv)
 		else if (p && p->phase == MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED)
 			ret = 6;
 		else if (p && p->postcopy)
-			ret = 8;
+			ret = 9;
 	} else {
 		fprintf(stderr, "migrate-send: no final state received\n");
 	}

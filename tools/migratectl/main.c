@@ -44,7 +44,10 @@ static const struct {
 	  "                       [--throttle PCT] [--channels N]\n"
 	  "  migration resolve ID|VM --resume-source|--confirm-destination\n"
 	  "                       (after an UNRESOLVED commit: ask the\n"
-	  "                       destination first whether it runs the VM)" },
+	  "                       destination first whether it runs the VM)\n"
+	  "  migration postcopy ID|VM  (switch a running migration to\n"
+	  "                       postcopy: the VM moves now and pulls the\n"
+	  "                       pages it lacks; lost if a host dies)" },
 	{ "events", ctl_events,
 	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
 	  "[--interval MS] [--count N]" },
@@ -68,7 +71,8 @@ static void usage(FILE *f)
 	fprintf(f, "\nThe socket defaults to $MIGRATED_SOCKET or the "
 		   "daemon's default (STATE/control.sock).\n"
 		   "Exit codes: 0 ok, 1 failure, 2 bad input, 3 not found, "
-		   "4 unavailable, 5 daemon not reachable.\n"
+		   "4 unavailable, 5 daemon not reachable,\n"
+		   "8 permission denied (the RPC role of this client).\n"
 		   "--connect (or $MIGRATED_CONNECT) uses TCP + mutual TLS; "
 		   "--tls-dir DIR means\nDIR/ca.pem, DIR/client.pem, "
 		   "DIR/client.key (what --dev-tls makes).\n"
