@@ -450,15 +450,40 @@ static uint64_t last_heartbeat(struct hv_vm *vm)
 	return last;
 }
 
+/* The paused VM's state on the control channel (switchover, and the
+ * postcopy switch). */
+int src_send_vm_state(struct mig_source *s)
+{
+	Mig__VmStateEnvelope env = MIG__VM_STATE_ENVELOPE__INIT;
+	struct hv_blob blob = { 0 };
+	int ret;
+
+	/* A test hook runs inside the downtime and is counted in state_ns:
+	 * the guest waits for it too. */
+	if (s->hooks.src_switchover)
+		s->hooks.src_switchover(s->hooks.arg, s->vm);
+	ret = hv_vm_state_save(s->vm, &blob);
+	if (ret)
+		FAIL(s, ret, "save VM state: %s", strerror(-ret));
+	env.format = VMSTATE_FORMAT;
+	env.state.data = blob.data;
+	env.state.len = blob.len;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_VM_STATE, &env.base,
+			    NULL, 0);
+	s->ctl_bytes += mig_frame_size(&env.base);
+	free(blob.data);
+	if (ret)
+		FAIL(s, ret, "send VM state: %s", strerror(-ret));
+	return 0;
+}
+
 /* Pause, send the rest, the state and the digest; wait for the Ack. */
 static int switchover(struct mig_source *s, uint32_t iter,
 		      struct mig_downtime *dt, uint64_t *hb_src)
 {
 	Mig__Switchover so = MIG__SWITCHOVER__INIT;
-	Mig__VmStateEnvelope env = MIG__VM_STATE_ENVELOPE__INIT;
 	Mig__Digest dg = MIG__DIGEST__INIT;
 	uint8_t digest[MIG_DIGEST_LEN];
-	struct hv_blob blob = { 0 };
 	ProtobufCMessage *m;
 	uint64_t t[8], pages = 0;
 	int64_t n;
@@ -501,22 +526,9 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "final pass: %s", strerror(-ret));
 	t[3] = mig__now_ns();
-	/* A test hook runs inside the downtime and is counted in state_ns:
-	 * the guest waits for it too. */
-	if (s->hooks.src_switchover)
-		s->hooks.src_switchover(s->hooks.arg, s->vm);
-	ret = hv_vm_state_save(s->vm, &blob);
+	ret = src_send_vm_state(s);
 	if (ret)
-		FAIL(s, ret, "save VM state: %s", strerror(-ret));
-	env.format = VMSTATE_FORMAT;
-	env.state.data = blob.data;
-	env.state.len = blob.len;
-	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_VM_STATE, &env.base,
-			    NULL, 0);
-	s->ctl_bytes += mig_frame_size(&env.base);
-	free(blob.data);
-	if (ret)
-		FAIL(s, ret, "send VM state: %s", strerror(-ret));
+		return ret;
 	t[4] = mig__now_ns();
 	/* The table already holds every page as sent: only its own 8 bytes
 	 * per page are hashed inside the downtime. */

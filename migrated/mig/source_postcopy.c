@@ -32,7 +32,6 @@
 #include "migrated/mig/postcopy_sched.h"
 #include "migrated/mig/source_priv.h"
 
-#define VMSTATE_FORMAT 1u
 /* Host-written guest pages the destination needs before it resumes. */
 #define PC_HOST_GPA_FIRST HV_WL_PARAMS_GPA
 #define PC_HOST_GPA_END (HV_WL_STATUS_GPA + HV_PAGE_SIZE)
@@ -151,8 +150,6 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 		  struct mig_downtime *dt, uint64_t *hb_src)
 {
 	Mig__Switchover so = MIG__SWITCHOVER__INIT;
-	Mig__VmStateEnvelope env = MIG__VM_STATE_ENVELOPE__INIT;
-	struct hv_blob blob = { 0 };
 	ProtobufCMessage *m;
 	uint64_t t[6];
 	int64_t n;
@@ -195,20 +192,9 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "send the unsent set: %s", strerror(-ret));
 	t[3] = mig__now_ns();
-	if (s->hooks.src_switchover)
-		s->hooks.src_switchover(s->hooks.arg, s->vm);
-	ret = hv_vm_state_save(s->vm, &blob);
+	ret = src_send_vm_state(s);
 	if (ret)
-		FAIL(s, ret, "save VM state: %s", strerror(-ret));
-	env.format = VMSTATE_FORMAT;
-	env.state.data = blob.data;
-	env.state.len = blob.len;
-	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_VM_STATE, &env.base,
-			    NULL, 0);
-	s->ctl_bytes += mig_frame_size(&env.base);
-	free(blob.data);
-	if (ret)
-		FAIL(s, ret, "send VM state: %s", strerror(-ret));
+		return ret;
 	t[4] = mig__now_ns();
 	mig__prog_phase(&s->prog, MIG_PHASE_COMMIT);
 	ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");

@@ -160,6 +160,8 @@ void src_dirty_fini(struct mig_source *s);
 int64_t src_harvest(struct mig_source *s);
 /* IterStart, every page of the dirty set through the pipe, IterEnd. */
 int src_send_pass(struct mig_source *s, uint32_t iteration);
+/* The paused VM's state (VmStateEnvelope) on the control channel. */
+int src_send_vm_state(struct mig_source *s);
 /* Receive the control reply of type @want (*@m to free with
  * mig_frame_msg_free); an Abort, a Cancel or anything else fails the
  * migration with the peer's reason. 0 or negative errno. */
