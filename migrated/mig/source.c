@@ -437,7 +437,8 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 	return 0;
 }
 
-static uint64_t last_heartbeat(struct hv_vm *vm)
+/* The last heartbeat any vCPU sent before it parked. */
+uint64_t src_last_heartbeat(struct hv_vm *vm)
 {
 	uint64_t last = 0;
 
@@ -500,7 +501,7 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	s->paused = true;
 	t[1] = mig__now_ns();
 	/* The last heartbeat any vCPU sent before it parked. */
-	*hb_src = mig__mono_to_real(last_heartbeat(s->vm));
+	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
 	/* The destination must not inherit our throttle: restore it now,
 	 * while paused; the params page is dirty and goes in the final pass. */
 	ret = mig_throttle_restore(&s->thr);

@@ -41,20 +41,6 @@ static bool bit_get(const uint64_t *b, uint64_t i)
 	return (b[i >> 6] >> (i & 63)) & 1;
 }
 
-/* The last heartbeat any vCPU sent before it parked. */
-static uint64_t last_heartbeat(struct hv_vm *vm)
-{
-	uint64_t last = 0;
-
-	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
-		struct hv_vcpu_stats st;
-
-		if (!hv_vm_vcpu_stats(vm, i, &st))
-			last = HV_MAX(last, st.last_heartbeat_ns);
-	}
-	return last;
-}
-
 bool src_pc_due(struct mig_source *s)
 {
 	if (!atomic_load(&s->pc_offered))
@@ -164,7 +150,7 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 		FAIL(s, ret, "pause: %s", strerror(-ret));
 	s->paused = true;
 	t[1] = mig__now_ns();
-	*hb_src = mig__mono_to_real(last_heartbeat(s->vm));
+	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
 	ret = mig_throttle_restore(&s->thr);
 	if (ret)
 		FAIL(s, ret, "unthrottle: %s", strerror(-ret));

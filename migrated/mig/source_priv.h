@@ -162,6 +162,8 @@ int64_t src_harvest(struct mig_source *s);
 int src_send_pass(struct mig_source *s, uint32_t iteration);
 /* The paused VM's state (VmStateEnvelope) on the control channel. */
 int src_send_vm_state(struct mig_source *s);
+/* The last heartbeat (monotonic ns) any vCPU of @vm sent; 0 if none. */
+uint64_t src_last_heartbeat(struct hv_vm *vm);
 /* Receive the control reply of type @want (*@m to free with
  * mig_frame_msg_free); an Abort, a Cancel or anything else fails the
  * migration with the peer's reason. 0 or negative errno. */
