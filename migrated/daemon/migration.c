@@ -672,6 +672,7 @@ int migd_mig_cancel(struct migd_mig *m)
 		return -EALREADY;
 	hv_info(COMP, "event=migration_cancel mig=%llu vm=%s",
 		(unsigned long long)m->id, m->vm);
+	atomic_store(&m->settle_stop, true);
 	return m->src ? mig_source_cancel(m->src) : mig_dest_cancel(m->dst);
 }
 

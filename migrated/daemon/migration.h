@@ -42,6 +42,7 @@
 #define MIGD_MIGRATION_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -117,6 +118,7 @@ struct migd_mig {
 	 * thread that reads it starts, or on that thread. */
 	bool fleet_on;
 	struct migd_fleet_owner fleet_own;
+	atomic_bool settle_stop; /* a cancel ends the settle's retries */
 	const char *cancel_why; /* static; prefixes the final message */
 	struct mig_progress final;
 };
@@ -126,8 +128,10 @@ struct migd_mig {
  * destination's check of the ownership record in setup (engine thread,
  * from the name check) and its commit transaction (mig_opts.dst_commit);
  * the source's check before the engine starts (loop thread) and the
- * settling of an UNRESOLVED commit by the record (waiter thread: returns
- * the new result and fills @final, or -EINPROGRESS when it cannot tell).
+ * settling of an UNRESOLVED commit by the record (waiter thread: retries
+ * while etcd cannot answer, for up to MIGD_FLEET_SETTLE_S or until a
+ * cancel; returns the new result and fills @final, or -EINPROGRESS when
+ * it still cannot tell).
  * docs/architecture.md, "The commit with the transaction".
  */
 int migd_mig_fleet_incoming(struct migd_mig *m, const char *name, char *why,

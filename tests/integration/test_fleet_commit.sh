@@ -119,10 +119,17 @@ else
 	wait "$MPID"
 	ECTL_ENDPOINTS=$(for i in 1 2 3; do [ "$i" != "$LI" ] && echo -n "http://127.0.0.1:${ETCD_CPORT[$i]},"; done)
 	export ECTL_ENDPOINTS=${ECTL_ENDPOINTS%,}
-	sleep 1
-	S=$(vm_state "$SOCK_src" f4)
-	D=$(vm_state "$SOCK_dstslow" f4)
-	O=$(etcd_get ${P}vms/f4 | jq -r .owner)
+	# The survivors elect a leader; until then neither the daemons nor
+	# etcdctl get an answer (slow under TSan). Poll until the VM runs
+	# somewhere and the record can be read, or 40 s.
+	for _ in $(seq 80); do
+		S=$(vm_state "$SOCK_src" f4)
+		D=$(vm_state "$SOCK_dstslow" f4)
+		O=$(etcd_get ${P}vms/f4 2>/dev/null | jq -r .owner 2>/dev/null)
+		{ [ "$S" = VM_STATE_RUNNING ] || [ "$D" = VM_STATE_RUNNING ]; } &&
+			[ -n "$O" ] && break
+		sleep 0.5
+	done
 	echo "after the commit: src=$S dst=$D key owner=$O"
 	if [ "$S" = VM_STATE_RUNNING ] && [ "$D" = VM_STATE_RUNNING ]; then
 		fail "f4 runs on BOTH hosts"
