@@ -17,9 +17,11 @@
 #ifndef MIGD_HOST_FLEET_H
 #define MIGD_HOST_FLEET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct migd;
+struct migd_fleet;
 
 /* After migd_host_init(). 0, or a negative errno with the reason logged
  * (etcd unreachable without --etcd-optional, a host id in use). */
@@ -42,5 +44,18 @@ int migd_host_fleet_claim(struct migd *d, const char *name, char *err,
 			  size_t err_size);
 /* vm destroy, or a create that failed after its claim. Logged. */
 void migd_host_fleet_release(struct migd *d, const char *name);
+
+/* The fleet object (etcd keys, slots) of this host; NULL standalone.
+ * Its calls are thread-safe (the host drain's thread uses it). */
+struct migd_fleet *migd_host_fleet_keys(struct migd *d);
+
+/* Mark this host draining (or not) in its registration, so that other
+ * hosts' drains do not pick it, and make it refuse new VMs; the record
+ * is put now (blocking) and again at each re-registration. 0 (also
+ * standalone), or the etcd error in @err (the mark is kept locally and
+ * put at the next registration). */
+int migd_host_fleet_set_draining(struct migd *d, bool on, char *err,
+				 size_t err_size);
+bool migd_host_fleet_draining(struct migd *d);
 
 #endif
