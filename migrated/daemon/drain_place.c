@@ -34,19 +34,13 @@ int migd_drain_place(const struct migd_drain_host *h, size_t n, uint64_t mem,
 		     uint32_t vcpus, unsigned max_per_host)
 {
 	unsigned limit = max_per_host ? max_per_host : 1;
-	bool any_fit = false;
 	int best = -1;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!fits(&h[i], mem))
-			continue;
-		any_fit = true;
-		if (h[i].inflight >= limit)
-			continue;
-		if (best < 0 || better(&h[i], &h[best], mem, vcpus))
+	for (size_t i = 0; i < n; i++)
+		if (fits(&h[i], mem) &&
+		    (best < 0 || better(&h[i], &h[best], mem, vcpus)))
 			best = (int)i;
-	}
-	if (best >= 0)
-		return best;
-	return any_fit ? -EBUSY : -ENOSPC;
+	if (best < 0)
+		return -ENOSPC;
+	return h[best].inflight < limit ? best : -EBUSY;
 }

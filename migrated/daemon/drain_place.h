@@ -7,10 +7,13 @@
  * how many of this drain's migrations go into it right now.
  *
  * Rule: among the usable hosts where the VM's memory fits (mem_used +
- * mem <= mem_bytes) and that are below @max_per_host migrations in
- * flight, the one with the most free memory once the VM is there; ties:
- * the most free vCPUs (vCPUs may be overcommitted, so they rank but do
- * not refuse), then the smallest id (a stable order).
+ * mem <= mem_bytes), the one with the most free memory once the VM is
+ * there; ties: the most free vCPUs (vCPUs may be overcommitted, so they
+ * rank but do not refuse), then the smallest id (a stable order). If
+ * that host already has @max_per_host of this drain's migrations in
+ * flight the VM waits for it rather than go to a worse host: where each
+ * VM lands depends on the capacities only, not on which migration
+ * happened to finish first; the limits only pace the drain.
  *
  * Threads: none; any thread.
  */
@@ -35,9 +38,9 @@ struct migd_drain_host {
 
 /*
  * The index of the host a VM of @mem bytes and @vcpus goes to, or:
- * -ENOSPC: it fits on no usable host even with nothing in flight (skip
- * the VM); -EBUSY: it fits somewhere but each such host is at
- * @max_per_host (0 counts as 1) now (wait for one to finish).
+ * -ENOSPC: it fits on no usable host (skip the VM); -EBUSY: the best
+ * host is at @max_per_host (0 counts as 1) now (wait for one of its
+ * migrations to finish).
  */
 int migd_drain_place(const struct migd_drain_host *h, size_t n, uint64_t mem,
 		     uint32_t vcpus, unsigned max_per_host);

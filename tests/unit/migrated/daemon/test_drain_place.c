@@ -80,16 +80,17 @@ static void test_per_host_limit_waits(void)
 	};
 
 	h[0].inflight = 1;
-	/* b is better but busy: c */
-	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 1), 1);
-	/* with a limit of 2, b again */
-	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 2), 0);
+	/* b is the best and busy: wait for it, do not take the worse c */
+	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 1), -EBUSY);
 	/* 0 counts as 1 */
-	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 0), 1);
+	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 0), -EBUSY);
+	/* with a limit of 2, b takes a second one at once */
+	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 2), 0);
+	/* once b is worse than c, c (idle) gets it whatever b does */
+	h[0].mem_used = 768 * MIB;
+	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 1), 1);
 	h[1].inflight = 1;
 	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 64 * MIB, 1, 1), -EBUSY);
-	/* only b fits 768 MiB, and it is busy: wait, not skip */
-	CU_ASSERT_EQUAL(migd_drain_place(h, 2, 768 * MIB, 1, 1), -EBUSY);
 }
 
 static void test_no_room_or_no_usable_host(void)
