@@ -75,6 +75,7 @@ struct migd_drain {
 	struct migd_client_tls tls;
 	char ca[PATH_MAX + 16], cert[PATH_MAX + 16], key[PATH_MAX + 16];
 	struct migd_fleet *f;
+	uint64_t grace_ms;
 	uint64_t started_unix_ms, t0_ns;
 
 	/* shared, under @lock */
@@ -484,9 +485,12 @@ static int start_one(struct migd_drain *dr, struct migd_client *self,
 	return 0;
 }
 
-/* Start what the limits allow. */
+/* Start what the limits allow; nothing while this host is fenced (its
+ * VMs are paused then, and would arrive paused). */
 static void start_some(struct migd_drain *dr, struct migd_client *self)
 {
+	if (migd_fleet_lease_age_ms(dr->f) > dr->grace_ms)
+		return;
 	for (unsigned i = 0; i < dr->nr_rows && !atomic_load(&dr->stop);
 	     i++) {
 		struct row *r = &dr->rows[i];
@@ -787,6 +791,7 @@ void migd_host_drain_call(struct migd_call *call)
 	dr->tls.cert_file = dr->cert;
 	dr->tls.key_file = dr->key;
 	dr->f = migd_host_fleet_keys(d);
+	dr->grace_ms = migd_host_fleet_grace_ms(d);
 	dr->started_unix_ms = migd_now_unix_ns() / 1000000;
 	dr->t0_ns = migd_now_ns();
 	dr->running = true;

@@ -32,6 +32,7 @@ struct migd_hfleet {
 	bool fenced;
 	char (*paused)[MIGD_NAME_MAX + 1];
 	unsigned nr_paused;
+	bool reconciled_once; /* logged since the last fence */
 	/* Marked draining in the registration (host_drain.c). */
 	bool draining;
 };
@@ -178,6 +179,7 @@ static void fence(struct migd_hfleet *hf, uint64_t age)
 	struct migd_worker *w;
 
 	hf->fenced = true;
+	hf->reconciled_once = false;
 	free(hf->paused);
 	hf->paused = calloc(MIGD_VMS_MAX, sizeof(*hf->paused));
 	hf->nr_paused = 0;
@@ -190,11 +192,19 @@ static void fence(struct migd_hfleet *hf, uint64_t age)
 		hf->nr_paused);
 }
 
-/* Contact is back: settle each VM the fence paused. One etcd read per
- * VM; a VM whose read fails stays in the list for the next tick. */
+/*
+ * Contact is back: settle each VM the fence paused. One etcd read per
+ * VM; a VM whose read fails stays in the list for the next tick. A VM
+ * that a migration holds now (it was paused here, then migrate-send or a
+ * drain took it; or its commit is UNRESOLVED) is neither resumed nor
+ * dropped: its migration settles it by the same key (the destination's
+ * commit, the source's settle), and dropping it here could destroy the
+ * copy a destination still needs. It stays in the list, without keeping
+ * the host fenced, until its migration ended.
+ */
 static void reconcile(struct migd_hfleet *hf)
 {
-	unsigned kept = 0, resumed = 0, dropped = 0;
+	unsigned kept = 0, resumed = 0, dropped = 0, held = 0;
 
 	for (unsigned i = 0; i < hf->nr_paused; i++) {
 		const char *name = hf->paused[i];
@@ -203,8 +213,13 @@ static void reconcile(struct migd_hfleet *hf)
 		char err[512];
 		bool found;
 
-		if (!w)
-			continue; /* destroyed meanwhile */
+		if (!w || w->vm_gone || w->retired)
+			continue; /* destroyed or migrated away meanwhile */
+		if (vm_migrating(w)) {
+			memmove(hf->paused[kept++], name, MIGD_NAME_MAX + 1);
+			held++;
+			continue;
+		}
 		if (migd_fleet_vm_get(hf->f, name, &found, &o, err,
 				      sizeof(err))) {
 			hv_warn(COMP, "event=fleet_reconcile_later vm=%s "
@@ -227,11 +242,13 @@ static void reconcile(struct migd_hfleet *hf)
 		}
 	}
 	hf->nr_paused = kept;
-	if (!kept)
-		hf->fenced = false;
-	hv_info(COMP, "event=fleet_reconciled host=%s resumed=%u dropped=%u "
-		"pending=%u", migd_fleet_host_id(hf->f), resumed, dropped,
-		kept);
+	hf->fenced = kept > held;
+	if (resumed || dropped || kept > held || !hf->reconciled_once)
+		hv_info(COMP, "event=fleet_reconciled host=%s resumed=%u "
+			"dropped=%u pending=%u held_by_migration=%u",
+			migd_fleet_host_id(hf->f), resumed, dropped,
+			kept - held, held);
+	hf->reconciled_once = !hf->fenced;
 }
 
 static void tick(uv_timer_t *t)
@@ -241,8 +258,8 @@ static void tick(uv_timer_t *t)
 
 	if (!hf->fenced && age > hf->grace_ms)
 		fence(hf, age);
-	else if (hf->fenced && age <= hf->grace_ms)
-		reconcile(hf);
+	else if (age <= hf->grace_ms && (hf->fenced || hf->nr_paused))
+		reconcile(hf); /* also VMs whose migration held them */
 	else if (hf->fenced)
 		fence_sweep(hf);
 }
@@ -404,6 +421,11 @@ void migd_host_fleet_release(struct migd *d, const char *name)
 struct migd_fleet *migd_host_fleet_keys(struct migd *d)
 {
 	return d->fleet ? d->fleet->f : NULL;
+}
+
+uint64_t migd_host_fleet_grace_ms(struct migd *d)
+{
+	return d->fleet ? d->fleet->grace_ms : 0;
 }
 
 bool migd_host_fleet_draining(struct migd *d)

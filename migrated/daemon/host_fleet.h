@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct migd;
 struct migd_fleet;
@@ -57,5 +58,8 @@ struct migd_fleet *migd_host_fleet_keys(struct migd *d);
 int migd_host_fleet_set_draining(struct migd *d, bool on, char *err,
 				 size_t err_size);
 bool migd_host_fleet_draining(struct migd *d);
+/* --fence-grace-ms as resolved (0 standalone): a thread holding the
+ * fleet object is fenced while migd_fleet_lease_age_ms() exceeds it. */
+uint64_t migd_host_fleet_grace_ms(struct migd *d);
 
 #endif
