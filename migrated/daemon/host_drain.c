@@ -76,6 +76,10 @@ struct migd_drain {
 	char ca[PATH_MAX + 16], cert[PATH_MAX + 16], key[PATH_MAX + 16];
 	struct migd_fleet *f;
 	uint64_t grace_ms;
+	/* shutdown: the fleet object handed over to be stopped after the
+	 * thread (migd_host_drain_stop) */
+	struct migd_fleet *fleet_owned;
+	bool fleet_revoke;
 	uint64_t started_unix_ms, t0_ns;
 
 	/* shared, under @lock */
@@ -658,7 +662,8 @@ static void *drain_thread(void *arg)
 		sleep_ms(POLL_MS);
 	}
 	/* Stopped: what is in flight goes on in its worker. */
-	for (unsigned i = 0; i < dr->nr_rows; i++)
+	for (unsigned i = 0; i < dr->nr_rows; i++) {
+		slot_release(dr, &dr->rows[i]);
 		if (dr->rows[i].state == ROW_PENDING ||
 		    dr->rows[i].state == ROW_MIGRATING)
 			set_row(dr, &dr->rows[i], ROW_FAILED,
@@ -667,6 +672,7 @@ static void *drain_thread(void *arg)
 					: "the daemon stopped: migration %"
 					  PRIu64 " goes on, see its status",
 				dr->rows[i].mig_id);
+	}
 out:
 	for (unsigned i = 0; i < dr->nr_rows; i++) {
 		moved += dr->rows[i].state == ROW_MIGRATED;
@@ -836,18 +842,18 @@ void migd_host_drain_status_call(struct migd_call *call)
 	answer(call, last_drain, true);
 }
 
-bool migd_host_drain_stop(struct migd *d)
+bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,
+			  bool revoke)
 {
 	(void)d;
 	if (!last_drain)
 		return false;
 	atomic_store(&last_drain->stop, true);
 	if (drain_running(last_drain)) {
-		/* Its calls to us would wait on this loop: let it end on
-		 * its own (the process is going), keeping what it uses. */
-		if (last_drain->joinable)
-			pthread_detach(last_drain->thread);
-		last_drain->joinable = false;
+		/* Its calls to us wait on this loop: it ends once the loop
+		 * closed our socket (migd_host_drain_fini). */
+		last_drain->fleet_owned = f;
+		last_drain->fleet_revoke = revoke;
 		hv_warn(COMP, "event=drain_interrupted host=%s",
 			last_drain->host);
 		return true;
@@ -855,4 +861,20 @@ bool migd_host_drain_stop(struct migd *d)
 	drain_free(last_drain);
 	last_drain = NULL;
 	return false;
+}
+
+void migd_host_drain_fini(struct migd *d)
+{
+	struct migd_drain *dr = last_drain;
+	struct migd_fleet *f;
+	bool revoke;
+
+	(void)d;
+	if (!dr)
+		return;
+	last_drain = NULL;
+	f = dr->fleet_owned;
+	revoke = dr->fleet_revoke;
+	drain_free(dr); /* joins */
+	migd_fleet_stop(f, revoke);
 }

@@ -32,6 +32,7 @@
 
 struct migd;
 struct migd_call;
+struct migd_fleet;
 
 #define MIGD_DRAIN_PER_HOST_DEFAULT 1u
 #define MIGD_DRAIN_FLEET_DEFAULT 4u
@@ -45,8 +46,14 @@ void migd_host_drain_call(struct migd_call *call);
 void migd_host_drain_status_call(struct migd_call *call);
 /* Shutdown, before the fleet stops: tell a running drain to stop
  * (migrations in flight go on in their workers); a finished one is
- * freed. true: its thread still runs and uses the fleet object, which
- * must then be left alone (the process is exiting). */
-bool migd_host_drain_stop(struct migd *d);
+ * freed. true: its thread still runs and uses the fleet object @f: the
+ * drain takes it over (migd_fleet_stop(@f, @revoke) in
+ * migd_host_drain_fini()). */
+bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,
+			  bool revoke);
+/* After the loop ended (our socket closed, so the thread's calls fail
+ * at once): join a drain thread still running, stop the fleet object it
+ * took over, free it. */
+void migd_host_drain_fini(struct migd *d);
 
 #endif

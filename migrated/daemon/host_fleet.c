@@ -354,9 +354,9 @@ void migd_host_fleet_stop(struct migd *d)
 	     w = w->next)
 		if (w->has_vm && !w->vm_gone && !w->crashed)
 			vms_left = true;
-	if (migd_host_drain_stop(d))
-		hv_warn(COMP, "event=fleet_left_open host=%s why=\"a drain "
-			"thread still runs\"", migd_fleet_host_id(hf->f));
+	if (migd_host_drain_stop(d, hf->f, !vms_left))
+		hv_info(COMP, "event=fleet_stop_after_drain host=%s",
+			migd_fleet_host_id(hf->f));
 	else
 		migd_fleet_stop(hf->f, !vms_left);
 	d->fleet = NULL;
