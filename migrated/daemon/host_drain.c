@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * migd_host_drain: the drain of this host, run by a thread of the daemon
- * (host_drain.h).
+ * migd_host_drain: the drain thread (host_drain.h, host_drain_priv.h);
+ * the calls that start and read it are in host_drain_calls.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +19,7 @@
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/drain_place.h"
 #include "migrated/daemon/host_drain.h"
+#include "migrated/daemon/host_drain_priv.h"
 #include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/fleet/fleet.h"
@@ -29,86 +30,21 @@
 #define POLL_MS 200
 #define CALL_MS 30000
 #define CONNECT_MS 5000
-#define HOSTS_MAX 256u
 
-enum row_state { ROW_PENDING, ROW_MIGRATING, ROW_MIGRATED, ROW_FAILED,
-		 ROW_SKIPPED };
-
-static const char *const row_names[] = {
+const char *const migd_drain_row_names[] = {
 	[ROW_PENDING] = "pending", [ROW_MIGRATING] = "migrating",
 	[ROW_MIGRATED] = "migrated", [ROW_FAILED] = "failed",
 	[ROW_SKIPPED] = "skipped",
 };
 
-struct row {
-	char vm[MIGD_NAME_MAX + 1];
-	enum row_state state;
-	char target[MIGD_DRAIN_ID_MAX + 1];
-	char reason[256];
-	uint64_t mig_id;
-	uint64_t mem;
-	uint32_t vcpus;
-	uint32_t percent;
-	/* drain thread only */
-	int dst;
-	unsigned slot;
-	bool has_slot;
-	char holder[MIGD_DRAIN_ID_MAX + MIGD_NAME_MAX + 2];
-};
+/* ---- rows ------------------------------------------------------------------ */
 
-/* A destination as the drain thread knows it. */
-struct dest {
-	struct migd_client *c;
-	char mig_host[MIGD_HOST_MAX + 1];
-};
-
-struct migd_drain {
-	struct migd *d;
-	pthread_t thread;
-	bool joinable;
-	_Atomic bool stop;
-
-	/* the loop thread's copies, set before the thread starts */
-	char host[MIGD_DRAIN_ID_MAX + 1];
-	unsigned max_per_host, max_fleet;
-	char sock[108];
-	struct migd_client_tls tls;
-	char ca[PATH_MAX + 16], cert[PATH_MAX + 16], key[PATH_MAX + 16];
-	struct migd_fleet *f;
-	uint64_t grace_ms;
-	/* shutdown: the fleet object handed over to be stopped after the
-	 * thread (migd_host_drain_stop) */
-	struct migd_fleet *fleet_owned;
-	bool fleet_revoke;
-	uint64_t started_unix_ms, t0_ns;
-
-	/* shared, under @lock */
-	pthread_mutex_t lock;
-	bool running;
-	struct row *rows;
-	unsigned nr_rows;
-	char error[512];
-	unsigned peak_fleet, peak_per_host;
-	uint64_t elapsed_ms;
-
-	/* drain thread only */
-	struct migd_drain_host hosts[HOSTS_MAX];
-	struct dest dests[HOSTS_MAX];
-	unsigned nr_hosts;
-	unsigned inflight;
-};
-
-/* The last drain; kept (not freed) while its thread may still run. */
-static struct migd_drain *last_drain;
-
-/* ---- status -------------------------------------------------------------- */
-
-static void set_row(struct migd_drain *dr, struct row *r,
-		    enum row_state st, const char *fmt, ...)
+static void set_row(struct migd_drain *dr, struct migd_drain_row *r,
+		    enum migd_drain_row_state st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void set_row(struct migd_drain *dr, struct row *r,
-		    enum row_state st, const char *fmt, ...)
+static void set_row(struct migd_drain *dr, struct migd_drain_row *r,
+		    enum migd_drain_row_state st, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -125,55 +61,7 @@ static void set_row(struct migd_drain *dr, struct row *r,
 			PRIu64, r->vm, r->target, r->mig_id);
 	else if (st == ROW_FAILED || st == ROW_SKIPPED)
 		hv_warn(COMP, "event=drain_vm_%s vm=%s why=\"%s\"",
-			row_names[st], r->vm, r->reason);
-}
-
-static Migd__HostDrainStatus *status_fill(struct migd_call *call,
-					  struct migd_drain *dr)
-{
-	Migd__HostDrainStatus *s = migd_call_alloc(call, sizeof(*s));
-	Migd__HostDrainVm **v;
-
-	if (!s)
-		return NULL;
-	migd__host_drain_status__init(s);
-	pthread_mutex_lock(&dr->lock);
-	s->host = migd_call_strdup(call, dr->host);
-	s->running = dr->running;
-	s->draining = migd_host_fleet_draining(dr->d);
-	s->max_per_host = dr->max_per_host;
-	s->max_fleet = dr->max_fleet;
-	s->error = migd_call_strdup(call, dr->error);
-	s->peak_fleet = dr->peak_fleet;
-	s->peak_per_host = dr->peak_per_host;
-	s->started_unix_ms = dr->started_unix_ms;
-	s->elapsed_ms = dr->running ? (migd_now_ns() - dr->t0_ns) / 1000000
-				    : dr->elapsed_ms;
-	v = dr->nr_rows ? migd_call_alloc(call, dr->nr_rows * sizeof(*v))
-			: NULL;
-	for (unsigned i = 0; v && i < dr->nr_rows; i++) {
-		const struct row *r = &dr->rows[i];
-
-		v[i] = migd_call_alloc(call, sizeof(*v[i]));
-		if (!v[i])
-			break;
-		migd__host_drain_vm__init(v[i]);
-		v[i]->vm = migd_call_strdup(call, r->vm);
-		v[i]->state = (char *)row_names[r->state];
-		v[i]->target = migd_call_strdup(call, r->target);
-		v[i]->reason = migd_call_strdup(call, r->reason);
-		v[i]->migration_id = r->mig_id;
-		v[i]->mem_bytes = r->mem;
-		v[i]->nr_vcpus = r->vcpus;
-		v[i]->percent = r->percent;
-		s->n_vms++;
-		s->migrated += r->state == ROW_MIGRATED;
-		s->failed += r->state == ROW_FAILED ||
-			     r->state == ROW_SKIPPED;
-	}
-	s->vms = v;
-	pthread_mutex_unlock(&dr->lock);
-	return s;
+			migd_drain_row_names[st], r->vm, r->reason);
 }
 
 /* ---- the drain thread's RPC ---------------------------------------------- */
@@ -215,7 +103,7 @@ static int vm_list(struct migd_client *c, Migd__Response **resp, char *err,
  * to place). */
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct row *x = a, *y = b;
+	const struct migd_drain_row *x = a, *y = b;
 
 	if (x->mem != y->mem)
 		return x->mem < y->mem ? 1 : -1;
@@ -225,7 +113,7 @@ static int cmp_rows(const void *a, const void *b)
 static int list_own(struct migd_drain *dr, struct migd_client *self)
 {
 	Migd__Response *resp;
-	struct row *rows;
+	struct migd_drain_row *rows;
 	char err[512];
 	size_t n;
 	int ret;
@@ -246,7 +134,7 @@ static int list_own(struct migd_drain *dr, struct migd_client *self)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const Migd__VmInfo *v = resp->vm_list->vms[i];
-		struct row *r = &rows[i];
+		struct migd_drain_row *r = &rows[i];
 
 		snprintf(r->vm, sizeof(r->vm), "%s", v->name ? v->name : "");
 		r->mem = v->mem_bytes;
@@ -320,7 +208,7 @@ static void note(char *buf, size_t size, const char *fmt, ...)
 
 /* Connect to one candidate and learn what runs there. */
 static int probe(struct migd_drain *dr, struct migd_drain_host *h,
-		 struct dest *dst, json_object *rec, char *why, size_t n)
+		 struct migd_drain_dest *dst, json_object *rec, char *why, size_t n)
 {
 	char host[MIGD_HOST_MAX + 1];
 	Migd__Response *resp;
@@ -379,9 +267,9 @@ static int list_hosts(struct migd_drain *dr)
 		pthread_mutex_unlock(&dr->lock);
 		return ret;
 	}
-	for (size_t i = 0; i < kvs.n && dr->nr_hosts < HOSTS_MAX; i++) {
+	for (size_t i = 0; i < kvs.n && dr->nr_hosts < MIGD_DRAIN_HOSTS_MAX; i++) {
 		struct migd_drain_host *h = &dr->hosts[dr->nr_hosts];
-		struct dest *dst = &dr->dests[dr->nr_hosts];
+		struct migd_drain_dest *dst = &dr->dests[dr->nr_hosts];
 		json_object *rec;
 		char r[256] = "";
 
@@ -424,7 +312,7 @@ static int list_hosts(struct migd_drain *dr)
 
 /* ---- one VM --------------------------------------------------------------- */
 
-static void slot_release(struct migd_drain *dr, struct row *r)
+static void slot_release(struct migd_drain *dr, struct migd_drain_row *r)
 {
 	char err[512];
 
@@ -450,12 +338,12 @@ static void peaks(struct migd_drain *dr, unsigned dst)
 
 /* Open the destination's incoming migration and start ours to it. */
 static int start_one(struct migd_drain *dr, struct migd_client *self,
-		     struct row *r, unsigned di, char *err, size_t n)
+		     struct migd_drain_row *r, unsigned di, char *err, size_t n)
 {
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__MigIncomingRequest in = MIGD__MIG_INCOMING_REQUEST__INIT;
 	Migd__MigStartRequest st = MIGD__MIG_START_REQUEST__INIT;
-	struct dest *dst = &dr->dests[di];
+	struct migd_drain_dest *dst = &dr->dests[di];
 	char addr[MIGD_HOST_MAX + 16];
 	Migd__Response *resp;
 	int ret;
@@ -497,7 +385,7 @@ static void start_some(struct migd_drain *dr, struct migd_client *self)
 		return;
 	for (unsigned i = 0; i < dr->nr_rows && !atomic_load(&dr->stop);
 	     i++) {
-		struct row *r = &dr->rows[i];
+		struct migd_drain_row *r = &dr->rows[i];
 		char err[512];
 		int di, ret;
 
@@ -559,7 +447,7 @@ static void poll_some(struct migd_drain *dr, struct migd_client *self)
 		Migd__Request req = MIGD__REQUEST__INIT;
 		Migd__MigStatusRequest sr = MIGD__MIG_STATUS_REQUEST__INIT;
 		Migd__MigRef ref = MIGD__MIG_REF__INIT;
-		struct row *r = &dr->rows[i];
+		struct migd_drain_row *r = &dr->rows[i];
 		const Migd__MigInfo *m;
 		const Migd__MigProgress *p;
 		Migd__Response *resp;
@@ -631,7 +519,7 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static void *drain_thread(void *arg)
+void *migd_drain_thread(void *arg)
 {
 	struct migd_drain *dr = arg;
 	struct migd_client *self = NULL;
@@ -692,189 +580,4 @@ out:
 		dr->peak_per_host, dr->elapsed_ms, dr->error[0] ? " err=\"" :
 		"", dr->error, dr->error[0] ? "\"" : "");
 	return NULL;
-}
-
-/* ---- calls (loop thread) ------------------------------------------------- */
-
-static bool drain_running(struct migd_drain *dr)
-{
-	bool r;
-
-	pthread_mutex_lock(&dr->lock);
-	r = dr->running;
-	pthread_mutex_unlock(&dr->lock);
-	return r;
-}
-
-static void drain_free(struct migd_drain *dr)
-{
-	if (dr->joinable)
-		pthread_join(dr->thread, NULL);
-	pthread_mutex_destroy(&dr->lock);
-	free(dr->rows);
-	free(dr);
-}
-
-static void answer(struct migd_call *call, struct migd_drain *dr,
-		   bool status_call)
-{
-	Migd__HostDrainStatus *s = status_fill(call, dr);
-
-	if (!s)
-		return;
-	if (status_call) {
-		call->resp->result_case =
-			MIGD__RESPONSE__RESULT_HOST_DRAIN_STATUS;
-		call->resp->host_drain_status = s;
-	} else {
-		call->resp->result_case = MIGD__RESPONSE__RESULT_HOST_DRAIN;
-		call->resp->host_drain = s;
-	}
-}
-
-static bool limit_ok(struct migd_call *call, const char *what, uint32_t v)
-{
-	if (v <= MIGD_DRAIN_LIMIT_MAX)
-		return true;
-	migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-		       "%s %u out of range (0 = default, 1..%u)", what, v,
-		       MIGD_DRAIN_LIMIT_MAX);
-	return false;
-}
-
-void migd_host_drain_call(struct migd_call *call)
-{
-	const Migd__HostDrainRequest *r = call->req->host_drain;
-	struct migd *d = call->d;
-	const char *id = migd_host_fleet_id(d);
-	struct migd_drain *dr;
-	char err[512];
-	int ret;
-
-	if (!id) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
-			       "this daemon is not in a fleet (--etcd): there "
-			       "is no other host to drain to");
-		return;
-	}
-	if (!r->host || strcmp(r->host, id)) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "this daemon is host '%s', not '%s': ask the "
-			       "daemon of the host to drain", id,
-			       r->host ? r->host : "");
-		return;
-	}
-	if (!limit_ok(call, "max_per_host", r->max_per_host) ||
-	    !limit_ok(call, "max_fleet", r->max_fleet))
-		return;
-	if (last_drain && drain_running(last_drain)) {
-		answer(call, last_drain, false); /* the one running */
-		return;
-	}
-	if (!d->tls_ready) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
-			       "no TLS files (--tls-dir or --dev-tls): the "
-			       "drain talks to the other daemons over mutual "
-			       "TLS");
-		return;
-	}
-	dr = calloc(1, sizeof(*dr));
-	if (!dr) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
-			       "out of memory");
-		return;
-	}
-	dr->d = d;
-	snprintf(dr->host, sizeof(dr->host), "%s", id);
-	dr->max_per_host = r->max_per_host ? r->max_per_host
-					   : MIGD_DRAIN_PER_HOST_DEFAULT;
-	dr->max_fleet = r->max_fleet ? r->max_fleet : MIGD_DRAIN_FLEET_DEFAULT;
-	snprintf(dr->sock, sizeof(dr->sock), "%s", d->srv.path);
-	snprintf(dr->ca, sizeof(dr->ca), "%s", d->tls_ca);
-	snprintf(dr->cert, sizeof(dr->cert), "%s", d->tls_cert);
-	snprintf(dr->key, sizeof(dr->key), "%s", d->tls_key);
-	dr->tls.ca_file = dr->ca;
-	dr->tls.cert_file = dr->cert;
-	dr->tls.key_file = dr->key;
-	dr->f = migd_host_fleet_keys(d);
-	dr->grace_ms = migd_host_fleet_grace_ms(d);
-	dr->started_unix_ms = migd_now_unix_ns() / 1000000;
-	dr->t0_ns = migd_now_ns();
-	dr->running = true;
-	pthread_mutex_init(&dr->lock, NULL);
-	/* Refuse new VMs before the first one leaves. */
-	if (migd_host_fleet_set_draining(d, true, err, sizeof(err)))
-		hv_warn(COMP, "event=drain_mark_failed host=%s err=\"%s\"",
-			id, err);
-	ret = -pthread_create(&dr->thread, NULL, drain_thread, dr);
-	if (ret) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,
-			       "drain thread: %s", strerror(-ret));
-		pthread_mutex_destroy(&dr->lock);
-		free(dr);
-		return;
-	}
-	dr->joinable = true;
-	if (last_drain)
-		drain_free(last_drain);
-	last_drain = dr;
-	hv_info(COMP, "event=drain_start host=%s max_per_host=%u "
-		"max_fleet=%u", id, dr->max_per_host, dr->max_fleet);
-	answer(call, dr, false);
-}
-
-void migd_host_drain_status_call(struct migd_call *call)
-{
-	const Migd__HostDrainStatusRequest *r = call->req->host_drain_status;
-	const char *id = migd_host_fleet_id(call->d);
-
-	if (r->host && r->host[0] && (!id || strcmp(r->host, id))) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "this daemon is host '%s', not '%s'",
-			       id ? id : "(standalone)", r->host);
-		return;
-	}
-	if (!last_drain) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-			       "no drain ran on this host");
-		return;
-	}
-	answer(call, last_drain, true);
-}
-
-bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,
-			  bool revoke)
-{
-	(void)d;
-	if (!last_drain)
-		return false;
-	atomic_store(&last_drain->stop, true);
-	if (drain_running(last_drain)) {
-		/* Its calls to us wait on this loop: it ends once the loop
-		 * closed our socket (migd_host_drain_fini). */
-		last_drain->fleet_owned = f;
-		last_drain->fleet_revoke = revoke;
-		hv_warn(COMP, "event=drain_interrupted host=%s",
-			last_drain->host);
-		return true;
-	}
-	drain_free(last_drain);
-	last_drain = NULL;
-	return false;
-}
-
-void migd_host_drain_fini(struct migd *d)
-{
-	struct migd_drain *dr = last_drain;
-	struct migd_fleet *f;
-	bool revoke;
-
-	(void)d;
-	if (!dr)
-		return;
-	last_drain = NULL;
-	f = dr->fleet_owned;
-	revoke = dr->fleet_revoke;
-	drain_free(dr); /* joins */
-	migd_fleet_stop(f, revoke);
 }
