@@ -5,8 +5,8 @@
 #      and leaves every VM running where it was;
 #   2. the host is then marked draining: host list shows it, vm create
 #      is refused there;
-#   3. with b and c up (b already runs a 128 MiB VM), a drain of a's four
-#      64 MiB VMs moves them all: three to c, one to b (the capacity
+#   3. with b and c up (b already runs a 64 MiB VM), a drain of a's four
+#      32 MiB VMs moves them all: three to c, one to b (the capacity
 #      rule: most free memory, then free vCPUs, then id), each checked
 #      page by page where it landed, each ownership key naming where it
 #      runs, none left on a or owned by a;
@@ -36,7 +36,7 @@ etcd_start 3
 daemon a
 for _ in $(seq 50); do [ -f "$TMP/tls/host.key" ] && break; sleep 0.1; done
 for v in d1 d2 d3 d4; do
-	SOCK=$SOCK_a expect_rc 0 "create $v on a" ctl vm create $v --mem 64M --vcpus 1 --rate 2000
+	SOCK=$SOCK_a expect_rc 0 "create $v on a" ctl vm create $v --mem 32M --vcpus 1 --rate 2000
 done
 
 # --- 1. nowhere to go ------------------------------------------------------------
@@ -63,11 +63,11 @@ grep -qE '^a +soft .* draining ' <<<"$HL" && ok "host list shows a draining" || 
 # --- 3. drain to b and c -------------------------------------------------------------
 daemon b
 daemon c
-SOCK=$SOCK_b expect_rc 0 "create big (128 MiB) on b" ctl vm create big --mem 128M --vcpus 1 --rate 2000
+SOCK=$SOCK_b expect_rc 0 "create big (64 MiB) on b" ctl vm create big --mem 64M --vcpus 1 --rate 2000
 # Another drain holds the only fleet slot: nothing may start.
 ectl put "${P}drain/slots/0" "elsewhere/vm" >/dev/null
 expect_rc 0 "drain a started (--max-fleet 1, --no-wait)" on "$SOCK_a" host drain a --max-fleet 1 --no-wait
-sleep 2
+sleep 1.5
 ST=$(on "$SOCK_a" --json host drain-status a)
 N=$(jq '[.vms[] | select(.state == "pending")] | length' <<<"$ST")
 [ "$N" = 4 ] && ok "the fleet's only slot is held elsewhere: all 4 wait" ||
