@@ -14,6 +14,7 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_drain.h"
 #include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/migration.h"
@@ -346,6 +347,9 @@ out_loop:
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	uv_loop_close(d->loop);
 	ret = d->exit_code;
+	/* A drain still running at shutdown ends now that our socket is
+	 * closed (its calls fail at once); then its fleet object goes. */
+	migd_host_drain_fini(d);
 	migd_fleet_stop(d->fleet_keys, false);
 	free(d->host);
 	free(d);

@@ -78,6 +78,7 @@ struct migd_worker {
 	bool vm_gone;	   /* the worker said the VM was destroyed/left */
 	bool retired;	   /* handed its VM to another worker */
 	bool crashed;
+	bool fence_noted;  /* host_fleet.c: seen MIGRATING while fenced */
 	char exit_reason[128];
 	Migd__VmInfo *info; /* last VmInfo seen (unpacked copy) or NULL */
 	Migd__DirtyRateSample *dr; /* last DIRTY_RATE event (copy) or NULL */

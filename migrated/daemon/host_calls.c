@@ -13,6 +13,7 @@
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_drain.h"
 #include "migrated/daemon/host_fleet.h"
 #include "migrated/daemon/host_priv.h"
 #include "migrated/daemon/host_update.h"
@@ -201,6 +202,17 @@ static int new_worker(struct migd_call *call, const char *name,
 	return 0;
 }
 
+/* A draining host takes no new VM (host_drain.h). */
+static bool refuse_draining(struct migd_call *call)
+{
+	if (!migd_host_fleet_draining(call->d))
+		return false;
+	migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+		       "host '%s' is draining: it takes no new VM",
+		       migd_host_fleet_id(call->d));
+	return true;
+}
+
 static void h_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
@@ -213,6 +225,8 @@ static void h_vm_create(struct migd_call *call)
 			       r->name ? r->name : "", MIGD_NAME_MAX);
 		return;
 	}
+	if (refuse_draining(call))
+		return;
 	/* The name must be free in the fleet too (a no-op standalone). */
 	if (!migd_host_name_taken(call->d, r->name)) {
 		char err[512];
@@ -456,6 +470,8 @@ static void h_mig_incoming(struct migd_call *call)
 			       "invalid VM name '%s'", r->vm_name);
 		return;
 	}
+	if (refuse_draining(call))
+		return;
 	if (new_worker(call, r->vm_name, &w))
 		return;
 	mi.id = migd_host_next_mig_id(call->d);
@@ -692,6 +708,10 @@ static const struct host_handler host_handlers[] = {
 						  h_set_workload },
 	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", h_vmref },
 	[MIGD__REQUEST__CALL_VM_UPDATE] = { "vm_update", migd_host_vm_update },
+	[MIGD__REQUEST__CALL_HOST_DRAIN] = { "host_drain",
+					     migd_host_drain_call },
+	[MIGD__REQUEST__CALL_HOST_DRAIN_STATUS] = {
+		"host_drain_status", migd_host_drain_status_call },
 	[MIGD__REQUEST__CALL_WORKER_INFO] = { "worker_info", h_worker_only },
 	[MIGD__REQUEST__CALL_WORKER_NAME] = { "worker_name", h_worker_name },
 	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = { "worker_handover",

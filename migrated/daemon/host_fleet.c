@@ -15,6 +15,7 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/host.h"
+#include "migrated/daemon/host_drain.h"
 #include "migrated/daemon/host_fleet.h"
 #include "migrated/fleet/fleet.h"
 
@@ -31,9 +32,12 @@ struct migd_hfleet {
 	bool fenced;
 	char (*paused)[MIGD_NAME_MAX + 1];
 	unsigned nr_paused;
+	bool reconciled_once; /* logged since the last fence */
+	/* Marked draining in the registration (host_drain.c). */
+	bool draining;
 };
 
-static char *host_record(struct migd *d, const char *id)
+static char *host_record(struct migd *d, const char *id, bool draining)
 {
 	json_object *o = json_object_new_object();
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -57,6 +61,9 @@ static char *host_record(struct migd *d, const char *id)
 	json_object_object_add(o, "version",
 			       json_object_new_string(MIGD_VERSION));
 	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
+	if (draining)
+		json_object_object_add(o, "draining",
+				       json_object_new_boolean(1));
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return s;
@@ -109,6 +116,55 @@ static int vm_call(struct migd_worker *w, unsigned call_case)
 	return migd_worker_call(w, &req, call_done, (void *)what);
 }
 
+static bool in_paused(struct migd_hfleet *hf, const char *name)
+{
+	for (unsigned i = 0; i < hf->nr_paused; i++)
+		if (!strcmp(hf->paused[i], name))
+			return true;
+	return false;
+}
+
+static bool vm_migrating(struct migd_worker *w)
+{
+	return w->has_vm && !w->vm_gone && !w->crashed && !w->retired &&
+	       w->name[0] && w->info &&
+	       (w->info->state == MIGD__VM_STATE__VM_STATE_MIGRATING ||
+		w->info->state == MIGD__VM_STATE__VM_STATE_UNRESOLVED);
+}
+
+/*
+ * Pause every running VM the fence has not paused yet. A VM that is
+ * MIGRATING out is left to its migration (docs/architecture.md,
+ * "Fencing"): the worker refuses to pause it, and its outcome is safe
+ * either way -- the destination's commit needs etcd's yes, a source
+ * whose commit got no answer stays UNRESOLVED (paused) until etcd says
+ * who owns the VM. If it fails back and runs here again while we are
+ * still fenced, the next sweep (every tick) pauses it then.
+ */
+static void fence_sweep(struct migd_hfleet *hf)
+{
+	struct migd_worker *w;
+
+	for (w = hf->d->host->workers; w; w = w->next) {
+		if (vm_migrating(w) && !w->fence_noted) {
+			w->fence_noted = true;
+			hv_warn(COMP, "event=fleet_fence_skip vm=%s "
+				"why=migrating", w->name);
+		}
+		if (!vm_running(w) || !hf->paused ||
+		    hf->nr_paused == MIGD_VMS_MAX ||
+		    in_paused(hf, w->name))
+			continue;
+		if (vm_call(w, MIGD__REQUEST__CALL_VM_PAUSE))
+			continue;
+		snprintf(hf->paused[hf->nr_paused++], MIGD_NAME_MAX + 1, "%s",
+			 w->name);
+		if (w->fence_noted)
+			hv_warn(COMP, "event=fleet_fenced_late vm=%s "
+				"why=\"back from a migration\"", w->name);
+	}
+}
+
 /*
  * Timeline of a partition (ttl 10 s, grace 6 s by default):
  *   t0      last keepalive sent that etcd acknowledged
@@ -123,29 +179,32 @@ static void fence(struct migd_hfleet *hf, uint64_t age)
 	struct migd_worker *w;
 
 	hf->fenced = true;
+	hf->reconciled_once = false;
 	free(hf->paused);
 	hf->paused = calloc(MIGD_VMS_MAX, sizeof(*hf->paused));
 	hf->nr_paused = 0;
-	for (w = hf->d->host->workers; w; w = w->next) {
-		if (!vm_running(w) || !hf->paused ||
-		    hf->nr_paused == MIGD_VMS_MAX)
-			continue;
-		if (vm_call(w, MIGD__REQUEST__CALL_VM_PAUSE))
-			continue;
-		snprintf(hf->paused[hf->nr_paused++], MIGD_NAME_MAX + 1, "%s",
-			 w->name);
-	}
+	for (w = hf->d->host->workers; w; w = w->next)
+		w->fence_noted = false;
+	fence_sweep(hf);
 	hv_warn(COMP, "event=fleet_fenced host=%s why=%s paused=%u",
 		migd_fleet_host_id(hf->f),
 		age == UINT64_MAX ? "lease_lost" : "keepalive_late",
 		hf->nr_paused);
 }
 
-/* Contact is back: settle each VM the fence paused. One etcd read per
- * VM; a VM whose read fails stays in the list for the next tick. */
+/*
+ * Contact is back: settle each VM the fence paused. One etcd read per
+ * VM; a VM whose read fails stays in the list for the next tick. A VM
+ * that a migration holds now (it was paused here, then migrate-send or a
+ * drain took it; or its commit is UNRESOLVED) is neither resumed nor
+ * dropped: its migration settles it by the same key (the destination's
+ * commit, the source's settle), and dropping it here could destroy the
+ * copy a destination still needs. It stays in the list, without keeping
+ * the host fenced, until its migration ended.
+ */
 static void reconcile(struct migd_hfleet *hf)
 {
-	unsigned kept = 0, resumed = 0, dropped = 0;
+	unsigned kept = 0, resumed = 0, dropped = 0, held = 0;
 
 	for (unsigned i = 0; i < hf->nr_paused; i++) {
 		const char *name = hf->paused[i];
@@ -154,8 +213,13 @@ static void reconcile(struct migd_hfleet *hf)
 		char err[512];
 		bool found;
 
-		if (!w)
-			continue; /* destroyed meanwhile */
+		if (!w || w->vm_gone || w->retired)
+			continue; /* destroyed or migrated away meanwhile */
+		if (vm_migrating(w)) {
+			memmove(hf->paused[kept++], name, MIGD_NAME_MAX + 1);
+			held++;
+			continue;
+		}
 		if (migd_fleet_vm_get(hf->f, name, &found, &o, err,
 				      sizeof(err))) {
 			hv_warn(COMP, "event=fleet_reconcile_later vm=%s "
@@ -178,11 +242,13 @@ static void reconcile(struct migd_hfleet *hf)
 		}
 	}
 	hf->nr_paused = kept;
-	if (!kept)
-		hf->fenced = false;
-	hv_info(COMP, "event=fleet_reconciled host=%s resumed=%u dropped=%u "
-		"pending=%u", migd_fleet_host_id(hf->f), resumed, dropped,
-		kept);
+	hf->fenced = kept > held;
+	if (resumed || dropped || kept > held || !hf->reconciled_once)
+		hv_info(COMP, "event=fleet_reconciled host=%s resumed=%u "
+			"dropped=%u pending=%u held_by_migration=%u",
+			migd_fleet_host_id(hf->f), resumed, dropped,
+			kept - held, held);
+	hf->reconciled_once = !hf->fenced;
 }
 
 static void tick(uv_timer_t *t)
@@ -192,8 +258,10 @@ static void tick(uv_timer_t *t)
 
 	if (!hf->fenced && age > hf->grace_ms)
 		fence(hf, age);
-	else if (hf->fenced && age <= hf->grace_ms)
-		reconcile(hf);
+	else if (age <= hf->grace_ms && (hf->fenced || hf->nr_paused))
+		reconcile(hf); /* also VMs whose migration held them */
+	else if (hf->fenced)
+		fence_sweep(hf);
 }
 
 /* ---- start / stop -------------------------------------------------------- */
@@ -236,7 +304,7 @@ int migd_host_fleet_start(struct migd *d)
 	fc.host_id = id;
 	fc.ttl_s = ttl;
 	fc.lease_file = lease_file;
-	fc.record = host_record(d, id);
+	fc.record = host_record(d, id, false);
 	if (!fc.record) {
 		free(hf);
 		return -ENOMEM;
@@ -286,7 +354,11 @@ void migd_host_fleet_stop(struct migd *d)
 	     w = w->next)
 		if (w->has_vm && !w->vm_gone && !w->crashed)
 			vms_left = true;
-	migd_fleet_stop(hf->f, !vms_left);
+	if (migd_host_drain_stop(d, hf->f, !vms_left))
+		hv_info(COMP, "event=fleet_stop_after_drain host=%s",
+			migd_fleet_host_id(hf->f));
+	else
+		migd_fleet_stop(hf->f, !vms_left);
 	d->fleet = NULL;
 	uv_timer_stop(&hf->timer);
 	uv_close((uv_handle_t *)&hf->timer, timer_closed);
@@ -344,4 +416,39 @@ void migd_host_fleet_release(struct migd *d, const char *name)
 	if (ret)
 		hv_warn(COMP, "event=fleet_release_failed vm=%s err=\"%s\"",
 			name, err);
+}
+
+struct migd_fleet *migd_host_fleet_keys(struct migd *d)
+{
+	return d->fleet ? d->fleet->f : NULL;
+}
+
+uint64_t migd_host_fleet_grace_ms(struct migd *d)
+{
+	return d->fleet ? d->fleet->grace_ms : 0;
+}
+
+bool migd_host_fleet_draining(struct migd *d)
+{
+	return d->fleet && d->fleet->draining;
+}
+
+int migd_host_fleet_set_draining(struct migd *d, bool on, char *err,
+				 size_t err_size)
+{
+	struct migd_hfleet *hf = d->fleet;
+	char *rec;
+	int ret;
+
+	if (!hf)
+		return 0;
+	rec = host_record(d, migd_fleet_host_id(hf->f), on);
+	if (!rec)
+		return -ENOMEM;
+	hf->draining = on;
+	ret = migd_fleet_set_record(hf->f, rec, err, err_size);
+	free(rec);
+	hv_info(COMP, "event=fleet_draining host=%s on=%d%s",
+		migd_fleet_host_id(hf->f), on, ret ? " put=later" : "");
+	return ret;
 }

@@ -17,9 +17,12 @@
 #ifndef MIGD_HOST_FLEET_H
 #define MIGD_HOST_FLEET_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct migd;
+struct migd_fleet;
 
 /* After migd_host_init(). 0, or a negative errno with the reason logged
  * (etcd unreachable without --etcd-optional, a host id in use). */
@@ -42,5 +45,21 @@ int migd_host_fleet_claim(struct migd *d, const char *name, char *err,
 			  size_t err_size);
 /* vm destroy, or a create that failed after its claim. Logged. */
 void migd_host_fleet_release(struct migd *d, const char *name);
+
+/* The fleet object (etcd keys, slots) of this host; NULL standalone.
+ * Its calls are thread-safe (the host drain's thread uses it). */
+struct migd_fleet *migd_host_fleet_keys(struct migd *d);
+
+/* Mark this host draining (or not) in its registration, so that other
+ * hosts' drains do not pick it, and make it refuse new VMs; the record
+ * is put now (blocking) and again at each re-registration. 0 (also
+ * standalone), or the etcd error in @err (the mark is kept locally and
+ * put at the next registration). */
+int migd_host_fleet_set_draining(struct migd *d, bool on, char *err,
+				 size_t err_size);
+bool migd_host_fleet_draining(struct migd *d);
+/* --fence-grace-ms as resolved (0 standalone): a thread holding the
+ * fleet object is fenced while migd_fleet_lease_age_ms() exceeds it. */
+uint64_t migd_host_fleet_grace_ms(struct migd *d);
 
 #endif

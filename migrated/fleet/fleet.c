@@ -27,13 +27,13 @@ struct migd_fleet {
 	char prefix[128];
 	char id[MIGD_FLEET_ID_MAX + 1];
 	char host_key[256];
-	char *record;
+	char *record; /* under @lock: migd_fleet_set_record() swaps it */
 	char *lease_file;
 	unsigned ttl_s;
 
 	/* fleet thread; read by others through the atomics */
 	pthread_t thread;
-	int64_t lease;
+	_Atomic int64_t lease; /* read by the slot calls */
 	_Atomic uint64_t last_ok_ms; /* 0: no lease held */
 	_Atomic uint64_t epoch;
 
@@ -124,17 +124,43 @@ static int64_t lease_file_read(struct migd_fleet *f)
  * lease (another live daemon with our id). The txn makes "absent or
  * ours" and the put one step.
  */
+static char *record_copy(struct migd_fleet *f)
+{
+	char *r;
+
+	pthread_mutex_lock(&f->lock);
+	r = strdup(f->record);
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+static int put_record_copy(struct migd_fleet *f, int64_t lease,
+			   const char *record, char *err, size_t err_size);
+
 static int put_record(struct migd_fleet *f, int64_t lease, char *err,
 		      size_t err_size)
 {
-	size_t rlen = strlen(f->record);
+	char *rec = record_copy(f);
+	int ret;
+
+	if (!rec)
+		return fail(err, err_size, -ENOMEM, "out of memory");
+	ret = put_record_copy(f, lease, rec, err, err_size);
+	free(rec);
+	return ret;
+}
+
+static int put_record_copy(struct migd_fleet *f, int64_t lease,
+			   const char *record, char *err, size_t err_size)
+{
+	size_t rlen = strlen(record);
 	const struct migd_etcd_cmp absent = {
 		.key = f->host_key, .target = MIGD_ETCD_T_VERSION,
 		.result = MIGD_ETCD_R_EQUAL, .num = 0,
 	};
 	const struct migd_etcd_op put = {
 		.kind = MIGD_ETCD_OP_PUT, .key = f->host_key,
-		.value = f->record, .value_len = rlen, .lease = lease,
+		.value = record, .value_len = rlen, .lease = lease,
 	};
 	const struct migd_etcd_op get = {
 		.kind = MIGD_ETCD_OP_RANGE, .key = f->host_key,
@@ -150,7 +176,7 @@ static int put_record(struct migd_fleet *f, int64_t lease, char *err,
 		return 0;
 	if (kvs.n && kvs.kv[0].lease == lease) {
 		migd_etcd_kvs_free(&kvs);
-		ret = migd_etcd_put(f->etcd, f->host_key, f->record, rlen,
+		ret = migd_etcd_put(f->etcd, f->host_key, record, rlen,
 				    lease, NULL);
 		return ret ? etcd_fail(f, ret, err, err_size, "registration")
 			   : 0;
@@ -594,5 +620,114 @@ int migd_fleet_list(struct migd_fleet *f, bool vms, struct migd_etcd_kvs *out,
 	for (size_t i = 0; i < out->n; i++)
 		memmove(out->kv[i].key, out->kv[i].key + plen,
 			strlen(out->kv[i].key) - plen + 1);
+	return 0;
+}
+
+/* ---- record updates and counted slots ------------------------------------ */
+
+int migd_fleet_set_record(struct migd_fleet *f, const char *record,
+			  char *err, size_t err_size)
+{
+	char *copy = strdup(record), *old;
+	int64_t lease;
+
+	if (!copy)
+		return fail(err, err_size, -ENOMEM, "out of memory");
+	pthread_mutex_lock(&f->lock);
+	old = f->record;
+	f->record = copy;
+	pthread_mutex_unlock(&f->lock);
+	free(old);
+	lease = atomic_load(&f->lease);
+	if (!f->threaded || !lease || !atomic_load(&f->last_ok_ms))
+		return 0; /* the next registration puts it */
+	return put_record_copy(f, lease, record, err, err_size);
+}
+
+static void slot_key(struct migd_fleet *f, const char *set, unsigned i,
+		     char *key, size_t n)
+{
+	snprintf(key, n, "%s%s/%u", f->prefix, set, i);
+}
+
+int migd_fleet_slot_take(struct migd_fleet *f, const char *set, unsigned max,
+			 const char *holder, unsigned *slot, char *err,
+			 size_t err_size)
+{
+	struct migd_etcd_kvs kvs = { 0 };
+	int64_t lease = atomic_load(&f->lease);
+	char p[192], key[256];
+	size_t plen;
+	int ret;
+
+	if (!f->threaded || !lease || !atomic_load(&f->last_ok_ms))
+		return fail(err, err_size, -ENOLCK,
+			    "no lease held in etcd (fenced or standalone)");
+	plen = (size_t)snprintf(p, sizeof(p), "%s%s/", f->prefix, set);
+	ret = migd_etcd_list(f->etcd, p, &kvs);
+	if (ret)
+		return etcd_fail(f, ret, err, err_size, "slot list");
+	for (unsigned i = 0; i < max; i++) {
+		bool held = false, ok = false;
+
+		for (size_t k = 0; k < kvs.n && !held; k++) {
+			char *end;
+			unsigned long v = strtoul(kvs.kv[k].key + plen, &end,
+						  10);
+
+			held = !*end && v == i;
+		}
+		if (held)
+			continue;
+		slot_key(f, set, i, key, sizeof(key));
+		{
+			const struct migd_etcd_cmp absent = {
+				.key = key, .target = MIGD_ETCD_T_VERSION,
+				.result = MIGD_ETCD_R_EQUAL, .num = 0,
+			};
+			const struct migd_etcd_op put = {
+				.kind = MIGD_ETCD_OP_PUT, .key = key,
+				.value = holder, .value_len = strlen(holder),
+				.lease = lease,
+			};
+
+			ret = migd_etcd_txn(f->etcd, &absent, 1, &put, 1,
+					    NULL, 0, &ok, NULL);
+		}
+		if (ret) {
+			migd_etcd_kvs_free(&kvs);
+			return etcd_fail(f, ret, err, err_size, "slot take");
+		}
+		if (ok) {
+			migd_etcd_kvs_free(&kvs);
+			*slot = i;
+			return 0;
+		}
+	}
+	migd_etcd_kvs_free(&kvs);
+	return fail(err, err_size, -EBUSY, "all %u slots of %s are taken",
+		    max, set);
+}
+
+int migd_fleet_slot_release(struct migd_fleet *f, const char *set,
+			    unsigned slot, const char *holder, char *err,
+			    size_t err_size)
+{
+	char key[256];
+	const struct migd_etcd_cmp same = {
+		.key = key, .target = MIGD_ETCD_T_VALUE,
+		.result = MIGD_ETCD_R_EQUAL, .value = holder,
+		.value_len = strlen(holder),
+	};
+	const struct migd_etcd_op del = {
+		.kind = MIGD_ETCD_OP_DELETE, .key = key,
+	};
+	bool ok;
+	int ret;
+
+	slot_key(f, set, slot, key, sizeof(key));
+	ret = migd_etcd_txn(f->etcd, &same, 1, &del, 1, NULL, 0, &ok, NULL);
+	if (ret)
+		return etcd_fail(f, ret, err, err_size, "slot release");
 	return 0;
 }

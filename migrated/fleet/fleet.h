@@ -113,6 +113,31 @@ int migd_fleet_vm_move(struct migd_fleet *f, const char *name,
 int migd_fleet_list(struct migd_fleet *f, bool vms, struct migd_etcd_kvs *out,
 		    char *err, size_t err_size);
 
+/*
+ * Replace this host's record (a daemon marks itself draining) and put it
+ * under the lease now if one is held (else the next registration does).
+ * 0, or the client's error with the message in @err.
+ */
+int migd_fleet_set_record(struct migd_fleet *f, const char *record,
+			  char *err, size_t err_size);
+
+/*
+ * Counted slots: keys <prefix><set>/0 .. <set>/<max - 1>, each put under
+ * this host's lease (a host that dies frees its slots when the lease
+ * expires). Take: the lowest free index below @max, in a txn "absent",
+ * holding @holder; *@slot gets it. 0; -EBUSY: every index below @max is
+ * held; -ENOLCK: no lease (fenced, or opened without one); or the
+ * client's error. Callers that use the same @max never hold more than
+ * @max slots between them. Release deletes the slot if it still holds
+ * @holder.
+ */
+int migd_fleet_slot_take(struct migd_fleet *f, const char *set, unsigned max,
+			 const char *holder, unsigned *slot, char *err,
+			 size_t err_size);
+int migd_fleet_slot_release(struct migd_fleet *f, const char *set,
+			    unsigned slot, const char *holder, char *err,
+			    size_t err_size);
+
 /* Parse an ownership value ({"owner":..., "generation":N}). 0/-EPROTO. */
 int migd_fleet_owner_parse(const char *value, size_t len,
 			   struct migd_fleet_owner *out);

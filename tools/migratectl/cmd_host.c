@@ -3,6 +3,7 @@
  * migratectl host list: the fleet's hosts and the VMs each owns, read
  * from etcd (migrated/fleet/fleet.h has the key layout), not from a
  * daemon: it is the fleet's view, and works while a host is down.
+ * host drain / drain-status are the daemon's calls (cmd_drain.c).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -35,6 +36,15 @@ static long long int_of(json_object *o, const char *k)
 		       : -1;
 }
 
+/* The host marked itself draining (migratectl host drain). */
+static bool draining(json_object *o)
+{
+	json_object *v;
+
+	return o && json_object_object_get_ex(o, "draining", &v) &&
+	       json_object_get_boolean(v);
+}
+
 static int list_prefix(struct migd_etcd *e, const char *prefix,
 		       const char *what, struct migd_etcd_kvs *out)
 {
@@ -55,8 +65,9 @@ static void print_hosts(const struct migd_etcd_kvs *hosts,
 	json_object *all = as_json ? json_object_new_array() : NULL;
 
 	if (!as_json)
-		printf("%-16s %-5s %5s %8s %-22s %s\n", "HOST", "ACCEL",
-		       "VCPUS", "MEM_GIB", "MIGRATION", "VMS (generation)");
+		printf("%-16s %-5s %5s %8s %-22s %-8s %s\n", "HOST", "ACCEL",
+		       "VCPUS", "MEM_GIB", "MIGRATION", "STATE",
+		       "VMS (generation)");
 	for (size_t i = 0; i < hosts->n; i++) {
 		const char *id = hosts->kv[i].key + hlen;
 		json_object *rec = json_tokener_parse(hosts->kv[i].value);
@@ -91,14 +102,18 @@ static void print_hosts(const struct migd_etcd_kvs *hosts,
 					       rec ? json_object_get(rec)
 						   : NULL);
 			json_object_object_add(h, "vms", names);
+			json_object_object_add(h, "draining",
+					       json_object_new_boolean(
+						       draining(rec)));
 			json_object_array_add(all, h);
 		} else {
 			long long mem = int_of(rec, "mem_bytes");
 
-			printf("%-16s %-5s %5lld %8.1f %-22s %s\n", id,
+			printf("%-16s %-5s %5lld %8.1f %-22s %-8s %s\n", id,
 			       str_of(rec, "accel"), int_of(rec, "vcpus"),
 			       mem > 0 ? (double)mem / (1 << 30) : 0.0,
-			       str_of(rec, "migration"), list);
+			       str_of(rec, "migration"),
+			       draining(rec) ? "draining" : "up", list);
 			json_object_put(names);
 		}
 		json_object_put(rec);
@@ -127,9 +142,13 @@ int ctl_host(struct ctl *ctl, int argc, char **argv)
 	struct migd_etcd *e;
 	int c, ret;
 
+	if (argc >= 2 && (!strcmp(argv[1], "drain") ||
+			  !strcmp(argv[1], "drain-status")))
+		return ctl_host_drain(ctl, argc, argv);
 	if (argc < 2 || strcmp(argv[1], "list")) {
 		fprintf(stderr, "migratectl: host list --etcd URL[,URL...] "
-			"(or $MIGRATED_ETCD)\n");
+			"(or $MIGRATED_ETCD) | host drain HOST | host "
+			"drain-status [HOST]\n");
 		return 2;
 	}
 	optind = 2;

@@ -37,6 +37,9 @@ int ctl_events(struct ctl *ctl, int argc, char **argv);
 int ctl_ping(struct ctl *ctl, int argc, char **argv);
 /* cmd_host.c: host list (the fleet, from etcd) */
 int ctl_host(struct ctl *ctl, int argc, char **argv);
+/* cmd_drain.c: host drain HOST, host drain-status [HOST] (exit 1 when a
+ * VM could not be moved) */
+int ctl_host_drain(struct ctl *ctl, int argc, char **argv);
 /* cmd_dirty.c: dirty VM, estimate VM, vm set-rate VM RATE */
 int ctl_dirty(struct ctl *ctl, int argc, char **argv);
 int ctl_estimate(struct ctl *ctl, int argc, char **argv);

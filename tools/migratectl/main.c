@@ -55,7 +55,11 @@ static const struct {
 	  "host list --etcd URL[,URL...] [--etcd-prefix P]\n"
 	  "          [--etcd-cacert F --etcd-cert F --etcd-key F]\n"
 	  "          (the fleet's hosts and their VMs, read from etcd;\n"
-	  "          $MIGRATED_ETCD for --etcd)" },
+	  "          $MIGRATED_ETCD for --etcd)\n"
+	  "  host drain HOST [--max-per-host N] [--max-fleet N] [--no-wait]\n"
+	  "          (HOST's daemon moves every VM to the other hosts;\n"
+	  "          exit 1 when one could not be moved)\n"
+	  "  host drain-status [HOST]" },
 	{ "ping", ctl_ping, "ping" },
 };
 
