@@ -48,6 +48,7 @@
 
 #include <uv.h>
 
+#include "hvcore/accel.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/fleet/fleet.h"
 #include "migrated/mig/session.h"
@@ -76,6 +77,8 @@ struct migd_mig_params {
 	bool postcopy;	     /* mig_opts.postcopy, postcopy_after_ms */
 	uint32_t postcopy_after_ms;
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
+	/* incoming: accelerator to receive into; INVALID = the default */
+	enum hv_accel_kind accel;
 };
 
 struct migd_mig {
@@ -105,6 +108,7 @@ struct migd_mig {
 
 	/* loop thread */
 	char vm[MIGD_NAME_MAX + 1]; /* source VM / registry name */
+	char uuid[37]; /* mig_progress.uuid once the engine knew it */
 	bool name_held; /* incoming: @vm is held in the registry */
 	uv_async_t async;
 	uv_thread_t waiter;

@@ -171,8 +171,8 @@ struct mig_tune {
 	uint64_t max_bandwidth;
 	uint32_t downtime_ms;
 	uint32_t throttle_max_pct;
-	unsigned nr_channels; /* takes effect from the next iteration if the
-			       * engine supports it, else -EOPNOTSUPP */
+	/* The data channels are not tunable: their number is fixed by the
+	 * handshake (every Hello carries it) and sizes both pipelines. */
 };
 
 enum mig_phase {
@@ -214,6 +214,10 @@ struct mig_downtime {
 
 struct mig_progress {
 	enum mig_phase phase;
+	/* The migration's id, the same on both hosts: the session id of
+	 * the handshake as UUID text (handshake.h); "" on the destination
+	 * until the source's Hello came. */
+	char uuid[37];
 	uint32_t iteration;
 	uint64_t elapsed_ns;
 	uint64_t ram_bytes;

@@ -773,6 +773,7 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 	pthread_mutex_init(&s->lock, NULL);
 	mig__prog_init(&s->prog, cb, arg);
 	s->prog.p.ram_bytes = vm->cfg.mem_bytes;
+	mig_uuid_format(s->sid, s->prog.p.uuid);
 	s->t0 = mig__now_ns();
 	s->pass_limit_ns = (uint64_t)s->io_ms * 1000000ull / 3;
 	if (opts->timeout_ms)
@@ -831,8 +832,6 @@ int mig_source_tune(struct mig_source *s, const struct mig_tune *t)
 {
 	if (!t || t->throttle_max_pct > 99)
 		return -EINVAL;
-	if (t->nr_channels && t->nr_channels != s->nchan)
-		return -EOPNOTSUPP;
 	if (t->max_bandwidth)
 		atomic_store(&s->max_bw, t->max_bandwidth);
 	if (t->downtime_ms)

@@ -19,7 +19,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
-		"                    [--timeout-ms N] [--json] [ADDR:PORT]\n"
+		"                    [--accel kvm|soft] [--timeout-ms N] "
+		"[--json]\n"
+		"                    [ADDR:PORT]\n"
 		"       migrate-recv --version | --help\n"
 		"Prints the port the daemon listens on (PORT 0 picks one;\n"
 		"without ADDR:PORT, the daemon's --migration-listen).\n"
@@ -27,6 +29,10 @@ static void usage(FILE *f)
 		"another here. A name already taken here is refused: by this\n"
 		"call with --name, else when the source arrives (the VM then\n"
 		"keeps running on the source).\n"
+		"--accel: the accelerator the VM is received into (default:\n"
+		"the daemon's); a VM's state loads only into the kind it ran\n"
+		"on, so a source on another one is refused in setup.\n"
+		"ADDR: an IPv4 or [IPv6] address or a host name.\n"
 		"--timeout-ms: the whole migration, 0 (none) ..4294967295.\n"
 		"--json: the result and errors as JSON lines.\n");
 }
@@ -37,6 +43,7 @@ static int recv_main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "insecure", no_argument, NULL, 'i' },
 		{ "name", required_argument, NULL, 'n' },
+		{ "accel", required_argument, NULL, 'a' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -69,6 +76,12 @@ static int recv_main(int argc, char **argv)
 						    "1..63 of A-Z a-z 0-9 . _ "
 						    "-, not starting with -");
 			ir.vm_name = optarg;
+			break;
+		case 'a':
+			if (strcmp(optarg, "kvm") && strcmp(optarg, "soft"))
+				return migd_cli_bad("migrate-recv", "--accel",
+						    optarg, "kvm or soft");
+			ir.accel = optarg;
 			break;
 		case 't':
 			if (migd_parse_u64(optarg, UINT32_MAX, &v))

@@ -35,6 +35,8 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv);
 int ctl_mig(struct ctl *ctl, int argc, char **argv);
 int ctl_events(struct ctl *ctl, int argc, char **argv);
 int ctl_ping(struct ctl *ctl, int argc, char **argv);
+/* The capabilities call: API version, features, accelerators. */
+int ctl_capabilities(struct ctl *ctl, int argc, char **argv);
 /* cmd_host.c: host list (the fleet, from etcd) */
 int ctl_host(struct ctl *ctl, int argc, char **argv);
 /* cmd_dirty.c: dirty VM, estimate VM, vm set-rate VM RATE */

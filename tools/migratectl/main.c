@@ -41,7 +41,7 @@ static const struct {
 	  "migration list | migration status [ID|VM]\n"
 	  "  migration watch ID|VM | migration cancel ID|VM\n"
 	  "  migration tune ID|VM [--bandwidth SIZE/s] [--downtime MS]\n"
-	  "                       [--throttle PCT] [--channels N]\n"
+	  "                       [--throttle PCT]\n"
 	  "  migration resolve ID|VM --resume-source|--confirm-destination\n"
 	  "                       (after an UNRESOLVED commit: ask the\n"
 	  "                       destination first whether it runs the VM)\n"
@@ -57,6 +57,8 @@ static const struct {
 	  "          (the fleet's hosts and their VMs, read from etcd;\n"
 	  "          $MIGRATED_ETCD for --etcd)" },
 	{ "ping", ctl_ping, "ping" },
+	{ "capabilities", ctl_capabilities,
+	  "capabilities  (API version, features, accelerators)" },
 };
 
 static void usage(FILE *f)
@@ -213,6 +215,50 @@ int ctl_ping(struct ctl *ctl, int argc, char **argv)
 		       p->version, (unsigned long long)p->pid,
 		       p->default_accel, p->engine ? "yes" : "no",
 		       (unsigned long long)p->uptime_ms);
+	}
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+int ctl_capabilities(struct ctl *ctl, int argc, char **argv)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__CapabilitiesRequest cr = MIGD__CAPABILITIES_REQUEST__INIT;
+	Migd__CapabilitiesResult *r;
+	Migd__Response *resp;
+	int ret;
+
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "migratectl: capabilities takes no argument\n");
+		return 2;
+	}
+	req.call_case = MIGD__REQUEST__CALL_CAPABILITIES;
+	req.capabilities = &cr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	r = resp->capabilities;
+	if (!r) {
+		fprintf(stderr, "migratectl: the daemon sent no capabilities\n");
+		migd__response__free_unpacked(resp, NULL);
+		return 1;
+	}
+	if (ctl->json) {
+		ctl_print_json(&r->base);
+	} else {
+		printf("api_version: %u\nversion: %s\n", r->api_version,
+		       r->version);
+		printf("features:");
+		for (size_t i = 0; i < r->n_features; i++)
+			printf(" %s", r->features[i]);
+		printf("\naccelerators:");
+		for (size_t i = 0; i < r->n_accelerators; i++)
+			printf(" %s", r->accelerators[i]);
+		printf("\ndefault_accel: %s\nstream_versions: %u..%u\n"
+		       "channels_max: %u\n",
+		       r->default_accel, r->stream_version_min,
+		       r->stream_version_max, r->channels_max);
 	}
 	migd__response__free_unpacked(resp, NULL);
 	return 0;
