@@ -521,8 +521,14 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 	char hp[MIGD_HOST_MAX + 16];
 	int ret;
 
-	if (hv_vm_get_state(v->vm) != HV_VM_RUNNING || v->mig_id) {
-		snprintf(err, err_size, "VM '%s' is not running", v->name);
+	/* A paused VM migrates too, and arrives paused. */
+	if ((hv_vm_get_state(v->vm) != HV_VM_RUNNING &&
+	     hv_vm_get_state(v->vm) != HV_VM_PAUSED) ||
+	    v->mig_id) {
+		snprintf(err, err_size,
+			 v->mig_id ? "VM '%s' is being migrated"
+				   : "VM '%s' is neither running nor paused",
+			 v->name);
 		return -EBUSY;
 	}
 	ret = mig_new(d, MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING, prm, &m);
@@ -704,6 +710,21 @@ int migd_mig_postcopy(struct migd_mig *m)
 	return mig_source_postcopy(m->src);
 }
 
+int migd_mig_vm_pause(struct migd_mig *m, bool pause)
+{
+	int ret;
+
+	if (m->finished || m->unresolved)
+		return -EALREADY;
+	if (!m->src)
+		return -EINVAL;
+	ret = mig_source_vm_pause(m->src, pause);
+	hv_info(COMP, "event=migration_vm_%s mig=%llu uuid=%s vm=%s err=%d",
+		pause ? "paused" : "resumed", (unsigned long long)m->id,
+		m->uuid, m->vm, ret);
+	return ret;
+}
+
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 {
 	struct migd_vm *v;
@@ -815,6 +836,13 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 int migd_mig_postcopy(struct migd_mig *m)
 {
 	(void)m;
+	return -EALREADY;
+}
+
+int migd_mig_vm_pause(struct migd_mig *m, bool pause)
+{
+	(void)m;
+	(void)pause;
 	return -EALREADY;
 }
 

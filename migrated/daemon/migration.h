@@ -178,6 +178,12 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how);
  * 0, -EALREADY (finished or past its switchover), -EINVAL (incoming),
  * -EOPNOTSUPP (the destination does not offer postcopy). */
 int migd_mig_postcopy(struct migd_mig *m);
+/*
+ * The operator pauses or resumes the VM of outgoing @m
+ * (mig_source_vm_pause()): 0; -EBUSY (already so); -EALREADY (finished,
+ * unresolved, or past its commit); -EINVAL (incoming).
+ */
+int migd_mig_vm_pause(struct migd_mig *m, bool pause);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

@@ -87,6 +87,69 @@ else
 	echo "SKIP ipv6: no ::1 on the loopback"
 fi
 
+# --- paused VMs ------------------------------------------------------------------
+state() { ctl --json vm inspect "$1" | jq -r .info.state; }
+seqs() { ctl --json vm inspect "$1" | jq '[.vcpus[].seq] | add'; }
+
+# Paused when the migration starts: it arrives paused, whole.
+SOCK=$SRC expect_rc 0 "create p1" ctl vm create p1 --mem 64M --rate 2000 \
+	--prefill
+for _ in $(seq 100); do
+	[ "$(SOCK=$SRC ctl --json vm inspect p1 | jq -r .prefill_done)" = true ] && break
+	sleep 0.1
+done
+SOCK=$SRC expect_rc 0 "pause p1" ctl vm pause p1
+if migrate p1 127.0.0.1:0 127.0.0.1; then
+	[ "$(SOCK=$DST state p1)" = VM_STATE_PAUSED ] &&
+		ok "p1 arrived paused" || fail "p1 on the destination: $(SOCK=$DST state p1)"
+	SOCK=$DST expect_rc 0 "resume p1 on the destination" ctl vm resume p1
+	a=$(SOCK=$DST seqs p1)
+	for _ in $(seq 50); do
+		[ "$(SOCK=$DST seqs p1)" -gt "$a" ] && break
+		sleep 0.1
+	done
+	[ "$(SOCK=$DST seqs p1)" -gt "$a" ] && ok "p1 runs once resumed" ||
+		fail "p1 does not run after resume"
+fi
+
+# Paused and resumed by its operator while it migrates (a slow link:
+# 64 MiB of random content at 8 MiB/s), paused again: it arrives paused.
+SOCK=$SRC expect_rc 0 "create p2" ctl vm create p2 --mem 64M --rate 2000 \
+	--content random --prefill
+for _ in $(seq 100); do
+	[ "$(SOCK=$SRC ctl --json vm inspect p2 | jq -r .prefill_done)" = true ] && break
+	sleep 0.1
+done
+PORT=$("$RECV" --socket "$DST" 127.0.0.1:0) || fail "migrate-recv p2: $PORT"
+"$SEND" --socket "$SRC" --bandwidth 8MiB/s --compress off p2 "127.0.0.1:$PORT" \
+	>"$TMP/p2.out" 2>&1 &
+SPID=$!
+PIDS+=("$SPID")
+for _ in $(seq 200); do
+	[ "$(SOCK=$SRC ctl --json migration status p2 2>/dev/null |
+		jq -r '.migrations[0].progress.pagesSent // .migrations[0].progress.pages_sent // 0')" -gt 0 ] && break
+	sleep 0.05
+done
+SOCK=$SRC expect_rc 0 "pause p2 while it migrates" ctl vm pause p2
+SOCK=$SRC expect_rc 1 "pause p2 twice is refused" ctl vm pause p2
+a=$(SOCK=$SRC seqs p2)
+sleep 0.5
+b=$(SOCK=$SRC seqs p2)
+[ "$a" = "$b" ] && ok "p2 stopped writing while paused ($a)" ||
+	fail "p2 wrote while paused: $a -> $b"
+SOCK=$SRC expect_rc 0 "resume p2 while it migrates" ctl vm resume p2
+for _ in $(seq 50); do
+	[ "$(SOCK=$SRC seqs p2)" -gt "$b" ] && break
+	sleep 0.1
+done
+[ "$(SOCK=$SRC seqs p2)" -gt "$b" ] && ok "p2 writes again once resumed" ||
+	fail "p2 did not resume on the source"
+SOCK=$SRC expect_rc 0 "pause p2 again" ctl vm pause p2
+wait "$SPID" && ok "p2 migrated" || fail "migrate-send p2: $(tail -5 "$TMP/p2.out")"
+[ "$(SOCK=$DST state p2)" = VM_STATE_PAUSED ] && ok "p2 arrived paused" ||
+	fail "p2 on the destination: $(SOCK=$DST state p2)"
+SOCK=$DST expect_rc 0 "p2: vm check on the destination" ctl vm check p2
+
 # --- receiving accelerator ------------------------------------------------------
 if [ -e /dev/kvm ]; then
 	echo "SKIP accel refusal: this machine has /dev/kvm"
