@@ -18,7 +18,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
+		"usage: migrate-recv [--socket PATH | --connect HOST:PORT\n"
+		"                    [--tls-dir DIR | --tls-ca F --tls-cert F "
+		"--tls-key F]]\n"
+		"                    [--insecure] [--name VM]\n"
 		"                    [--accel kvm|soft] [--timeout-ms N] "
 		"[--json]\n"
 		"                    [ADDR:PORT]\n"
@@ -33,6 +36,8 @@ static void usage(FILE *f)
 		"the daemon's); a VM's state loads only into the kind it ran\n"
 		"on, so a source on another one is refused in setup.\n"
 		"ADDR: an IPv4 or [IPv6] address or a host name.\n"
+		"--connect (or $MIGRATED_CONNECT): the daemon's control RPC\n"
+		"over TCP + mutual TLS, as migratectl --connect.\n"
 		"--timeout-ms: the whole migration, 0 (none) ..4294967295.\n"
 		"--json: the result and errors as JSON lines.\n");
 }
@@ -40,7 +45,12 @@ static void usage(FILE *f)
 static int recv_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, 'C' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "tls-dir", required_argument, NULL, 'C' },
+		{ "tls-ca", required_argument, NULL, 'C' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'C' },
 		{ "insecure", no_argument, NULL, 'i' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "accel", required_argument, NULL, 'a' },
@@ -52,7 +62,8 @@ static int recv_main(int argc, char **argv)
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__MigIncomingRequest ir = MIGD__MIG_INCOMING_REQUEST__INIT;
-	const char *socket_path = NULL;
+	static struct migd_cli_conn cc;
+	int oi = 0;
 	struct migd_client *c;
 	Migd__Response *resp;
 	char host[MIGD_HOST_MAX + 1];
@@ -61,10 +72,11 @@ static int recv_main(int argc, char **argv)
 	uint64_t v;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	migd_cli_conn_init(&cc);
+	while ((opt = getopt_long(argc, argv, "", opts, &oi)) != -1) {
 		switch (opt) {
-		case 's':
-			socket_path = optarg;
+		case 'C': /* --socket, --connect, --tls-* */
+			migd_cli_conn_option(&cc, opts[oi].name, optarg);
 			break;
 		case 'i':
 			ir.insecure = true;
@@ -118,12 +130,9 @@ static int recv_main(int argc, char **argv)
 		return 2;
 	}
 	ir.listen = optind < argc ? argv[optind] : (char *)"";
-	ret = migd_client_connect(socket_path, &c);
-	if (ret) {
-		fprintf(stderr, "migrate-recv: cannot reach the daemon: %s\n",
-			strerror(-ret));
-		return 5;
-	}
+	ret = migd_cli_conn_open("migrate-recv", &cc, 30000, &c);
+	if (ret)
+		return ret;
 	req.call_case = MIGD__REQUEST__CALL_MIG_INCOMING;
 	req.mig_incoming = &ir;
 	ret = migd_client_call(c, &req, 30000, &resp);

@@ -10,13 +10,12 @@
 #include <stdint.h>
 
 #include "proto/control.pb-c.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/client.h"
 
 struct ctl {
-	const char *socket; /* NULL: default */
-	/* --connect HOST:PORT: TCP + mutual TLS instead of the socket */
-	const char *connect;
-	struct migd_client_tls tls;
+	/* --socket, or --connect HOST:PORT (TCP + mutual TLS) */
+	struct migd_cli_conn conn;
 	bool json;
 	int timeout_ms;
 	struct migd_client *client;
