@@ -7,9 +7,17 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# Both control RPCs on TCP too: migrate-send and migrate-recv --connect.
+SRC_RPC=$(free_port)
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft \
+	--rpc-listen "127.0.0.1:$SRC_RPC"
 SRC=$SOCK
-start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft
+DST_RPC=$(free_port)
+start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft \
+	--rpc-listen "127.0.0.1:$DST_RPC"
 DST=$SOCK
 if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then
 	echo "SKIP: migration engine not built"
@@ -29,14 +37,20 @@ done
 json_get "$caps" '.accelerators[]' | grep -qx soft &&
 	ok "capabilities: soft accelerator" || fail "capabilities: $caps"
 
-# migrate NAME RECV-ADDR SEND-HOST [recv args]: one migration; sets PORT.
+# migrate NAME RECV-ADDR SEND-HOST [tool args]: one migration; sets
+# PORT. Without tool args both tools use the control sockets.
 migrate() {
 	local name=$1 raddr=$2 shost=$3
 	shift 3
-	PORT=$("$RECV" --socket "$DST" "$@" "$raddr") ||
+	local rargs=(--socket "$DST") sargs=(--socket "$SRC")
+	if [ "${1:-}" = --connect ]; then
+		rargs=(--connect "127.0.0.1:$DST_RPC" --tls-dir "$TMP/tls")
+		sargs=(--connect "127.0.0.1:$SRC_RPC" --tls-dir "$TMP/tls")
+	fi
+	PORT=$("$RECV" "${rargs[@]}" "$raddr") ||
 		{ fail "migrate-recv $raddr: $PORT"; return 1; }
-	expect_rc 0 "migrate $name to $shost:$PORT" \
-		"$SEND" --socket "$SRC" "$name" "$shost:$PORT"
+	expect_rc 0 "migrate $name to $shost:$PORT ${1:-}" \
+		"$SEND" "${sargs[@]}" "$name" "$shost:$PORT"
 	echo "$LAST_OUT" >"$TMP/$name.out"
 	[ "$LAST_RC" = 0 ] || { echo "$LAST_OUT" | tail -5; return 1; }
 	SOCK=$DST expect_rc 0 "$name: vm check on the destination" \
@@ -50,7 +64,7 @@ SOCK=$SRC ctl --json events --kind phase --count 3 >"$TMP/events_src" 2>&1 &
 EVPID=$!
 PIDS+=("$EVPID")
 sleep 0.3
-if migrate u1 localhost:0 localhost; then
+if migrate u1 localhost:0 localhost --connect; then
 	us=$(SOCK=$SRC ctl --json migration status u1 | jq -r '.migrations[0].uuid')
 	ud=$(SOCK=$DST ctl --json migration status u1 | jq -r '.migrations[0].uuid')
 	[[ $us =~ $UUID_RE ]] && ok "source uuid $us" || fail "source uuid '$us'"
