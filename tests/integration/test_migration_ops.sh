@@ -49,7 +49,7 @@ migrate() {
 	fi
 	PORT=$("$RECV" "${rargs[@]}" "$raddr") ||
 		{ fail "migrate-recv $raddr: $PORT"; return 1; }
-	expect_rc 0 "migrate $name to $shost:$PORT ${1:-}" \
+	expect_rc 0 "migrate $name to $shost:$PORT${1:+ $1}" \
 		"$SEND" "${sargs[@]}" "$name" "$shost:$PORT"
 	echo "$LAST_OUT" >"$TMP/$name.out"
 	[ "$LAST_RC" = 0 ] || { echo "$LAST_OUT" | tail -5; return 1; }
