@@ -10,12 +10,21 @@
 
 #include <stdbool.h>
 
+#include "hvcore/accel.h"
+
 #include "migrated/daemon/registry.h"
 #include "migrated/daemon/server.h"
 
 struct migd;
 
 void migd_call_ping(struct migd_call *call);
+/*
+ * calls_caps.c: the capabilities call (docs/api.md, "Versions and
+ * compatibility"), and whether accelerator @kind can create VMs on this
+ * host now (soft: always; kvm: /dev/kvm opens). Any thread.
+ */
+void migd_call_capabilities(struct migd_call *call);
+bool migd_accel_usable(enum hv_accel_kind kind);
 void migd_call_vm_create(struct migd_call *call);
 void migd_call_vm_list(struct migd_call *call);
 void migd_call_vm_inspect(struct migd_call *call);

@@ -78,6 +78,25 @@ void migd_call_mig_incoming(struct migd_call *call)
 	}
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
+	if (r->accel && *r->accel) {
+		prm.accel = migd_accel_parse(r->accel, HV_ACCEL_INVALID);
+		if (prm.accel == HV_ACCEL_INVALID) {
+			migd_call_fail(call,
+				       MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+				       "unknown accelerator '%s' (kvm or soft)",
+				       r->accel);
+			return;
+		}
+		if (!migd_accel_usable(prm.accel)) {
+			migd_call_fail(call, MIGD__STATUS__STATUS_UNAVAILABLE,
+				       "accelerator '%s' is not usable on this "
+				       "host (/dev/kvm cannot be opened): "
+				       "migrate-recv --accel names one this "
+				       "host has (soft always works)",
+				       r->accel);
+			return;
+		}
+	}
 	if (d->cfg.role == MIGD_ROLE_WORKER && (d->reg.count || d->migs)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "this worker runs a VM already");
@@ -387,16 +406,23 @@ void migd_call_mig_tune(struct migd_call *call)
 
 	if (!m)
 		return;
-	if (r->channels > MIG_CHANNELS_MAX || r->throttle_max_pct > 99) {
+	if (r->channels) {
+		/* Removed from the API (control.proto): refused, not
+		 * ignored, for clients that still send it. */
+		migd_call_fail(call, MIGD__STATUS__STATUS_UNIMPLEMENTED,
+			       "the number of data channels is fixed when the "
+			       "migration starts (migrate-send --channels N); "
+			       "tune cannot change it");
+		return;
+	}
+	if (r->throttle_max_pct > 99) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "channels at most %u, throttle at most 99%%",
-			       MIG_CHANNELS_MAX);
+			       "throttle at most 99%%");
 		return;
 	}
 	t.max_bandwidth = r->bandwidth;
 	t.downtime_ms = r->downtime_ms;
 	t.throttle_max_pct = r->throttle_max_pct;
-	t.nr_channels = r->channels;
 	ret = migd_mig_tune(m, &t);
 	if (ret == -EALREADY)
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
@@ -411,10 +437,10 @@ void migd_call_mig_tune(struct migd_call *call)
 	else
 		hv_info(COMP,
 			"event=migration_tuned mig=%llu bandwidth=%llu "
-			"downtime_ms=%u throttle_max=%u channels=%u",
+			"downtime_ms=%u throttle_max=%u",
 			(unsigned long long)m->id,
 			(unsigned long long)t.max_bandwidth, t.downtime_ms,
-			t.throttle_max_pct, t.nr_channels);
+			t.throttle_max_pct);
 }
 
 void migd_call_mig_resolve(struct migd_call *call)

@@ -15,6 +15,7 @@
 #include "hvcore/vcpu.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
+#include "migrated/daemon/migration.h"
 #include "migrated/daemon/monitor.h"
 
 #define COMP "migd.vm"
@@ -396,13 +397,46 @@ void migd_call_vm_inspect(struct migd_call *call)
 	call->resp->vm_inspect = r;
 }
 
+/*
+ * Pause or resume a VM an outgoing migration owns: the engine does it
+ * (a paused VM stops dirtying; the migration goes on, and the VM arrives
+ * as the operator left it). True when @v is such a VM (call answered).
+ */
+static bool mig_pause(struct migd_call *call, struct migd_vm *v, bool pause)
+{
+	struct migd_mig *m;
+	int ret;
+
+	if (!v->mig_id)
+		return false;
+	m = migd_mig_find(call->d, v->mig_id, NULL);
+	ret = m ? migd_mig_vm_pause(m, pause) : -EALREADY;
+	if (ret == -EBUSY)
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "VM '%s' is %s", v->name,
+			       pause ? "paused already" : "not paused");
+	else if (ret == -EALREADY || ret == -EINVAL)
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "VM '%s': migration %llu is past its commit "
+			       "(or unresolved)",
+			       v->name, (unsigned long long)v->mig_id);
+	else if (ret)
+		migd_call_fail(call, migd_status_from_errno(ret),
+			       "%s VM '%s' failed: %s",
+			       pause ? "pausing" : "resuming", v->name,
+			       strerror(-ret));
+	else
+		reply_vm(call, v);
+	return true;
+}
+
 void migd_call_vm_pause(struct migd_call *call)
 {
-	struct migd_vm *v = ref_vm(call, call->req->vm_pause, true);
+	struct migd_vm *v = ref_vm(call, call->req->vm_pause, false);
 	Migd__VmState old;
 	int ret;
 
-	if (!v)
+	if (!v || mig_pause(call, v, true))
 		return;
 	old = migd_vm_api_state(v);
 	if (old != MIGD__VM_STATE__VM_STATE_RUNNING) {
@@ -424,11 +458,11 @@ void migd_call_vm_pause(struct migd_call *call)
 
 void migd_call_vm_resume(struct migd_call *call)
 {
-	struct migd_vm *v = ref_vm(call, call->req->vm_resume, true);
+	struct migd_vm *v = ref_vm(call, call->req->vm_resume, false);
 	Migd__VmState old;
 	int ret;
 
-	if (!v)
+	if (!v || mig_pause(call, v, false))
 		return;
 	old = migd_vm_api_state(v);
 	if (old == MIGD__VM_STATE__VM_STATE_CREATED)

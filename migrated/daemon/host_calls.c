@@ -683,6 +683,8 @@ struct host_handler {
 
 static const struct host_handler host_handlers[] = {
 	[MIGD__REQUEST__CALL_PING] = { "ping", migd_call_ping },
+	[MIGD__REQUEST__CALL_CAPABILITIES] = { "capabilities",
+					       migd_call_capabilities },
 	[MIGD__REQUEST__CALL_VM_CREATE] = { "vm_create", h_vm_create },
 	[MIGD__REQUEST__CALL_VM_LIST] = { "vm_list", h_vm_list },
 	[MIGD__REQUEST__CALL_VM_INSPECT] = { "vm_inspect", h_vmref },

@@ -15,6 +15,7 @@
 #include "migrated/daemon/http_head.h"
 #include "migrated/daemon/metrics.h"
 #include "migrated/daemon/metrics_priv.h"
+#include "migrated/mig/addr.h"
 
 #define COMP "migd.metrics"
 #define HEAD_MAX 8192u
@@ -347,14 +348,17 @@ int migd_metrics_start(struct migd *d, const char *host, uint16_t port,
 {
 	struct migd_metrics *m;
 	struct sockaddr_storage ss;
+	struct mig_addr a;
 	int namelen = sizeof(ss);
 	int ret;
 
 	if (!host || !*host)
 		host = "127.0.0.1";
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
-	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))
+	/* An address, or a host name (its first address). */
+	ret = mig_addr_resolve(host, port, true, &a, 1);
+	if (ret < 0)
 		return -EINVAL;
+	ss = a.ss;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;

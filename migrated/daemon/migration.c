@@ -385,10 +385,12 @@ static void settle(struct migd_mig *m)
 	m->finished = true;
 	hv_log_escape(m->final.message, esc, sizeof(esc));
 	hv_info(COMP,
-		"event=migration_finished mig=%llu dir=%s vm=%s phase=%s "
-		"err=%d iterations=%u pages_sent=%llu bytes_wire=%llu "
-		"downtime_us=%llu guest_downtime_us=%llu msg=\"%s\"",
-		(unsigned long long)m->id, dir_name(m), m->vm,
+		"event=migration_finished mig=%llu uuid=%s dir=%s vm=%s "
+		"phase=%s err=%d iterations=%u pages_sent=%llu "
+		"bytes_wire=%llu downtime_us=%llu guest_downtime_us=%llu "
+		"msg=\"%s\"",
+		(unsigned long long)m->id,
+		m->final.uuid[0] ? m->final.uuid : "-", dir_name(m), m->vm,
 		mig_phase_name(m->final.phase), m->result,
 		m->final.iteration, (unsigned long long)m->final.pages_sent,
 		(unsigned long long)m->final.bytes_wire,
@@ -422,8 +424,14 @@ static void async_cb(uv_async_t *a)
 		settle_running(m);
 	if (phase != m->published_phase && !phase_terminal(phase)) {
 		m->published_phase = phase;
-		hv_info(COMP, "event=migration_phase mig=%llu vm=%s phase=%s",
-			(unsigned long long)m->id, m->vm,
+		char uuid[sizeof(m->latest.uuid)];
+
+		pthread_mutex_lock(&m->lock);
+		memcpy(uuid, m->latest.uuid, sizeof(uuid));
+		pthread_mutex_unlock(&m->lock);
+		hv_info(COMP,
+			"event=migration_phase mig=%llu uuid=%s vm=%s phase=%s",
+			(unsigned long long)m->id, uuid[0] ? uuid : "-", m->vm,
 			mig_phase_name(phase));
 		publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
 	}
@@ -508,11 +516,19 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size)
 {
+	struct mig_progress sp;
 	struct migd_mig *m;
+	char hp[MIGD_HOST_MAX + 16];
 	int ret;
 
-	if (hv_vm_get_state(v->vm) != HV_VM_RUNNING || v->mig_id) {
-		snprintf(err, err_size, "VM '%s' is not running", v->name);
+	/* A paused VM migrates too, and arrives paused. */
+	if ((hv_vm_get_state(v->vm) != HV_VM_RUNNING &&
+	     hv_vm_get_state(v->vm) != HV_VM_PAUSED) ||
+	    v->mig_id) {
+		snprintf(err, err_size,
+			 v->mig_id ? "VM '%s' is being migrated"
+				   : "VM '%s' is neither running nor paused",
+			 v->name);
 		return -EBUSY;
 	}
 	ret = mig_new(d, MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING, prm, &m);
@@ -554,10 +570,13 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 		return ret;
 	}
 	v->mig_id = m->id;
+	mig_source_get_progress(m->src, &sp);
+	memcpy(m->uuid, sp.uuid, sizeof(m->uuid));
 	hv_info(COMP,
-		"event=migration_started mig=%llu dir=outgoing vm=%s "
-		"dest=%s:%u channels=%u bandwidth=%llu downtime_ms=%u tls=%d",
-		(unsigned long long)m->id, m->vm, prm->host, prm->port,
+		"event=migration_started mig=%llu uuid=%s dir=outgoing vm=%s "
+		"dest=%s channels=%u bandwidth=%llu downtime_ms=%u tls=%d",
+		(unsigned long long)m->id, m->uuid, m->vm,
+		migd_fmt_hostport(hp, sizeof(hp), prm->host, prm->port),
 		/* what the engine uses, not the request's 0 = default */
 		prm->channels ? prm->channels : MIG_CHANNELS_DEFAULT,
 		(unsigned long long)prm->bandwidth,
@@ -575,6 +594,7 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 {
 	struct hv_vm_cfg base;
 	struct migd_mig *m;
+	char hp[MIGD_HOST_MAX + 16];
 	int ret;
 
 	ret = mig_new(d, MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING, prm, &m);
@@ -605,7 +625,9 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	m->opts.dst_running_arg = m;
 	m->opts.dst_commit = migd_mig_fleet_commit;
 	m->opts.dst_commit_arg = m;
-	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
+	hv_vm_cfg_init(&base,
+		       prm->accel != HV_ACCEL_INVALID ? prm->accel : d->accel,
+		       HV_VM_MIN_MEM, 1);
 	base.backing = d->cfg.backing; /* ours, whatever the source's was */
 	ret = set_tls(m, true, err, err_size);
 	if (!ret) {
@@ -658,9 +680,10 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	}
 	hv_info(COMP,
 		"event=migration_listening mig=%llu dir=incoming vm=%s "
-		"listen=%s:%u tls=%d",
+		"listen=%s tls=%d",
 		(unsigned long long)m->id, m->vm,
-		prm->host[0] ? prm->host : "*", m->port, !prm->insecure);
+		migd_fmt_hostport(hp, sizeof(hp), prm->host, m->port),
+		!prm->insecure);
 	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE, false);
 	*out = m;
 	return 0;
@@ -685,6 +708,21 @@ int migd_mig_postcopy(struct migd_mig *m)
 		      "page is in place\"",
 		(unsigned long long)m->id, m->vm);
 	return mig_source_postcopy(m->src);
+}
+
+int migd_mig_vm_pause(struct migd_mig *m, bool pause)
+{
+	int ret;
+
+	if (m->finished || m->unresolved)
+		return -EALREADY;
+	if (!m->src)
+		return -EINVAL;
+	ret = mig_source_vm_pause(m->src, pause);
+	hv_info(COMP, "event=migration_vm_%s mig=%llu uuid=%s vm=%s err=%d",
+		pause ? "paused" : "resumed", (unsigned long long)m->id,
+		m->uuid, m->vm, ret);
+	return ret;
 }
 
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
@@ -798,6 +836,13 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 int migd_mig_postcopy(struct migd_mig *m)
 {
 	(void)m;
+	return -EALREADY;
+}
+
+int migd_mig_vm_pause(struct migd_mig *m, bool pause)
+{
+	(void)m;
+	(void)pause;
 	return -EALREADY;
 }
 

@@ -48,6 +48,7 @@
 
 #include <uv.h>
 
+#include "hvcore/accel.h"
 #include "migrated/daemon/parse.h"
 #include "migrated/fleet/fleet.h"
 #include "migrated/mig/session.h"
@@ -76,6 +77,8 @@ struct migd_mig_params {
 	bool postcopy;	     /* mig_opts.postcopy, postcopy_after_ms */
 	uint32_t postcopy_after_ms;
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
+	/* incoming: accelerator to receive into; INVALID = the default */
+	enum hv_accel_kind accel;
 };
 
 struct migd_mig {
@@ -105,6 +108,7 @@ struct migd_mig {
 
 	/* loop thread */
 	char vm[MIGD_NAME_MAX + 1]; /* source VM / registry name */
+	char uuid[37]; /* mig_progress.uuid once the engine knew it */
 	bool name_held; /* incoming: @vm is held in the registry */
 	uv_async_t async;
 	uv_thread_t waiter;
@@ -174,6 +178,12 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how);
  * 0, -EALREADY (finished or past its switchover), -EINVAL (incoming),
  * -EOPNOTSUPP (the destination does not offer postcopy). */
 int migd_mig_postcopy(struct migd_mig *m);
+/*
+ * The operator pauses or resumes the VM of outgoing @m
+ * (mig_source_vm_pause()): 0; -EBUSY (already so); -EALREADY (finished,
+ * unresolved, or past its commit); -EINVAL (incoming).
+ */
+int migd_mig_vm_pause(struct migd_mig *m, bool pause);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

@@ -35,6 +35,9 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 			     : m->prm.port;
 	info->insecure = m->prm.insecure;
 	info->finished = m->finished;
+	if (!m->uuid[0] && p.uuid[0])
+		memcpy(m->uuid, p.uuid, sizeof(m->uuid));
+	info->uuid = m->uuid;
 	info->progress = prog;
 	prog->phase = (unsigned)p.phase < MIG_PHASE_COUNT
 			      ? (Migd__MigPhase)p.phase

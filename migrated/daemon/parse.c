@@ -200,3 +200,15 @@ int migd_default_socket(char *buf, size_t size)
 	n = snprintf(buf, size, "%s/control.sock", dir);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
+
+char *migd_fmt_hostport(char *buf, size_t size, const char *host,
+			unsigned port)
+{
+	if (!host || !*host)
+		snprintf(buf, size, "*:%u", port);
+	else if (strchr(host, ':'))
+		snprintf(buf, size, "[%s]:%u", host, port);
+	else
+		snprintf(buf, size, "%s:%u", host, port);
+	return buf;
+}

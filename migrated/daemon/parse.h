@@ -25,6 +25,14 @@ int migd_parse_hostport(const char *s, bool allow_port0, char *host,
 			size_t host_size, uint16_t *port);
 
 /*
+ * The reverse: @host and @port as "HOST:PORT", an IPv6 address (any host
+ * with a ':') in brackets ("[::1]:47400"), "*:PORT" for an empty host.
+ * Truncated to @size (NUL-terminated); returns @buf.
+ */
+char *migd_fmt_hostport(char *buf, size_t size, const char *host,
+			unsigned port);
+
+/*
  * A listen address with an optional port range: "HOST:PORT" as
  * migd_parse_hostport() (port 0 allowed: any free port), or
  * "HOST:LO-HI" with 1 <= LO <= HI <= 65535 (the first free port of the

@@ -34,6 +34,8 @@ struct call_handler {
 /* Indexed by Migd__Request__CallCase. */
 static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_PING] = { "ping", migd_call_ping },
+	[MIGD__REQUEST__CALL_CAPABILITIES] = { "capabilities",
+					       migd_call_capabilities },
 	[MIGD__REQUEST__CALL_VM_CREATE] = { "vm_create", migd_call_vm_create },
 	[MIGD__REQUEST__CALL_VM_LIST] = { "vm_list", migd_call_vm_list },
 	[MIGD__REQUEST__CALL_VM_INSPECT] = { "vm_inspect",

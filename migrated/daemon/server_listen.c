@@ -17,6 +17,7 @@
 #include "hvcore/log.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/server_priv.h"
+#include "migrated/mig/addr.h"
 #include "migrated/mig/tls.h"
 
 #define COMP "migd.rpc"
@@ -91,15 +92,18 @@ int migd_server_listen_tcp(struct migd_server *srv, const char *host,
 		.server = true,
 	};
 	struct sockaddr_storage ss;
+	struct mig_addr a;
 	int namelen = sizeof(ss);
 	char ip[64] = "";
 	int ret;
 
 	if (!host || !host[0])
 		host = "0.0.0.0";
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
-	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))
-		return -EINVAL;
+	/* An address, or a host name (its first address). */
+	ret = mig_addr_resolve(host, port, true, &a, 1);
+	if (ret < 0)
+		return ret == -EHOSTUNREACH ? -EINVAL : ret;
+	ss = a.ss;
 	ret = mig_tls_create(&tcfg, &srv->tls);
 	if (ret)
 		return ret;

@@ -18,6 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "hvcore/log.h"
+#include "migrated/mig/addr.h"
 
 /*
  * A receive buffer above this is freed after its message: one large
@@ -43,39 +44,20 @@ static bool looks_like_tls(const uint8_t *p, size_t n)
 	return n >= 2 && (p[0] == 0x15 || p[0] == 0x16) && p[1] == 0x03;
 }
 
-/* Parse a numeric IPv4 or IPv6 address. */
-static int parse_addr(const char *host, uint16_t port,
-		      struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		*len = sizeof(*sin);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		*len = sizeof(*sin6);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 int mig_listen(const char *host, uint16_t port, int *fd_out,
 	       uint16_t *port_out)
 {
+	struct mig_addr a;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, one = 1, ret;
 
-	ret = parse_addr(host, port, &ss, &len);
-	if (ret)
+	/* The first address of a name: a listener binds one. */
+	ret = mig_addr_resolve(host, port, true, &a, 1);
+	if (ret < 0)
 		return ret;
+	ss = a.ss;
+	len = a.len;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -375,25 +357,33 @@ fail_fd:
 int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 		     unsigned timeout_ms, struct mig_conn **out)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int fd, ret;
+	struct mig_addr a[MIG_ADDR_MAX];
+	int n, fd = -1, ret;
 
-	ret = parse_addr(host, port, &ss, &len);
-	if (ret)
-		return ret;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* Linux bounds a blocking connect() by SO_SNDTIMEO. */
-	ret = mig__conn_set_timeouts(fd, timeout_ms);
-	if (ret)
-		goto fail_fd;
-	if (connect(fd, (struct sockaddr *)&ss, len)) {
+	n = mig_addr_resolve(host, port, false, a, MIG_ADDR_MAX);
+	if (n < 0)
+		return n;
+	/* Each address of a name in turn ("localhost": ::1, 127.0.0.1),
+	 * until one accepts. */
+	for (int i = 0; i < n; i++) {
+		fd = socket(a[i].ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		/* Linux bounds a blocking connect() by SO_SNDTIMEO. */
+		ret = mig__conn_set_timeouts(fd, timeout_ms);
+		if (ret)
+			goto fail_fd;
+		if (!connect(fd, (struct sockaddr *)&a[i].ss, a[i].len))
+			break;
 		ret = errno == EINPROGRESS || errno == EAGAIN ? -ETIMEDOUT
 							      : -errno;
-		goto fail_fd;
+		close(fd);
+		fd = -1;
+		if (ret == -ETIMEDOUT)
+			return ret; /* the timeout is for the whole connect */
 	}
+	if (fd < 0)
+		return ret;
 	ret = conn_wrap(fd, tls, out);
 	if (ret)
 		goto fail_fd;

@@ -35,10 +35,11 @@
 struct mig_conn;
 
 /*
- * Listen on numeric address @host ("127.0.0.1", "::1", "0.0.0.0", "::")
- * and @port (0: any; the port chosen goes to *@port_out if non-NULL).
- * *@fd_out gets the listening socket (the caller closes it). Returns 0,
- * -EINVAL (not a numeric address) or -errno.
+ * Listen on @host ("127.0.0.1", "::1", "0.0.0.0", "::", or a host name:
+ * its first address, addr.h) and @port (0: any; the port chosen goes to
+ * *@port_out if non-NULL). *@fd_out gets the listening socket (the
+ * caller closes it). Returns 0, -EHOSTUNREACH (a name that does not
+ * resolve) or -errno.
  */
 int mig_listen(const char *host, uint16_t port, int *fd_out,
 	       uint16_t *port_out);
@@ -55,7 +56,8 @@ int mig_conn_accept(int lfd, struct mig_tls *tls, unsigned timeout_ms,
 		    struct mig_conn **out);
 
 /*
- * Connect to numeric @host:@port and, with @tls (a client mig_tls),
+ * Connect to @host:@port (an address, or a host name: each of its
+ * addresses in turn until one accepts, addr.h) and, with @tls (a client mig_tls),
  * handshake and verify the server. Errors as mig_conn_accept(), plus
  * -ECONNREFUSED. With TLS 1.3 the server checks the client's certificate
  * after the client has finished: a refused client learns it on its first

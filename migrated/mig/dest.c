@@ -110,6 +110,9 @@ static int accept_channels(struct mig_dest *d)
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
 		FAIL(d, -EPROTO, "hello refused by the state machine");
 	memcpy(d->sid, sa.sid, sizeof(d->sid));
+	pthread_mutex_lock(&d->prog.lock);
+	mig_uuid_format(d->sid, d->prog.p.uuid);
+	pthread_mutex_unlock(&d->prog.lock);
 	d->version = sa.version;
 	d->nchan = sa.nchan;
 	/* Every channel is in: the port has nothing more to offer. */

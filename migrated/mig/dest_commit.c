@@ -164,11 +164,12 @@ int dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m)
 
 int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 {
+	const Mig__Commit *c = (const Mig__Commit *)m;
 	Mig__Resumed r = MIG__RESUMED__INIT;
 	uint64_t t0 = mig__now_ns(), t1, hb = 0;
+	bool keep_paused = c && c->keep_paused;
 	int ret;
 
-	(void)m;
 	/* The state machine lets a Commit in only after the Digest; this
 	 * says whether that Digest's verification and load succeeded. */
 	if (d->commit_state != DST_LOADED)
@@ -195,14 +196,17 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	ret = mig_faultpoint(MIG_FP_DST_OWNED);
 	if (ret < 0)
 		FAIL(d, ret, "fault point %s", MIG_FP_DST_OWNED);
-	ret = hv_vm_start(d->vm);
+	/* Paused on the source by its operator: it arrives paused. */
+	ret = keep_paused ? hv_vm_start_paused(d->vm) : hv_vm_start(d->vm);
 	t1 = mig__now_ns();
 	if (ret)
 		FAIL(d, ret, "start the VM after commit: %s", strerror(-ret));
 	d->commit_state = DST_RESUMED;
+	if (keep_paused)
+		hv_info("mig", "op=commit vm=%s keep_paused=1", d->vm_name);
 	/* In postcopy the first heartbeat may wait on a missing page,
 	 * which is asked for only once this thread serves faults. */
-	if (!d->pc && mig__wants_heartbeats(d->vm))
+	if (!d->pc && !keep_paused && mig__wants_heartbeats(d->vm))
 		hb = mig__first_heartbeat(d->vm);
 	r.verify_ns = d->verify_ns;
 	r.load_ns = d->load_ns;

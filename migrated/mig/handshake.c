@@ -25,7 +25,24 @@ int mig_session_id_new(uint8_t id[MIG_SESSION_ID_LEN])
 			return -errno;
 		done += (size_t)n;
 	}
+	id[6] = (uint8_t)((id[6] & 0x0f) | 0x40); /* version 4: random */
+	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80); /* RFC 4122 variant */
 	return 0;
+}
+
+void mig_uuid_format(const uint8_t id[MIG_SESSION_ID_LEN],
+		     char out[MIG_UUID_STR_LEN])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	for (unsigned i = 0; i < MIG_SESSION_ID_LEN; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[id[i] >> 4];
+		out[o++] = hex[id[i] & 0xf];
+	}
+	out[o] = '\0';
 }
 
 int mig_version_negotiate(uint32_t peer_min, uint32_t peer_max,

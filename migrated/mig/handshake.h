@@ -11,7 +11,10 @@
  * destination answers a control Hello it cannot serve with SetupRefuse
  * REFUSE_VERSION first). The session id, 16 random bytes chosen by the
  * source, ties the data channels to their control channel: a data channel
- * with another id, a repeated or out-of-range index is refused.
+ * with another id, a repeated or out-of-range index is refused. It is
+ * also the migration's UUID that both daemons show (MigInfo.uuid) and log:
+ * the source marks it as a version 4 UUID, and since every stream version
+ * has always carried it, a peer of any version sees the same id.
  *
  * Functions do blocking I/O on the connection (its timeouts apply) from
  * the thread that owns it; the pure ones are thread-safe.
@@ -36,8 +39,24 @@ struct mig_hello_info {
 	char host_id[MIG_HOST_ID_MAX]; /* for logs; NUL-terminated */
 };
 
-/* 16 random bytes from getrandom(2). 0 or -errno. */
+/* Room for a session id as text: 36 characters and the NUL. */
+#define MIG_UUID_STR_LEN 37u
+
+/*
+ * 16 random bytes from getrandom(2), marked as an RFC 4122 version 4
+ * (random) UUID: the migration's id on both hosts (mig_uuid_format()).
+ * 0 or -errno.
+ */
 int mig_session_id_new(uint8_t id[MIG_SESSION_ID_LEN]);
+
+/*
+ * Pure: @id as the canonical UUID text "xxxxxxxx-xxxx-xxxx-xxxx-
+ * xxxxxxxxxxxx" (lower-case hex) into @out, NUL-terminated. Any 16 bytes
+ * format, so an id from a source older than the version marking (plain
+ * random bytes) prints the same way.
+ */
+void mig_uuid_format(const uint8_t id[MIG_SESSION_ID_LEN],
+		     char out[MIG_UUID_STR_LEN]);
 
 /*
  * Pure: the highest version in both [@peer_min, @peer_max] and

@@ -130,9 +130,13 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		REFUSE(REFUSE_ACCEL, "unknown accelerator \"%.32s\"",
 		       l->accel ? l->accel : "");
 	if (base && base->accel != HV_ACCEL_INVALID && base->accel != accel)
-		REFUSE(REFUSE_ACCEL, "source runs on %s, this side on %s",
-		       hv_accel_kind_name(accel),
-		       hv_accel_kind_name(base->accel));
+		REFUSE(REFUSE_ACCEL,
+		       "VM runs on %s, whose state loads only into %s; this "
+		       "side receives into %s (migrate-recv --accel %s, on a "
+		       "host that has it)",
+		       hv_accel_kind_name(accel), hv_accel_kind_name(accel),
+		       hv_accel_kind_name(base->accel),
+		       hv_accel_kind_name(accel));
 	if (l->features & ~MIG_FEATURES_SUPPORTED)
 		REFUSE(REFUSE_FEATURES, "features 0x%llx not supported",
 		       (unsigned long long)(l->features &

@@ -171,8 +171,8 @@ struct mig_tune {
 	uint64_t max_bandwidth;
 	uint32_t downtime_ms;
 	uint32_t throttle_max_pct;
-	unsigned nr_channels; /* takes effect from the next iteration if the
-			       * engine supports it, else -EOPNOTSUPP */
+	/* The data channels are not tunable: their number is fixed by the
+	 * handshake (every Hello carries it) and sizes both pipelines. */
 };
 
 enum mig_phase {
@@ -214,6 +214,10 @@ struct mig_downtime {
 
 struct mig_progress {
 	enum mig_phase phase;
+	/* The migration's id, the same on both hosts: the session id of
+	 * the handshake as UUID text (handshake.h); "" on the destination
+	 * until the source's Hello came. */
+	char uuid[37];
 	uint32_t iteration;
 	uint64_t elapsed_ns;
 	uint64_t ram_bytes;
@@ -278,11 +282,12 @@ struct mig_source;
 struct mig_dest;
 
 /*
- * Start migrating @vm (RUNNING) to @host:@port. The VM stays owned by the
- * caller but must not be paused, resumed, harvested or destroyed by anyone
- * else until mig_source_wait() returned. @cb (may be NULL) gets progress
- * at every phase change and about every 100 ms.
- * 0, -EINVAL (opts), -EBUSY (VM not running). Connection errors are
+ * Start migrating @vm (RUNNING or PAUSED: see mig_source_vm_pause()) to
+ * @host:@port. The VM stays owned by the caller but must not be paused,
+ * resumed (but through mig_source_vm_pause()), harvested or destroyed by
+ * anyone else until mig_source_wait() returned. @cb (may be NULL) gets
+ * progress at every phase change and about every 100 ms.
+ * 0, -EINVAL (opts), -EBUSY (VM neither running nor paused). Connection errors are
  * reported through wait(), never here.
  */
 int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
@@ -300,6 +305,18 @@ int mig_source_tune(struct mig_source *src, const struct mig_tune *t);
  * does not offer it; known after setup). Controlling thread.
  */
 int mig_source_postcopy(struct mig_source *src);
+/*
+ * The operator pauses (@pause) or resumes the migrating VM. Before the
+ * switchover the VM pauses or resumes at once: a paused VM simply stops
+ * dirtying memory and the migration goes on. From the switchover on the
+ * engine holds it paused and only the outcome changes: a VM paused by its
+ * operator arrives paused on the destination (Commit.keep_paused) and a
+ * rollback leaves it paused here. A VM paused when the migration started
+ * counts as paused by its operator. 0; -EBUSY (already so); -EALREADY
+ * (the Commit went out: ask the destination); or hv_vm_pause/resume's
+ * error. Controlling thread.
+ */
+int mig_source_vm_pause(struct mig_source *src, bool pause);
 void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);
 /*
  * Wait for the end; fills @final.

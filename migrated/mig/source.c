@@ -495,10 +495,9 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	if (ret < 0)
 		FAIL(s, ret, "fault point %s", MIG_FP_SRC_SWITCHOVER);
 	t[0] = mig__now_ns();
-	ret = hv_vm_pause(s->vm);
+	ret = src_pause(s);
 	if (ret)
 		FAIL(s, ret, "pause: %s", strerror(-ret));
-	s->paused = true;
 	t[1] = mig__now_ns();
 	/* The last heartbeat any vCPU sent before it parked. */
 	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
@@ -734,11 +733,15 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 
 	if (!vm || !host || !out || strlen(host) >= sizeof(s->host))
 		return -EINVAL;
-	if (hv_vm_get_state(vm) != HV_VM_RUNNING)
+	if (hv_vm_get_state(vm) != HV_VM_RUNNING &&
+	    hv_vm_get_state(vm) != HV_VM_PAUSED)
 		return -EBUSY;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	/* Paused by its operator: it stays so, here and there. */
+	s->user_paused = hv_vm_get_state(vm) == HV_VM_PAUSED;
+	s->paused = s->user_paused;
 	ret = mig__opts_check(opts, &s->nchan, &s->io_ms);
 	if (ret)
 		goto fail;
@@ -773,6 +776,7 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 	pthread_mutex_init(&s->lock, NULL);
 	mig__prog_init(&s->prog, cb, arg);
 	s->prog.p.ram_bytes = vm->cfg.mem_bytes;
+	mig_uuid_format(s->sid, s->prog.p.uuid);
 	s->t0 = mig__now_ns();
 	s->pass_limit_ns = (uint64_t)s->io_ms * 1000000ull / 3;
 	if (opts->timeout_ms)
@@ -827,12 +831,52 @@ int mig_source_postcopy(struct mig_source *s)
 	return 0;
 }
 
+int src_pause(struct mig_source *s)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->paused)
+		ret = hv_vm_pause(s->vm);
+	if (!ret)
+		s->paused = s->switching = true;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+int mig_source_vm_pause(struct mig_source *s, bool pause)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->committed) {
+		pthread_mutex_unlock(&s->lock);
+		return -EALREADY;
+	}
+	if (pause == s->user_paused) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBUSY;
+	}
+	/* Until the switchover the VM's run state is the operator's; from
+	 * it on the engine holds it paused, and only the outcome changes:
+	 * how the destination starts it, or whether a rollback resumes it. */
+	if (!s->switching)
+		ret = pause ? hv_vm_pause(s->vm) : hv_vm_resume(s->vm);
+	if (!ret) {
+		s->user_paused = pause;
+		if (!s->switching)
+			s->paused = pause;
+	}
+	pthread_mutex_unlock(&s->lock);
+	hv_info("mig", "op=vm_%s vm=%s err=%d", pause ? "pause" : "resume",
+		hv_vm_name(s->vm), ret);
+	return ret;
+}
+
 int mig_source_tune(struct mig_source *s, const struct mig_tune *t)
 {
 	if (!t || t->throttle_max_pct > 99)
 		return -EINVAL;
-	if (t->nr_channels && t->nr_channels != s->nchan)
-		return -EOPNOTSUPP;
 	if (t->max_bandwidth)
 		atomic_store(&s->max_bw, t->max_bandwidth);
 	if (t->downtime_ms)

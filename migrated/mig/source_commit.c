@@ -39,6 +39,7 @@ int src_commit(struct mig_source *s, struct mig_downtime *dt,
 		FAIL(s, -ECANCELED, "cancelled before commit");
 	}
 	s->committed = true;
+	c.keep_paused = s->user_paused;
 	pthread_mutex_unlock(&s->lock);
 	c.downtime_us = (dt->pause_ns + dt->final_harvest_ns +
 			 dt->final_send_ns + dt->state_ns + dt->digest_ns +
@@ -118,27 +119,31 @@ void src_stop_logging(struct mig_source *s)
 	s->logging = false;
 }
 
-/* Everything back as it was before the migration, VM running. */
+/* Everything back as it was before the migration: the VM running, or
+ * paused if its operator paused it. */
 void src_rollback(struct mig_source *s, int err)
 {
 	char esc[HV_LOG_ESCAPE_LEN(sizeof(s->prog.p.message))];
 	struct mig_progress p;
-	int r;
+	int r = 0;
 
-	if (s->paused) {
+	pthread_mutex_lock(&s->lock);
+	s->switching = false; /* the operator's again */
+	if (s->paused && !s->user_paused) {
 		r = hv_vm_resume(s->vm);
-		if (r) {
-			/* Paused and intact is still better than lost: say
-			 * so, and leave it to the operator. */
-			hv_err("mig", "op=rollback what=resume vm=%s err=%d",
-			       hv_vm_name(s->vm), r);
-			mig__prog_note(&s->prog,
-				       "the source VM could not be resumed "
-				       "(%s): it is paused",
-				       strerror(-r));
-		} else {
+		if (!r)
 			s->paused = false;
-		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (r) {
+		/* Paused and intact is still better than lost: say so, and
+		 * leave it to the operator. */
+		hv_err("mig", "op=rollback what=resume vm=%s err=%d",
+		       hv_vm_name(s->vm), r);
+		mig__prog_note(&s->prog,
+			       "the source VM could not be resumed (%s): it "
+			       "is paused",
+			       strerror(-r));
 	}
 	r = mig_throttle_restore(&s->thr);
 	if (r) {
@@ -204,7 +209,8 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 	if (!s->joined || !s->unresolved)
 		return -EALREADY;
 	if (how == MIG_RESOLVE_RESUME_SOURCE) {
-		ret = hv_vm_resume(s->vm);
+		/* A VM its operator paused stays paused. */
+		ret = s->user_paused ? 0 : hv_vm_resume(s->vm);
 		if (ret) {
 			hv_err("mig",
 			       "op=resolve vm=%s how=resume_source "

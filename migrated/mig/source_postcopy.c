@@ -43,7 +43,16 @@ static bool bit_get(const uint64_t *b, uint64_t i)
 
 bool src_pc_due(struct mig_source *s)
 {
+	bool held;
+
 	if (!atomic_load(&s->pc_offered))
+		return false;
+	/* A paused VM dirties nothing: precopy ends it, and postcopy would
+	 * need it running on the destination. */
+	pthread_mutex_lock(&s->lock);
+	held = s->user_paused;
+	pthread_mutex_unlock(&s->lock);
+	if (held)
 		return false;
 	if (atomic_load(&s->pc_request))
 		return true;
@@ -145,10 +154,9 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	hv_info("mig", "op=postcopy_switch vm=%p iter=%u pending=%llu",
 		(void *)s->vm, iter, (unsigned long long)s->pending);
 	t[0] = mig__now_ns();
-	ret = hv_vm_pause(s->vm);
+	ret = src_pause(s);
 	if (ret)
 		FAIL(s, ret, "pause: %s", strerror(-ret));
-	s->paused = true;
 	t[1] = mig__now_ns();
 	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
 	ret = mig_throttle_restore(&s->thr);

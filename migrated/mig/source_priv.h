@@ -53,6 +53,13 @@ struct mig_source {
 	/* protected by lock */
 	pthread_mutex_t lock;
 	bool committed;	  /* ack accepted: cancel is too late */
+	/* The operator holds the VM paused (mig_source_vm_pause(), or it
+	 * was paused at the start): the engine neither resumes it on a
+	 * rollback nor lets the destination run it. */
+	bool user_paused;
+	/* The VM is paused (by the operator or the switchover), and the
+	 * switchover began: the engine holds it paused from then on. */
+	bool paused, switching;
 	bool ctl_blocked; /* engine blocked reading the control channel */
 	struct mig_conn *ctl;
 	struct mig_conn *data[MIG_CHANNELS_MAX];
@@ -91,7 +98,7 @@ struct mig_source {
 	uint64_t *table;
 	uint64_t table_pages;
 	uint64_t holes; /* pages skipped as holes in the first pass */
-	bool logging, paused;
+	bool logging;
 	int result;
 	/* Engine thread until wait() returned, then the controlling thread
 	 * (resolve): the commit had no answer; map, slots and page table
@@ -160,6 +167,10 @@ void src_dirty_fini(struct mig_source *s);
 int64_t src_harvest(struct mig_source *s);
 /* IterStart, every page of the dirty set through the pipe, IterEnd. */
 int src_send_pass(struct mig_source *s, uint32_t iteration);
+/* Pause the VM for the switchover (unless its operator has) under the
+ * lock; 0 or hv_vm_pause()'s error. Engine thread. */
+int src_pause(struct mig_source *s);
+
 /* The paused VM's state (VmStateEnvelope) on the control channel. */
 int src_send_vm_state(struct mig_source *s);
 /* The last heartbeat (monotonic ns) any vCPU of @vm sent; 0 if none. */

@@ -57,7 +57,7 @@ for t in "$MIGRATED" "$CTL" "$SEND" "$RECV" "$DR" "$HVB"; do
 	help_ok "$n --help" "$t" --help
 done
 
-for c in vm dirty estimate migration events ping; do
+for c in vm dirty estimate migration events ping capabilities; do
 	help_ok "migratectl $c --help" "$CTL" --socket "$NOSOCK" $c --help
 	echo "$OUT" | grep -q "$c" || fail "migratectl $c --help: $OUT"
 done
@@ -108,8 +108,13 @@ refused "--pattern names the choices" 2 "--pattern 'zig'.*sweep" \
 	"$CTL" --socket "$NOSOCK" vm create x --pattern zig
 refused "--rate junk names both forms" 2 "--rate '5X/s'.*PAGES/S.*MiB/s" \
 	"$CTL" --socket "$NOSOCK" vm create x --rate 5X/s
-refused "tune --channels 0 names the range" 2 "--channels '0'.*1\.\.16" \
-	"$CTL" --socket "$NOSOCK" migration tune 1 --channels 0
+refused "tune --channels is refused, naming where it is chosen" 2 \
+	"--channels is not supported.*migrate-send --channels" \
+	"$CTL" --socket "$NOSOCK" migration tune 1 --channels 4
+refused "capabilities takes no argument" 2 "no argument" \
+	"$CTL" --socket "$NOSOCK" capabilities x
+refused "migrate-recv --accel names the choices" 2 "--accel 'vmx'.*kvm or soft" \
+	"$RECV" --socket "$NOSOCK" --accel vmx 127.0.0.1:0
 refused "tune --bandwidth -5M refused" 2 "--bandwidth '-5M'.*MiB/s" \
 	"$CTL" --socket "$NOSOCK" migration tune 1 --bandwidth -5M
 refused "tune with nothing to change" 2 "nothing to change" \

@@ -18,8 +18,13 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: migrate-recv [--socket PATH] [--insecure] [--name VM]\n"
-		"                    [--timeout-ms N] [--json] [ADDR:PORT]\n"
+		"usage: migrate-recv [--socket PATH | --connect HOST:PORT\n"
+		"                    [--tls-dir DIR | --tls-ca F --tls-cert F "
+		"--tls-key F]]\n"
+		"                    [--insecure] [--name VM]\n"
+		"                    [--accel kvm|soft] [--timeout-ms N] "
+		"[--json]\n"
+		"                    [ADDR:PORT]\n"
 		"       migrate-recv --version | --help\n"
 		"Prints the port the daemon listens on (PORT 0 picks one;\n"
 		"without ADDR:PORT, the daemon's --migration-listen).\n"
@@ -27,6 +32,12 @@ static void usage(FILE *f)
 		"another here. A name already taken here is refused: by this\n"
 		"call with --name, else when the source arrives (the VM then\n"
 		"keeps running on the source).\n"
+		"--accel: the accelerator the VM is received into (default:\n"
+		"the daemon's); a VM's state loads only into the kind it ran\n"
+		"on, so a source on another one is refused in setup.\n"
+		"ADDR: an IPv4 or [IPv6] address or a host name.\n"
+		"--connect (or $MIGRATED_CONNECT): the daemon's control RPC\n"
+		"over TCP + mutual TLS, as migratectl --connect.\n"
 		"--timeout-ms: the whole migration, 0 (none) ..4294967295.\n"
 		"--json: the result and errors as JSON lines.\n");
 }
@@ -34,9 +45,15 @@ static void usage(FILE *f)
 static int recv_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, 'C' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "tls-dir", required_argument, NULL, 'C' },
+		{ "tls-ca", required_argument, NULL, 'C' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'C' },
 		{ "insecure", no_argument, NULL, 'i' },
 		{ "name", required_argument, NULL, 'n' },
+		{ "accel", required_argument, NULL, 'a' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -45,7 +62,8 @@ static int recv_main(int argc, char **argv)
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__MigIncomingRequest ir = MIGD__MIG_INCOMING_REQUEST__INIT;
-	const char *socket_path = NULL;
+	static struct migd_cli_conn cc;
+	int oi = 0;
 	struct migd_client *c;
 	Migd__Response *resp;
 	char host[MIGD_HOST_MAX + 1];
@@ -54,10 +72,11 @@ static int recv_main(int argc, char **argv)
 	uint64_t v;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	migd_cli_conn_init(&cc);
+	while ((opt = getopt_long(argc, argv, "", opts, &oi)) != -1) {
 		switch (opt) {
-		case 's':
-			socket_path = optarg;
+		case 'C': /* --socket, --connect, --tls-* */
+			migd_cli_conn_option(&cc, opts[oi].name, optarg);
 			break;
 		case 'i':
 			ir.insecure = true;
@@ -69,6 +88,12 @@ static int recv_main(int argc, char **argv)
 						    "1..63 of A-Z a-z 0-9 . _ "
 						    "-, not starting with -");
 			ir.vm_name = optarg;
+			break;
+		case 'a':
+			if (strcmp(optarg, "kvm") && strcmp(optarg, "soft"))
+				return migd_cli_bad("migrate-recv", "--accel",
+						    optarg, "kvm or soft");
+			ir.accel = optarg;
 			break;
 		case 't':
 			if (migd_parse_u64(optarg, UINT32_MAX, &v))
@@ -105,12 +130,9 @@ static int recv_main(int argc, char **argv)
 		return 2;
 	}
 	ir.listen = optind < argc ? argv[optind] : (char *)"";
-	ret = migd_client_connect(socket_path, &c);
-	if (ret) {
-		fprintf(stderr, "migrate-recv: cannot reach the daemon: %s\n",
-			strerror(-ret));
-		return 5;
-	}
+	ret = migd_cli_conn_open("migrate-recv", &cc, 30000, &c);
+	if (ret)
+		return ret;
 	req.call_case = MIGD__REQUEST__CALL_MIG_INCOMING;
 	req.mig_incoming = &ir;
 	ret = migd_client_call(c, &req, 30000, &resp);

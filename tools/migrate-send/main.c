@@ -22,7 +22,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: migrate-send [--socket PATH] [--channels N]\n"
+		"usage: migrate-send [--socket PATH | --connect HOST:PORT\n"
+		"                    [--tls-dir DIR | --tls-ca F --tls-cert F "
+		"--tls-key F]]\n"
+		"                    [--channels N]\n"
 		"                    [--bandwidth SIZE/s] [--downtime MS]\n"
 		"                    [--timeout-ms N] [--insecure] [--json]\n"
 		"                    [--interval MS]\n"
@@ -33,7 +36,12 @@ static void usage(FILE *f)
 		"SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB\n"
 		"(powers of 1024); --bandwidth SIZE/s likewise (100MiB/s;\n"
 		"0: no cap).\n"
-		"--channels 1..16 (default 2); --downtime 1..600000 ms;\n"
+		"--connect (or $MIGRATED_CONNECT): the daemon's control RPC\n"
+		"over TCP + mutual TLS, as migratectl --connect.\n"
+		"DEST: an IPv4 address, [IPv6] or a host name. A paused VM\n"
+		"migrates too and arrives paused.\n"
+		"--channels 1..16 (default 2, fixed for the migration);\n"
+		"--downtime 1..600000 ms;\n"
 		"--timeout-ms 0 (none) ..4294967295; --interval 0..60000 ms.\n"
 		"--json: progress, the final state and errors as JSON lines.\n"
 		"--compress: adaptive (default) lets each data channel pick raw\n"
@@ -95,7 +103,12 @@ static void show(const struct send_opts *o, const Migd__MigInfo *m,
 static int send_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, 'C' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "tls-dir", required_argument, NULL, 'C' },
+		{ "tls-ca", required_argument, NULL, 'C' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'C' },
 		{ "channels", required_argument, NULL, 'c' },
 		{ "bandwidth", required_argument, NULL, 'b' },
 		{ "downtime", required_argument, NULL, 'd' },
@@ -115,7 +128,8 @@ static int send_main(int argc, char **argv)
 	Migd__MigWatchRequest wr = MIGD__MIG_WATCH_REQUEST__INIT;
 	Migd__MigRef ref = MIGD__MIG_REF__INIT;
 	struct send_opts so = { .width = 80 };
-	const char *socket_path = NULL;
+	static struct migd_cli_conn cc;
+	int oi = 0;
 	Migd__MigInfo *last = NULL;
 	Migd__Event *last_ev = NULL;
 	struct migd_client *c;
@@ -126,10 +140,11 @@ static int send_main(int argc, char **argv)
 	uint64_t v;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	migd_cli_conn_init(&cc);
+	while ((opt = getopt_long(argc, argv, "", opts, &oi)) != -1) {
 		switch (opt) {
-		case 's':
-			socket_path = optarg;
+		case 'C': /* --socket, --connect, --tls-* */
+			migd_cli_conn_option(&cc, opts[oi].name, optarg);
 			break;
 		case 'c':
 			if (migd_parse_u64(optarg, 16, &v) || !v)
@@ -234,15 +249,9 @@ static int send_main(int argc, char **argv)
 	if (so.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col)
 		so.width = ws.ws_col;
 
-	ret = migd_client_connect(socket_path, &c);
-	if (ret) {
-		fprintf(stderr, "migrate-send: cannot reach the daemon: %s%s\n",
-			strerror(-ret),
-			ret == -ENOENT || ret == -ECONNREFUSED
-				? " (is migrated running? --socket?)"
-				: "");
-		return 5;
-	}
+	ret = migd_cli_conn_open("migrate-send", &cc, 30000, &c);
+	if (ret)
+		return ret;
 	req.call_case = MIGD__REQUEST__CALL_MIG_START;
 	req.mig_start = &sr;
 	ret = migd_client_call(c, &req, 30000, &resp);

@@ -50,15 +50,15 @@ static int mig_status(struct ctl *ctl, const char *which)
 	} else if (which && resp->mig_status->n_migrations == 1) {
 		migd_mig_print_report(stdout, resp->mig_status->migrations[0]);
 	} else {
-		printf("%-4s %-9s %-16s %-22s %-11s %s\n", "ID", "DIRECTION",
-		       "VM", "PEER", "PHASE", "SENT");
+		printf("%-4s %-9s %-16s %-22s %-11s %-10s %s\n", "ID",
+		       "DIRECTION", "VM", "PEER", "PHASE", "SENT", "UUID");
 		for (size_t i = 0; i < resp->mig_status->n_migrations; i++) {
 			Migd__MigInfo *m = resp->mig_status->migrations[i];
 			char peer[300], b[32];
 
-			snprintf(peer, sizeof(peer), "%s:%u", m->peer,
-				 m->port);
-			printf("%-4llu %-9s %-16s %-22s %-11s %s\n",
+			migd_fmt_hostport(peer, sizeof(peer), m->peer,
+					  m->port);
+			printf("%-4llu %-9s %-16s %-22s %-11s %-10s %s\n",
 			       (unsigned long long)m->id,
 			       m->direction ==
 					       MIGD__MIG_DIRECTION__MIG_DIRECTION_OUTGOING
@@ -71,7 +71,8 @@ static int mig_status(struct ctl *ctl, const char *which)
 			       migd_fmt_bytes(b, sizeof(b),
 					      m->progress
 						      ? m->progress->bytes_wire
-						      : 0));
+						      : 0),
+			       m->uuid && *m->uuid ? m->uuid : "-");
 		}
 	}
 	migd__response__free_unpacked(resp, NULL);
@@ -330,10 +331,14 @@ static int mig_tune(struct ctl *ctl, int argc, char **argv)
 			tr.throttle_max_pct = (uint32_t)v;
 			break;
 		case 'c':
-			if (migd_parse_u64(optarg, 16, &v) || !v)
-				goto bad;
-			tr.channels = (uint32_t)v;
-			break;
+			/* Removed (control.proto, MigTuneRequest): say where
+			 * the number of channels is chosen instead. */
+			fprintf(stderr,
+				"migratectl: migration tune: --channels is not "
+				"supported: the number of data channels is "
+				"fixed when the migration starts (migrate-send "
+				"--channels N)\n");
+			return 2;
 		default:
 			return 2;
 		}
@@ -342,11 +347,9 @@ static int mig_tune(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "migratectl: migration tune needs ID or VM\n");
 		return 2;
 	}
-	if (!tr.bandwidth && !tr.downtime_ms && !tr.throttle_max_pct &&
-	    !tr.channels) {
+	if (!tr.bandwidth && !tr.downtime_ms && !tr.throttle_max_pct) {
 		fprintf(stderr, "migratectl: migration tune: nothing to change "
-				"(give --bandwidth, --downtime, --throttle or "
-				"--channels)\n");
+				"(give --bandwidth, --downtime or --throttle)\n");
 		return 2;
 	}
 	set_ref(&ref, argv[optind]);
@@ -370,12 +373,9 @@ bad:
 	case 'd':
 		return migd_cli_bad_range("migratectl", "--downtime", optarg,
 					  1, 600000);
-	case 't':
+	default:
 		return migd_cli_bad_range("migratectl", "--throttle", optarg,
 					  0, 99);
-	default:
-		return migd_cli_bad_range("migratectl", "--channels", optarg,
-					  1, 16);
 	}
 }
 

@@ -10,13 +10,12 @@
 #include <stdint.h>
 
 #include "proto/control.pb-c.h"
+#include "tools/rpc/cli.h"
 #include "tools/rpc/client.h"
 
 struct ctl {
-	const char *socket; /* NULL: default */
-	/* --connect HOST:PORT: TCP + mutual TLS instead of the socket */
-	const char *connect;
-	struct migd_client_tls tls;
+	/* --socket, or --connect HOST:PORT (TCP + mutual TLS) */
+	struct migd_cli_conn conn;
 	bool json;
 	int timeout_ms;
 	struct migd_client *client;
@@ -35,6 +34,8 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv);
 int ctl_mig(struct ctl *ctl, int argc, char **argv);
 int ctl_events(struct ctl *ctl, int argc, char **argv);
 int ctl_ping(struct ctl *ctl, int argc, char **argv);
+/* The capabilities call: API version, features, accelerators. */
+int ctl_capabilities(struct ctl *ctl, int argc, char **argv);
 /* cmd_host.c: host list (the fleet, from etcd) */
 int ctl_host(struct ctl *ctl, int argc, char **argv);
 /* cmd_drain.c: host drain HOST, host drain-status [HOST] (exit 1 when a

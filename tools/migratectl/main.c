@@ -12,7 +12,6 @@
 #include "tools/rpc/cli.h"
 #include "tools/rpc/json.h"
 
-#define TLS_PATH_MAX 4096
 
 static const struct {
 	const char *name;
@@ -41,7 +40,7 @@ static const struct {
 	  "migration list | migration status [ID|VM]\n"
 	  "  migration watch ID|VM | migration cancel ID|VM\n"
 	  "  migration tune ID|VM [--bandwidth SIZE/s] [--downtime MS]\n"
-	  "                       [--throttle PCT] [--channels N]\n"
+	  "                       [--throttle PCT]\n"
 	  "  migration resolve ID|VM --resume-source|--confirm-destination\n"
 	  "                       (after an UNRESOLVED commit: ask the\n"
 	  "                       destination first whether it runs the VM)\n"
@@ -61,6 +60,8 @@ static const struct {
 	  "          exit 1 when one could not be moved)\n"
 	  "  host drain-status [HOST]" },
 	{ "ping", ctl_ping, "ping" },
+	{ "capabilities", ctl_capabilities,
+	  "capabilities  (API version, features, accelerators)" },
 };
 
 static void usage(FILE *f)
@@ -111,64 +112,11 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 	Migd__Status st;
 	int ret;
 
-	if (!ctl->client && ctl->connect) {
-		char host[MIGD_HOST_MAX + 1];
-		uint16_t port;
-
-		if (migd_parse_hostport(ctl->connect, false, host,
-					sizeof(host), &port) || !host[0]) {
-			fprintf(stderr, "migratectl: bad --connect '%s' "
-					"(HOST:PORT)\n", ctl->connect);
-			return 2;
-		}
-		ret = migd_client_connect_tls(host, port, &ctl->tls,
-					      ctl->timeout_ms, &ctl->client);
-		if (ret == -ENOENT || ret == -EKEYREJECTED || ret == -EINVAL) {
-			char why[600];
-			int e = migd_cli_tls_why(ctl->tls.ca_file,
-						 ctl->tls.cert_file,
-						 ctl->tls.key_file, why,
-						 sizeof(why));
-
-			if (e) {
-				fprintf(stderr,
-					"migratectl: cannot load the TLS "
-					"files: %s (--tls-dir or --tls-ca, "
-					"--tls-cert, --tls-key)\n",
-					why);
-				return 2;
-			}
-		}
-		if (ret) {
-			fprintf(stderr,
-				"migratectl: cannot reach the daemon at %s "
-				"over TLS: %s\n",
-				ctl->connect,
-				ret == -EKEYREJECTED
-					? "its certificate is not trusted"
-				: ret == -ENOENT
-					? "cannot load the TLS files"
-					: strerror(-ret));
-			return 5;
-		}
-	}
 	if (!ctl->client) {
-		ret = migd_client_connect(ctl->socket, &ctl->client);
-		if (ret) {
-			char def[108] = "";
-
-			if (!ctl->socket)
-				migd_default_socket(def, sizeof(def));
-			fprintf(stderr,
-				"migratectl: cannot reach the daemon at %s: "
-				"%s%s\n",
-				ctl->socket ? ctl->socket : def,
-				strerror(-ret),
-				ret == -ENOENT || ret == -ECONNREFUSED
-					? " (is migrated running? --socket?)"
-					: "");
-			return 5;
-		}
+		ret = migd_cli_conn_open("migratectl", &ctl->conn,
+					 ctl->timeout_ms, &ctl->client);
+		if (ret)
+			return ret;
 	}
 	ret = migd_client_call(ctl->client, req, ctl->timeout_ms, resp);
 	if (ret) {
@@ -222,34 +170,62 @@ int ctl_ping(struct ctl *ctl, int argc, char **argv)
 	return 0;
 }
 
+int ctl_capabilities(struct ctl *ctl, int argc, char **argv)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__CapabilitiesRequest cr = MIGD__CAPABILITIES_REQUEST__INIT;
+	Migd__CapabilitiesResult *r;
+	Migd__Response *resp;
+	int ret;
+
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "migratectl: capabilities takes no argument\n");
+		return 2;
+	}
+	req.call_case = MIGD__REQUEST__CALL_CAPABILITIES;
+	req.capabilities = &cr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	r = resp->capabilities;
+	if (!r) {
+		fprintf(stderr, "migratectl: the daemon sent no capabilities\n");
+		migd__response__free_unpacked(resp, NULL);
+		return 1;
+	}
+	if (ctl->json) {
+		ctl_print_json(&r->base);
+	} else {
+		printf("api_version: %u\nversion: %s\n", r->api_version,
+		       r->version);
+		printf("features:");
+		for (size_t i = 0; i < r->n_features; i++)
+			printf(" %s", r->features[i]);
+		printf("\naccelerators:");
+		for (size_t i = 0; i < r->n_accelerators; i++)
+			printf(" %s", r->accelerators[i]);
+		printf("\ndefault_accel: %s\nstream_versions: %u..%u\n"
+		       "channels_max: %u\n",
+		       r->default_accel, r->stream_version_min,
+		       r->stream_version_max, r->channels_max);
+	}
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
 /* The global options, then the command. Returns the exit code. */
 static int run(struct ctl *ctl, int argc, char **argv)
 {
-	char *tls_ca = (char *)ctl->tls.ca_file;
-	char *tls_cert = (char *)ctl->tls.cert_file;
-	char *tls_key = (char *)ctl->tls.key_file;
 	int i = 1;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			ctl->json = true;
-		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-			ctl->socket = argv[++i];
-		} else if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
-			ctl->connect = argv[++i];
-		} else if (!strcmp(argv[i], "--tls-dir") && i + 1 < argc) {
-			i++;
-			snprintf(tls_ca, TLS_PATH_MAX, "%s/ca.pem", argv[i]);
-			snprintf(tls_cert, TLS_PATH_MAX, "%s/client.pem",
-				 argv[i]);
-			snprintf(tls_key, TLS_PATH_MAX, "%s/client.key",
-				 argv[i]);
-		} else if (!strcmp(argv[i], "--tls-ca") && i + 1 < argc) {
-			snprintf(tls_ca, TLS_PATH_MAX, "%s", argv[++i]);
-		} else if (!strcmp(argv[i], "--tls-cert") && i + 1 < argc) {
-			snprintf(tls_cert, TLS_PATH_MAX, "%s", argv[++i]);
-		} else if (!strcmp(argv[i], "--tls-key") && i + 1 < argc) {
-			snprintf(tls_key, TLS_PATH_MAX, "%s", argv[++i]);
+		} else if (!strncmp(argv[i], "--", 2) && i + 1 < argc &&
+			   !migd_cli_conn_option(&ctl->conn, argv[i] + 2,
+						 argv[i + 1])) {
+			i++; /* --socket, --connect, --tls-* */
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			uint64_t v;
 
@@ -293,17 +269,10 @@ static int run(struct ctl *ctl, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct ctl ctl = { .timeout_ms = 30000 };
-	static char tls_ca[TLS_PATH_MAX], tls_cert[TLS_PATH_MAX],
-		tls_key[TLS_PATH_MAX];
+	static struct ctl ctl = { .timeout_ms = 30000 };
 	int ret;
 
-	ctl.tls.ca_file = tls_ca;
-	ctl.tls.cert_file = tls_cert;
-	ctl.tls.key_file = tls_key;
-	ctl.tls.check_name = true;
-	if (getenv("MIGRATED_CONNECT"))
-		ctl.connect = getenv("MIGRATED_CONNECT");
+	migd_cli_conn_init(&ctl.conn);
 	/* --json among the global options: client-side errors as JSON. */
 	for (int k = 1; k < argc && argv[k][0] == '-'; k++)
 		if (!strcmp(argv[k], "--json"))

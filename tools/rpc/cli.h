@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tools/rpc/client.h"
+
 #define MIGD_CLI_SIZE_FMT                                                \
 	"a size: bytes, or a number with a binary suffix K|KiB, M|MiB, " \
 	"G|GiB, T|TiB (powers of 1024), e.g. 512MiB"
@@ -56,6 +58,36 @@ int migd_cli_parse_rate(const char *s, uint64_t *bytes_per_s);
  */
 int migd_cli_tls_why(const char *ca, const char *cert, const char *key,
 		     char *why, size_t size);
+
+/*
+ * Reaching the daemon, the same way in every tool (cli_conn.c): the
+ * control socket (--socket PATH, default migd_default_socket()), or
+ * --connect HOST:PORT (also $MIGRATED_CONNECT; a host name or [IPv6])
+ * over TCP + mutual TLS with --tls-dir DIR (DIR/ca.pem, DIR/client.pem,
+ * DIR/client.key) or --tls-ca/--tls-cert/--tls-key F.
+ */
+#define MIGD_CLI_TLS_PATH_MAX 4096
+struct migd_cli_conn {
+	const char *socket;  /* NULL: the default */
+	const char *connect; /* NULL: the socket */
+	struct migd_client_tls tls; /* points at the buffers below */
+	char ca[MIGD_CLI_TLS_PATH_MAX];
+	char cert[MIGD_CLI_TLS_PATH_MAX];
+	char key[MIGD_CLI_TLS_PATH_MAX];
+};
+/* Empty, but for $MIGRATED_CONNECT. */
+void migd_cli_conn_init(struct migd_cli_conn *cc);
+/* Option @opt (without "--": socket, connect, tls-dir, tls-ca, tls-cert,
+ * tls-key) with @val: 0, or -ENOENT when @opt is none of them. */
+int migd_cli_conn_option(struct migd_cli_conn *cc, const char *opt,
+			 const char *val);
+/*
+ * Connect as @cc says; on failure print why, prefixed "TOOL: ", naming
+ * the option to fix. Returns 0 and *@out, or the exit code: 2 (bad
+ * --connect, TLS files that do not load), 5 (daemon not reachable).
+ */
+int migd_cli_conn_open(const char *tool, struct migd_cli_conn *cc,
+		       int timeout_ms, struct migd_client **out);
 
 /* --json errors (above). end() returns @exit_code. */
 void migd_cli_json_begin(void);

@@ -68,6 +68,8 @@ void migd_mig_print_line(FILE *f, const Migd__MigInfo *m)
 		migd_fmt_rate(e, sizeof(e), p->dirty_rate),
 		migd_fmt_bytes(g, sizeof(g), p->remaining_bytes),
 		p->throttle_pct);
+	if (m->uuid && *m->uuid)
+		fprintf(f, " uuid=%s", m->uuid);
 	if (p->message && *p->message)
 		fprintf(f, " msg=\"%s\"", p->message);
 	fputc('\n', f);
@@ -103,6 +105,8 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 
 	fprintf(f, "migration %llu of %s: %s\n", (unsigned long long)m->id,
 		m->vm ? m->vm : "?", migd_mig_phase_text(p->phase));
+	if (m->uuid && *m->uuid)
+		fprintf(f, "  uuid:         %s\n", m->uuid);
 	if (p->message && *p->message)
 		fprintf(f, "  reason:       %s (errno %d)\n", p->message,
 			-p->error);

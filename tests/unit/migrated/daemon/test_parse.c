@@ -161,7 +161,37 @@ static void test_vm_name_rule_matches_the_stream(void)
 	CU_ASSERT_EQUAL(MIGD_NAME_MAX, MIG_VM_NAME_MAX);
 }
 
+static void test_fmt_hostport_brackets_ipv6(void)
+{
+	char b[64];
+
+	CU_ASSERT_STRING_EQUAL(migd_fmt_hostport(b, sizeof(b), "::1", 47400),
+			       "[::1]:47400");
+	CU_ASSERT_STRING_EQUAL(migd_fmt_hostport(b, sizeof(b), "127.0.0.1",
+						 1),
+			       "127.0.0.1:1");
+	CU_ASSERT_STRING_EQUAL(migd_fmt_hostport(b, sizeof(b), "localhost",
+						 0),
+			       "localhost:0");
+	CU_ASSERT_STRING_EQUAL(migd_fmt_hostport(b, sizeof(b), "", 9), "*:9");
+	/* What it prints, parse_hostport reads back. */
+	{
+		char h[64];
+		uint16_t p;
+
+		migd_fmt_hostport(b, sizeof(b), "fe80::1", 65535);
+		CU_ASSERT_EQUAL(migd_parse_hostport(b, false, h, sizeof(h),
+						    &p),
+				0);
+		CU_ASSERT_STRING_EQUAL(h, "fe80::1");
+		CU_ASSERT_EQUAL(p, 65535);
+	}
+	/* Truncated, still terminated. */
+	CU_ASSERT_STRING_EQUAL(migd_fmt_hostport(b, 5, "::1", 80), "[::1");
+}
+
 static CU_TestInfo tests[] = {
+	{ "fmt_hostport_brackets_ipv6", test_fmt_hostport_brackets_ipv6 },
 	{ "hostport_accepts_names_v4_v6_and_any",
 	  test_hostport_accepts_names_v4_v6_and_any },
 	{ "hostport_refuses_bad_ports_and_hosts",

@@ -123,7 +123,44 @@ static void test_slots_in_or_across_the_hole_are_refused(void)
 	CU_ASSERT_EQUAL(to_cfg(&o, &cfg), MIG__REFUSE_REASON__REFUSE_LAYOUT);
 }
 
+/*
+ * The receiving accelerator: a VM's state loads only into the kind it ran
+ * on, so another one is refused, and the refusal names the option that
+ * chooses (migrate-recv --accel); the same kind, or no choice (NULL
+ * base), is accepted.
+ */
+static void test_other_accelerator_is_refused_naming_the_option(void)
+{
+	struct offer o;
+	struct hv_vm_cfg base, cfg;
+	char why[160] = "";
+
+	offer_std(&o, 2 * GIB, 0);
+	o.l.accel = "kvm";
+	hv_vm_cfg_init(&base, HV_ACCEL_SOFT, HV_VM_MIN_MEM, 1);
+	CU_ASSERT_EQUAL(mig_layout_to_cfg(&o.l, &base, &cfg, why,
+					  sizeof(why)),
+			MIG__REFUSE_REASON__REFUSE_ACCEL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "--accel kvm"));
+	CU_ASSERT(strlen(why) < sizeof(why) - 1); /* not truncated */
+	hv_vm_cfg_init(&base, HV_ACCEL_KVM, HV_VM_MIN_MEM, 1);
+	CU_ASSERT_EQUAL(mig_layout_to_cfg(&o.l, &base, &cfg, why,
+					  sizeof(why)),
+			0);
+	CU_ASSERT_EQUAL(cfg.accel, HV_ACCEL_KVM);
+	o.l.accel = "soft";
+	CU_ASSERT_EQUAL(mig_layout_to_cfg(&o.l, &base, &cfg, why,
+					  sizeof(why)),
+			MIG__REFUSE_REASON__REFUSE_ACCEL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "--accel soft"));
+	o.l.accel = "vmx";
+	CU_ASSERT_EQUAL(mig_layout_to_cfg(&o.l, NULL, &cfg, why, sizeof(why)),
+			MIG__REFUSE_REASON__REFUSE_ACCEL);
+}
+
 static CU_TestInfo tests[] = {
+	{ "other_accelerator_is_refused_naming_the_option",
+	  test_other_accelerator_is_refused_naming_the_option },
 	{ "two_range_layouts_rebuild_the_same_cfg",
 	  test_two_range_layouts_rebuild_the_same_cfg },
 	{ "slots_in_or_across_the_hole_are_refused",
