@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,19 +42,6 @@ static void curl_init(void)
 	curl_init_res = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
 static char *dup_opt(const char *s, bool *oom)
 {
 	char *d;
@@ -85,7 +71,7 @@ static int parse_endpoint(const char *s, size_t n, char **out, char *err,
 		hp = s + 8;
 		scheme = true;
 	} else if (memmem(s, n, "://", 3)) {
-		return fail(err, err_size, -EINVAL,
+		return migd_etcd_fail(err, err_size, -EINVAL,
 			    "bad etcd endpoint '%.*s': scheme must be http "
 			    "or https", (int)n, s);
 	}
@@ -95,12 +81,12 @@ static int parse_endpoint(const char *s, size_t n, char **out, char *err,
 	colon = memrchr(hp, ':', hlen);
 	if (!hlen || !colon || colon == hp || colon == hp + hlen - 1 ||
 	    memchr(hp, '/', hlen) || memchr(hp, ' ', hlen))
-		return fail(err, err_size, -EINVAL,
+		return migd_etcd_fail(err, err_size, -EINVAL,
 			    "bad etcd endpoint '%.*s': want [http[s]://]"
 			    "HOST:PORT", (int)n, s);
 	for (const char *p = colon + 1; p < hp + hlen; p++)
 		if (*p < '0' || *p > '9')
-			return fail(err, err_size, -EINVAL,
+			return migd_etcd_fail(err, err_size, -EINVAL,
 				    "bad etcd endpoint '%.*s': port is not a "
 				    "number", (int)n, s);
 	if (asprintf(&u, "%s%.*s", scheme ? "" : "http://",
@@ -119,10 +105,10 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 	int ret;
 
 	if (!cfg->endpoints || !*cfg->endpoints)
-		return fail(err, err_size, -EINVAL, "no etcd endpoint given");
+		return migd_etcd_fail(err, err_size, -EINVAL, "no etcd endpoint given");
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_res != CURLE_OK)
-		return fail(err, err_size, -ENOMEM, "libcurl init: %s",
+		return migd_etcd_fail(err, err_size, -ENOMEM, "libcurl init: %s",
 			    curl_easy_strerror(curl_init_res));
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -132,7 +118,7 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 		if (end == s)
 			continue;
 		if (e->n == MIGD_ETCD_ENDPOINTS_MAX) {
-			ret = fail(err, err_size, -EINVAL,
+			ret = migd_etcd_fail(err, err_size, -EINVAL,
 				   "more than %u etcd endpoints",
 				   MIGD_ETCD_ENDPOINTS_MAX);
 			goto err_free;
@@ -144,7 +130,7 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 		e->n++;
 	}
 	if (!e->n) {
-		ret = fail(err, err_size, -EINVAL, "no etcd endpoint given");
+		ret = migd_etcd_fail(err, err_size, -EINVAL, "no etcd endpoint given");
 		goto err_free;
 	}
 	e->cacert = dup_opt(cfg->cacert, &oom);
@@ -264,7 +250,7 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 	struct curl_slist *hdr;
 
 	if (!body)
-		return fail(e->err, sizeof(e->err), -ENOMEM, "out of memory");
+		return migd_etcd_fail(e->err, sizeof(e->err), -ENOMEM, "out of memory");
 	hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
 		return -ENOMEM;
@@ -314,7 +300,7 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 			if (ret != -EAGAIN) {
 				e->cur = m;
 				curl_slist_free_all(hdr);
-				return fail(e->err, sizeof(e->err), ret,
+				return migd_etcd_fail(e->err, sizeof(e->err), ret,
 					    "%s: %s", e->url[m], why[i]);
 			}
 			last = -EAGAIN;
@@ -327,13 +313,13 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 				       curl_easy_strerror(res));
 		if (e->too_long) {
 			curl_slist_free_all(hdr);
-			return fail(e->err, sizeof(e->err), -EPROTO, "%s: %s",
+			return migd_etcd_fail(e->err, sizeof(e->err), -EPROTO, "%s: %s",
 				    e->url[m], why[i]);
 		}
 		if (was_sent(e->curl, res) && write) {
 			/* It may have been applied: never send it twice. */
 			curl_slist_free_all(hdr);
-			return fail(e->err, sizeof(e->err), -ETIMEDOUT,
+			return migd_etcd_fail(e->err, sizeof(e->err), -ETIMEDOUT,
 				    "%s: %s (sent; whether it took effect is "
 				    "unknown)", e->url[m], why[i]);
 		}
