@@ -71,9 +71,11 @@ static int parse_endpoint(const char *s, size_t n, char **out, char *err,
 		hp = s + 8;
 		scheme = true;
 	} else if (memmem(s, n, "://", 3)) {
-		return migd_etcd_fail(err, err_size, -EINVAL,
-			    "bad etcd endpoint '%.*s': scheme must be http "
-			    "or https", (int)n, s);
+		return migd_etcd_fail(
+			err, err_size, -EINVAL,
+			"bad etcd endpoint '%.*s': scheme must be http "
+			"or https",
+			(int)n, s);
 	}
 	hlen = n - (size_t)(hp - s);
 	if (hlen && hp[hlen - 1] == '/')
@@ -81,14 +83,18 @@ static int parse_endpoint(const char *s, size_t n, char **out, char *err,
 	colon = memrchr(hp, ':', hlen);
 	if (!hlen || !colon || colon == hp || colon == hp + hlen - 1 ||
 	    memchr(hp, '/', hlen) || memchr(hp, ' ', hlen))
-		return migd_etcd_fail(err, err_size, -EINVAL,
-			    "bad etcd endpoint '%.*s': want [http[s]://]"
-			    "HOST:PORT", (int)n, s);
+		return migd_etcd_fail(
+			err, err_size, -EINVAL,
+			"bad etcd endpoint '%.*s': want [http[s]://]"
+			"HOST:PORT",
+			(int)n, s);
 	for (const char *p = colon + 1; p < hp + hlen; p++)
 		if (*p < '0' || *p > '9')
-			return migd_etcd_fail(err, err_size, -EINVAL,
-				    "bad etcd endpoint '%.*s': port is not a "
-				    "number", (int)n, s);
+			return migd_etcd_fail(
+				err, err_size, -EINVAL,
+				"bad etcd endpoint '%.*s': port is not a "
+				"number",
+				(int)n, s);
 	if (asprintf(&u, "%s%.*s", scheme ? "" : "http://",
 		     (int)(scheme ? (size_t)(hp - s) + hlen : hlen), s) < 0)
 		return -ENOMEM;
@@ -105,11 +111,13 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 	int ret;
 
 	if (!cfg->endpoints || !*cfg->endpoints)
-		return migd_etcd_fail(err, err_size, -EINVAL, "no etcd endpoint given");
+		return migd_etcd_fail(err, err_size, -EINVAL,
+				      "no etcd endpoint given");
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_res != CURLE_OK)
-		return migd_etcd_fail(err, err_size, -ENOMEM, "libcurl init: %s",
-			    curl_easy_strerror(curl_init_res));
+		return migd_etcd_fail(err, err_size, -ENOMEM,
+				      "libcurl init: %s",
+				      curl_easy_strerror(curl_init_res));
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -119,8 +127,8 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 			continue;
 		if (e->n == MIGD_ETCD_ENDPOINTS_MAX) {
 			ret = migd_etcd_fail(err, err_size, -EINVAL,
-				   "more than %u etcd endpoints",
-				   MIGD_ETCD_ENDPOINTS_MAX);
+					     "more than %u etcd endpoints",
+					     MIGD_ETCD_ENDPOINTS_MAX);
 			goto err_free;
 		}
 		ret = parse_endpoint(s, (size_t)(end - s), &e->url[e->n], err,
@@ -130,7 +138,8 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 		e->n++;
 	}
 	if (!e->n) {
-		ret = migd_etcd_fail(err, err_size, -EINVAL, "no etcd endpoint given");
+		ret = migd_etcd_fail(err, err_size, -EINVAL,
+				     "no etcd endpoint given");
 		goto err_free;
 	}
 	e->cacert = dup_opt(cfg->cacert, &oom);
@@ -250,7 +259,8 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 	struct curl_slist *hdr;
 
 	if (!body)
-		return migd_etcd_fail(e->err, sizeof(e->err), -ENOMEM, "out of memory");
+		return migd_etcd_fail(e->err, sizeof(e->err), -ENOMEM,
+				      "out of memory");
 	hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
 		return -ENOMEM;
@@ -300,8 +310,9 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 			if (ret != -EAGAIN) {
 				e->cur = m;
 				curl_slist_free_all(hdr);
-				return migd_etcd_fail(e->err, sizeof(e->err), ret,
-					    "%s: %s", e->url[m], why[i]);
+				return migd_etcd_fail(e->err, sizeof(e->err),
+						      ret, "%s: %s", e->url[m],
+						      why[i]);
 			}
 			last = -EAGAIN;
 			continue;
@@ -313,15 +324,17 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 				       curl_easy_strerror(res));
 		if (e->too_long) {
 			curl_slist_free_all(hdr);
-			return migd_etcd_fail(e->err, sizeof(e->err), -EPROTO, "%s: %s",
-				    e->url[m], why[i]);
+			return migd_etcd_fail(e->err, sizeof(e->err), -EPROTO,
+					      "%s: %s", e->url[m], why[i]);
 		}
 		if (was_sent(e->curl, res) && write) {
 			/* It may have been applied: never send it twice. */
 			curl_slist_free_all(hdr);
-			return migd_etcd_fail(e->err, sizeof(e->err), -ETIMEDOUT,
-				    "%s: %s (sent; whether it took effect is "
-				    "unknown)", e->url[m], why[i]);
+			return migd_etcd_fail(
+				e->err, sizeof(e->err), -ETIMEDOUT,
+				"%s: %s (sent; whether it took effect is "
+				"unknown)",
+				e->url[m], why[i]);
 		}
 		if (res == CURLE_OPERATION_TIMEDOUT)
 			last = -ETIMEDOUT;

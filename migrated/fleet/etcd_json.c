@@ -16,8 +16,7 @@
 
 #include "migrated/fleet/etcd_json.h"
 
-int migd_etcd_fail(char *err, size_t err_size, int ret, const char *fmt,
-		   ...)
+int migd_etcd_fail(char *err, size_t err_size, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -340,7 +339,8 @@ static json_object *parse(const char *body, size_t len, char *err,
 	json_object *o;
 
 	if (len > INT_MAX) {
-		migd_etcd_fail(err, err_size, 0, "answer too long (%zu bytes)", len);
+		migd_etcd_fail(err, err_size, 0, "answer too long (%zu bytes)",
+			       len);
 		return NULL;
 	}
 	tok = json_tokener_new();
@@ -350,8 +350,9 @@ static json_object *parse(const char *body, size_t len, char *err,
 	}
 	o = json_tokener_parse_ex(tok, body, (int)len);
 	if (!o) {
-		migd_etcd_fail(err, err_size, 0, "answer is not JSON (%s)",
-		     json_tokener_error_desc(json_tokener_get_error(tok)));
+		migd_etcd_fail(
+			err, err_size, 0, "answer is not JSON (%s)",
+			json_tokener_error_desc(json_tokener_get_error(tok)));
 	} else if (!json_object_is_type(o, json_type_object)) {
 		migd_etcd_fail(err, err_size, 0, "answer is not a JSON object");
 		json_object_put(o);
@@ -380,13 +381,14 @@ static int get_i64(json_object *o, const char *field, int64_t *out,
 	}
 	if (!json_object_is_type(v, json_type_string))
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "field '%s' is not a number", field);
+				      "field '%s' is not a number", field);
 	s = json_object_get_string(v);
 	errno = 0;
 	n = strtoll(s, &end, 10);
 	if (!*s || *end || errno)
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "field '%s' is not an int64: '%.32s'", field, s);
+				      "field '%s' is not an int64: '%.32s'",
+				      field, s);
 	*out = n;
 	return 0;
 }
@@ -401,7 +403,7 @@ static int get_bool(json_object *o, const char *field, bool *out,
 		return 0;
 	if (!json_object_is_type(v, json_type_boolean))
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "field '%s' is not a boolean", field);
+				      "field '%s' is not a boolean", field);
 	*out = json_object_get_boolean(v);
 	return 0;
 }
@@ -417,7 +419,7 @@ static int get_typed(json_object *o, const char *field, json_type type,
 		return 0;
 	if (!json_object_is_type(v, type))
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "field '%s' has the wrong type", field);
+				      "field '%s' has the wrong type", field);
 	*out = v;
 	return 0;
 }
@@ -433,7 +435,8 @@ static int get_header(json_object *o, int64_t *revision, char *err,
 	if (ret)
 		return ret;
 	if (!h)
-		return migd_etcd_fail(err, err_size, -EPROTO, "answer has no header");
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "answer has no header");
 	return get_i64(h, "revision", revision, err, err_size);
 }
 
@@ -453,9 +456,10 @@ static int get_b64(json_object *o, const char *field, char **out,
 	ret = migd_etcd_unb64(json_object_get_string(v), MIGD_ETCD_VALUE_MAX,
 			      out, len);
 	if (ret == -EPROTO)
-		return migd_etcd_fail(err, err_size, ret,
-			    "field '%s' is not base64 of at most %u bytes",
-			    field, MIGD_ETCD_VALUE_MAX);
+		return migd_etcd_fail(
+			err, err_size, ret,
+			"field '%s' is not base64 of at most %u bytes", field,
+			MIGD_ETCD_VALUE_MAX);
 	return ret;
 }
 
@@ -466,13 +470,14 @@ static int get_kv(json_object *o, struct migd_etcd_kv *kv, char *err,
 	int ret;
 
 	if (!json_object_is_type(o, json_type_object))
-		return migd_etcd_fail(err, err_size, -EPROTO, "kv is not an object");
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "kv is not an object");
 	ret = get_b64(o, "key", &kv->key, &klen, err, err_size);
 	if (ret)
 		return ret;
 	if (!klen || strlen(kv->key) != klen)
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "kv key is empty or not text");
+				      "kv key is empty or not text");
 	ret = get_b64(o, "value", &kv->value, &kv->value_len, err, err_size);
 	if (!ret)
 		ret = get_i64(o, "create_revision", &kv->create_revision, err,
@@ -504,7 +509,8 @@ static int get_range(json_object *o, struct migd_etcd_kvs *out, char *err,
 	n = json_object_array_length(arr);
 	if (n > MIGD_ETCD_KVS_MAX - base)
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "answer has over %u keys", MIGD_ETCD_KVS_MAX);
+				      "answer has over %u keys",
+				      MIGD_ETCD_KVS_MAX);
 	kv = realloc(out->kv, (base + n) * sizeof(*kv));
 	if (!kv && n)
 		return -ENOMEM;
@@ -586,7 +592,7 @@ int migd_etcd_parse_txn(const char *body, size_t len, bool *succeeded,
 		r = json_object_array_get_idx(arr, i);
 		if (!json_object_is_type(r, json_type_object)) {
 			ret = migd_etcd_fail(err, err_size, -EPROTO,
-				   "txn response is not an object");
+					     "txn response is not an object");
 			break;
 		}
 		ret = get_typed(r, "response_range", json_type_object, &rr,
@@ -621,15 +627,16 @@ int migd_etcd_parse_grant(const char *body, size_t len, int64_t *id,
 		ret = get_typed(o, "error", json_type_string, &e, err,
 				err_size);
 	if (!ret && e && *json_object_get_string(e))
-		ret = migd_etcd_fail(err, err_size, -ENOSPC, "lease refused: %.200s",
-			   json_object_get_string(e));
+		ret = migd_etcd_fail(err, err_size, -ENOSPC,
+				     "lease refused: %.200s",
+				     json_object_get_string(e));
 	if (!ret)
 		ret = get_i64(o, "ID", &i, err, err_size);
 	if (!ret)
 		ret = get_i64(o, "TTL", &t, err, err_size);
 	if (!ret && (i == 0 || t <= 0))
 		ret = migd_etcd_fail(err, err_size, -EPROTO,
-			   "lease grant without an ID or a TTL");
+				     "lease grant without an ID or a TTL");
 	json_object_put(o);
 	if (ret)
 		return ret;
@@ -660,15 +667,17 @@ int migd_etcd_parse_keepalive(const char *body, size_t len, int64_t *ttl,
 		if (e)
 			get_typed(e, "message", json_type_string, &m, NULL, 0);
 		ret = migd_etcd_fail(err, err_size, -EPROTO,
-			   "keepalive answer has no result: %.200s",
-			   m ? json_object_get_string(m) : "(no error either)");
+				     "keepalive answer has no result: %.200s",
+				     m ? json_object_get_string(m)
+				       : "(no error either)");
 	}
 	if (!ret)
 		ret = get_header(r, &rev, err, err_size);
 	if (!ret)
 		ret = get_i64(r, "TTL", &t, err, err_size);
 	if (!ret && t <= 0)
-		ret = migd_etcd_fail(err, err_size, -ENOENT, "lease expired or revoked");
+		ret = migd_etcd_fail(err, err_size, -ENOENT,
+				     "lease expired or revoked");
 	json_object_put(o);
 	if (ret)
 		return ret;
@@ -703,9 +712,10 @@ int migd_etcd_parse_error(long http_status, const char *body, size_t len,
 	for (size_t i = 0; i < sizeof(grpc_errs) / sizeof(grpc_errs[0]); i++)
 		if (grpc_errs[i].code == code)
 			ret = grpc_errs[i].err;
-	migd_etcd_fail(err, err_size, 0, "etcd answered HTTP %ld: %.200s (code %" PRId64
-	     ")", http_status, m ? json_object_get_string(m) : "no message",
-	     code);
+	migd_etcd_fail(err, err_size, 0,
+		       "etcd answered HTTP %ld: %.200s (code %" PRId64 ")",
+		       http_status,
+		       m ? json_object_get_string(m) : "no message", code);
 	json_object_put(o);
 	return ret;
 }

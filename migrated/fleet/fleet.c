@@ -139,11 +139,12 @@ static int put_record(struct migd_fleet *f, int64_t lease, char *err,
 		return ret ? etcd_fail(f, ret, err, err_size, "registration")
 			   : 0;
 	}
-	ret = migd_etcd_fail(err, err_size, -EEXIST,
-		   "host id '%s' is registered by another live daemon "
-		   "(lease %" PRId64 "); give each host its own --host-id, or "
-		   "wait up to %u s after that daemon stopped",
-		   f->id, kvs.n ? kvs.kv[0].lease : 0, f->ttl_s);
+	ret = migd_etcd_fail(
+		err, err_size, -EEXIST,
+		"host id '%s' is registered by another live daemon "
+		"(lease %" PRId64 "); give each host its own --host-id, or "
+		"wait up to %u s after that daemon stopped",
+		f->id, kvs.n ? kvs.kv[0].lease : 0, f->ttl_s);
 	migd_etcd_kvs_free(&kvs);
 	return ret;
 }
@@ -271,14 +272,16 @@ static int fleet_new(const struct migd_fleet_cfg *cfg,
 
 	if (!cfg->host_id || !id_valid(cfg->host_id))
 		return migd_etcd_fail(err, err_size, -EINVAL,
-			    "bad host id '%s': [A-Za-z0-9._-], 1..%d",
-			    cfg->host_id ? cfg->host_id : "",
-			    MIGD_FLEET_ID_MAX);
+				      "bad host id '%s': [A-Za-z0-9._-], 1..%d",
+				      cfg->host_id ? cfg->host_id : "",
+				      MIGD_FLEET_ID_MAX);
 	if (cfg->ttl_s == 1 || cfg->ttl_s > 3600)
 		return migd_etcd_fail(err, err_size, -EINVAL,
-			    "bad etcd lease TTL %u s: 2..3600", cfg->ttl_s);
+				      "bad etcd lease TTL %u s: 2..3600",
+				      cfg->ttl_s);
 	if (strlen(prefix) >= 100)
-		return migd_etcd_fail(err, err_size, -EINVAL, "etcd prefix too long");
+		return migd_etcd_fail(err, err_size, -EINVAL,
+				      "etcd prefix too long");
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -328,7 +331,8 @@ int migd_fleet_start(const struct migd_fleet_cfg *cfg,
 		goto err_free;
 	ret = -pthread_create(&f->thread, NULL, fleet_thread, f);
 	if (ret) {
-		migd_etcd_fail(err, err_size, ret, "fleet thread: %s", strerror(-ret));
+		migd_etcd_fail(err, err_size, ret, "fleet thread: %s",
+			       strerror(-ret));
 		migd_etcd_lease_revoke(f->etcd, f->lease);
 		goto err_free;
 	}
@@ -428,7 +432,8 @@ static int owner_from(const struct migd_etcd_kv *kv,
 {
 	if (migd_fleet_owner_parse(kv->value, kv->value_len, out))
 		return migd_etcd_fail(err, err_size, -EPROTO,
-			    "ownership key %s holds no valid record", key);
+				      "ownership key %s holds no valid record",
+				      key);
 	out->mod_revision = kv->mod_revision;
 	return 0;
 }
@@ -459,9 +464,10 @@ int migd_fleet_vm_claim(struct migd_fleet *f, const char *name,
 	if (kvs.n && owner_from(&kvs.kv[0], owner, key, err, err_size))
 		ret = -EPROTO;
 	else if (kvs.n)
-		migd_etcd_fail(err, err_size, 0, "a VM named '%s' exists in the fleet "
-		     "(on host '%s', generation %" PRIu64 ")", name,
-		     owner->owner, owner->generation);
+		migd_etcd_fail(err, err_size, 0,
+			       "a VM named '%s' exists in the fleet "
+			       "(on host '%s', generation %" PRIu64 ")",
+			       name, owner->owner, owner->generation);
 	migd_etcd_kvs_free(&kvs);
 	return ret;
 }
@@ -498,9 +504,10 @@ int migd_fleet_vm_release(struct migd_fleet *f, const char *name, char *err,
 	if (ret || !found)
 		return ret;
 	if (strcmp(o.owner, f->id))
-		return migd_etcd_fail(err, err_size, -EPERM,
-			    "VM '%s' is owned by host '%s' in the fleet",
-			    name, o.owner);
+		return migd_etcd_fail(
+			err, err_size, -EPERM,
+			"VM '%s' is owned by host '%s' in the fleet", name,
+			o.owner);
 	/* Delete exactly the record we read, not a newer one. */
 	{
 		const struct migd_etcd_cmp same = {
@@ -517,9 +524,9 @@ int migd_fleet_vm_release(struct migd_fleet *f, const char *name, char *err,
 		if (ret)
 			return etcd_fail(f, ret, err, err_size, "vm release");
 		if (!ok)
-			return migd_etcd_fail(err, err_size, -EPERM,
-				    "VM '%s' changed owner while released",
-				    name);
+			return migd_etcd_fail(
+				err, err_size, -EPERM,
+				"VM '%s' changed owner while released", name);
 	}
 	return 0;
 }
@@ -556,9 +563,11 @@ int migd_fleet_vm_move(struct migd_fleet *f, const char *name,
 	memset(now, 0, sizeof(*now));
 	if (kvs.n)
 		owner_from(&kvs.kv[0], now, key, NULL, 0);
-	migd_etcd_fail(err, err_size, 0, "ownership of VM '%s' is not %s/%" PRIu64
-	     " but %s/%" PRIu64, name, from, generation,
-	     now->owner[0] ? now->owner : "(none)", now->generation);
+	migd_etcd_fail(err, err_size, 0,
+		       "ownership of VM '%s' is not %s/%" PRIu64
+		       " but %s/%" PRIu64,
+		       name, from, generation,
+		       now->owner[0] ? now->owner : "(none)", now->generation);
 	migd_etcd_kvs_free(&kvs);
 	return -ESTALE;
 }
