@@ -195,6 +195,10 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	ret = mig_faultpoint(MIG_FP_DST_OWNED);
 	if (ret < 0)
 		FAIL(d, ret, "fault point %s", MIG_FP_DST_OWNED);
+	/* Where the VM runs, for the logs' timeline: here, from before it
+	 * may run. */
+	hv_info("mig", "op=vm_running vm=%s why=migrated_in",
+		hv_vm_name(d->vm));
 	ret = hv_vm_start(d->vm);
 	t1 = mig__now_ns();
 	if (ret)

@@ -126,6 +126,8 @@ void src_rollback(struct mig_source *s, int err)
 	int r;
 
 	if (s->paused) {
+		hv_info("mig", "op=vm_running vm=%s why=rollback",
+			hv_vm_name(s->vm));
 		r = hv_vm_resume(s->vm);
 		if (r) {
 			/* Paused and intact is still better than lost: say
@@ -204,6 +206,8 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 	if (!s->joined || !s->unresolved)
 		return -EALREADY;
 	if (how == MIG_RESOLVE_RESUME_SOURCE) {
+		hv_info("mig", "op=vm_running vm=%s why=resume_source",
+			hv_vm_name(s->vm));
 		ret = hv_vm_resume(s->vm);
 		if (ret) {
 			hv_err("mig",

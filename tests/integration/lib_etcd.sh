@@ -9,6 +9,7 @@
 #   etcd_wait_healthy   every running member answers /health
 #   ectl ARGS...        etcdctl against the cluster
 #   etcd_get KEY        the value of KEY ("" when none)
+#   etcd_history PREFIX every write under PREFIX (JSON, a line each)
 #   wait_for SECONDS DESC CMD...  poll CMD until it succeeds: ok/fail DESC
 #
 # ETCD_TLS=DIR (set before etcd_start): the members serve clients over
@@ -129,10 +130,16 @@ ectl() {
 	local tls=()
 	[ -n "$ETCD_TLS" ] && tls=(--cacert "$ETCD_TLS/ca.pem"
 		--cert "$ETCD_TLS/client.pem" --key "$ETCD_TLS/client.key")
-	ETCDCTL_API=3 "$ETCDCTL" --endpoints "${ECTL_ENDPOINTS:-$ETCD_ENDPOINTS}" \
+	# shellcheck disable=SC2086
+	ETCDCTL_API=3 ${ECTL_TIMEOUT:+timeout $ECTL_TIMEOUT} "$ETCDCTL" \
+		--endpoints "${ECTL_ENDPOINTS:-$ETCD_ENDPOINTS}" \
 		"${tls[@]}" --dial-timeout 2s --command-timeout 5s "$@"
 }
 etcd_get() { ectl get --print-value-only "$1"; }
+# Every write under PREFIX since revision 1 (nothing compacts in the
+# tests), one JSON watch response per line: a watch replays them, then
+# waits; 5 s is plenty for the replay.
+etcd_history() { ECTL_TIMEOUT=5 ectl watch --prefix "$1" --rev 1 -w json; }
 
 # wait_for SECONDS DESC CMD...: poll CMD (0.1 s) until it succeeds; ok or
 # fail DESC (lib.sh), and 0 or 1.

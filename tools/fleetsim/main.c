@@ -45,6 +45,7 @@ static uint64_t *gen;
 static struct fs_shared sh;
 static _Atomic unsigned next_job;
 static _Atomic uint64_t setup_err;
+static _Atomic uint64_t claim_retries;
 
 struct step_res {
 	struct fs_hist commit;
@@ -65,6 +66,7 @@ static void usage(FILE *f)
 		"(100,500,1000,0)\n"
 		"  --duration S       seconds per step (20)\n"
 		"  --clients N        threads moving VMs (8)\n"
+		"  --setup-threads N  threads registering and claiming (16)\n"
 		"  --watchers N       watch streams on the VM keys (4)\n"
 		"  --prefix P         key prefix (/migrated/)\n"
 		"  --keep             do not revoke the hosts' leases at the end\n");
@@ -124,32 +126,53 @@ static void *register_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Claim VM @v for its first host. An error whose outcome is unknown (a
+ * timeout, etcd overloaded: "too many requests") is tried again after a
+ * pause, and a claim that finds the key ours took effect the first time.
+ */
+static int claim(unsigned v)
+{
+	struct migd_fleet_owner o;
+	char name[32], err[512];
+	unsigned h = v / opt.vms_per_host, owned;
+	int ret = 0;
+
+	vm_name(v, name, sizeof(name));
+	owner[v] = h;
+	gen[v] = 1;
+	for (unsigned try = 0; try < 60; try++) {
+		if (try)
+			usleep(200000);
+		ret = migd_fleet_vm_claim(fleet[h], name, &o, err,
+					  sizeof(err));
+		if (!ret)
+			return 0;
+		if (ret != -EEXIST) {
+			atomic_fetch_add(&claim_retries, 1);
+			continue;
+		}
+		if (sscanf(o.owner, "sim-%u", &owned) != 1 ||
+		    owned >= opt.hosts)
+			break;
+		/* Ours from an earlier try, or left by an earlier run
+		 * (--keep): take it as it is. */
+		owner[v] = owned;
+		gen[v] = o.generation;
+		return 0;
+	}
+	fprintf(stderr, "fleet-sim: claim %s: %s\n", name, err);
+	return ret;
+}
+
 static void *claim_thread(void *arg)
 {
 	unsigned v;
 
 	(void)arg;
-	while ((v = atomic_fetch_add(&next_job, 1)) < nvms) {
-		struct migd_fleet_owner o;
-		char name[32], err[512];
-		unsigned h = v / opt.vms_per_host;
-		int ret;
-
-		vm_name(v, name, sizeof(name));
-		owner[v] = h;
-		gen[v] = 1;
-		ret = migd_fleet_vm_claim(fleet[h], name, &o, err, sizeof(err));
-		if (ret == -EEXIST && sscanf(o.owner, "sim-%u", &h) == 1 &&
-		    h < opt.hosts) {
-			/* Left by an earlier run (--keep): take it as is. */
-			owner[v] = h;
-			gen[v] = o.generation;
-		} else if (ret) {
-			fprintf(stderr, "fleet-sim: claim %s: %s\n", name,
-				err);
+	while ((v = atomic_fetch_add(&next_job, 1)) < nvms)
+		if (claim(v))
 			atomic_fetch_add(&setup_err, 1);
-		}
-	}
 	return NULL;
 }
 
@@ -317,6 +340,7 @@ static void parse_args(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "clients", required_argument, NULL, 'c' },
 		{ "watchers", required_argument, NULL, 'w' },
+		{ "setup-threads", required_argument, NULL, 's' },
 		{ "prefix", required_argument, NULL, 'p' },
 		{ "keep", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
@@ -334,6 +358,7 @@ static void parse_args(int argc, char **argv)
 		case 'd': opt.duration_s = (unsigned)atoi(optarg); break;
 		case 'c': opt.clients = (unsigned)atoi(optarg); break;
 		case 'w': opt.watchers = (unsigned)atoi(optarg); break;
+		case 's': opt.setup_threads = (unsigned)atoi(optarg); break;
 		case 'p': opt.prefix = optarg; break;
 		case 'k': opt.keep = true; break;
 		case 'r':
@@ -347,7 +372,7 @@ static void parse_args(int argc, char **argv)
 		}
 	}
 	if (!opt.endpoints || opt.hosts < 2 || !opt.vms_per_host ||
-	    !opt.clients || !opt.duration_s ||
+	    !opt.clients || !opt.duration_s || !opt.setup_threads ||
 	    opt.clients > opt.hosts * opt.vms_per_host) {
 		usage(stderr);
 		exit(2);
@@ -381,6 +406,7 @@ int main(int argc, char **argv)
 	double secs;
 
 	parse_args(argc, argv);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	split_endpoints();
 	/* One connection per host object, and the watchers. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
@@ -408,8 +434,9 @@ int main(int argc, char **argv)
 	if (atomic_load(&setup_err))
 		return 1;
 	secs = run_pool(claim_thread, "claim");
-	printf("claimed %u VMs in %.1f s (%.0f claims/s)\n", nvms, secs,
-	       nvms / secs);
+	printf("claimed %u VMs in %.1f s (%.0f claims/s, %" PRIu64
+	       " tried again)\n", nvms, secs, nvms / secs,
+	       atomic_load(&claim_retries));
 	if (atomic_load(&setup_err))
 		goto out;
 
