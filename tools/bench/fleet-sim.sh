@@ -12,6 +12,10 @@
 # --vms-per-host, --rates, --duration, --clients, --watchers, --ttl; see
 # fleet-sim --help); the defaults are 1000 hosts x 30 VMs, rates
 # 100,500,1000,max, 20 s each, 8 clients, 4 watchers.
+#
+# FLEET_SIM_TMP (default /tmp): where the members keep their data. On a
+# machine whose disk is shared with builds, /dev/shm takes fsync out of
+# the figures (then they are etcd's CPU and protocol cost, not a disk's).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 b=$top/build/release
@@ -21,7 +25,7 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
 fi
 SIM=$b/tools/fleetsim/fleet-sim
 [ -x "$SIM" ] || { echo "no $SIM: build first (tools/setup.sh release)"; exit 1; }
-TMP=$(mktemp -d /tmp/fleet-sim.XXXXXX)
+TMP=$(mktemp -d "${FLEET_SIM_TMP:-/tmp}/fleet-sim.XXXXXX")
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done

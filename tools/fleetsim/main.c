@@ -45,7 +45,7 @@ static uint64_t *gen;
 static struct fs_shared sh;
 static _Atomic unsigned next_job;
 static _Atomic uint64_t setup_err;
-static _Atomic uint64_t claim_retries;
+static _Atomic uint64_t claim_retries; /* and registrations */
 
 struct step_res {
 	struct fs_hist commit;
@@ -117,7 +117,19 @@ static void *register_thread(void *arg)
 		c.host_id = id;
 		c.ttl_s = opt.ttl;
 		c.record = rec;
-		ret = migd_fleet_start(&c, &fleet[h], err, sizeof(err));
+		/* A timeout may be etcd starved for a moment: try again
+		 * (a failed start revoked the lease it took). */
+		for (unsigned try = 0; try < 30; try++) {
+			if (try) {
+				atomic_fetch_add(&claim_retries, 1);
+				usleep(500000);
+			}
+			ret = migd_fleet_start(&c, &fleet[h], err,
+					       sizeof(err));
+			if (ret != -ETIMEDOUT && ret != -EAGAIN &&
+			    ret != -EPROTO)
+				break;
+		}
 		if (ret) {
 			fprintf(stderr, "fleet-sim: host %s: %s\n", id, err);
 			atomic_fetch_add(&setup_err, 1);
@@ -429,8 +441,10 @@ int main(int argc, char **argv)
 		return 1;
 
 	secs = run_pool(register_thread, "register");
-	printf("registered %u hosts (lease TTL %u s) in %.1f s\n", opt.hosts,
-	       opt.ttl, secs);
+	printf("registered %u hosts (lease TTL %u s) in %.1f s (%" PRIu64
+	       " tried again)\n", opt.hosts, opt.ttl, secs,
+	       atomic_load(&claim_retries));
+	atomic_store(&claim_retries, 0);
 	if (atomic_load(&setup_err))
 		return 1;
 	secs = run_pool(claim_thread, "claim");
