@@ -246,6 +246,27 @@ static bool was_sent(CURL *c, CURLcode res)
 }
 
 /*
+ * A TLS member that wants a client certificate and got none ends the
+ * connection during or right after the handshake, which libcurl reports
+ * as a transport error that does not say why: say what is likely.
+ */
+static const char *cert_hint(struct migd_etcd *e, unsigned m, CURLcode res)
+{
+	if (e->cert || strncmp(e->url[m], "https://", 8))
+		return "";
+	switch (res) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+		return " (no client certificate given: does the member "
+		       "want one?)";
+	default:
+		return "";
+	}
+}
+
+/*
  * POST @body to @path on the current member, then the others. On 0 the
  * answer is in e->buf / e->len (valid until the next request). Called
  * with e->lock held.
@@ -318,10 +339,11 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 			continue;
 		}
 		all_unavailable = false;
-		snprintf(why[i], sizeof(why[i]), "%.150s",
+		snprintf(why[i], sizeof(why[i]), "%.110s%s",
 			 e->too_long ? "answer too long" :
 			 *cerr	     ? cerr :
-				       curl_easy_strerror(res));
+				       curl_easy_strerror(res),
+			 cert_hint(e, m, res));
 		if (e->too_long) {
 			curl_slist_free_all(hdr);
 			return migd_etcd_fail(e->err, sizeof(e->err), -EPROTO,

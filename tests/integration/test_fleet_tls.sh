@@ -74,6 +74,9 @@ refused wrongca "etcd's certificate from another CA" --etcd-cacert "$TMP/other/c
 grep -qi "certificate" "$TMP/wrongca.log" && ok "the refusal names the certificate problem" ||
 	fail "wrong CA: no word of the certificate: $(grep -i fleet "$TMP/wrongca.log" | tail -2)"
 refused nocert "no client certificate" --etcd-cacert "$PKI/ca.pem"
+grep -q "no client certificate given" "$TMP/nocert.log" &&
+	ok "the refusal suggests the missing client certificate" ||
+	fail "no client certificate: $(grep -i fleet "$TMP/nocert.log" | tail -2)"
 host_key wrongca || host_key nocert && fail "a refused daemon registered" ||
 	ok "neither refused daemon has a host key"
 finish
