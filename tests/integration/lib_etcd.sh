@@ -10,6 +10,8 @@
 #   ectl ARGS...        etcdctl against the cluster
 #   etcd_get KEY        the value of KEY ("" when none)
 #   etcd_history PREFIX every write under PREFIX (JSON, a line each)
+#   etcd_owner_is VM OWNER GEN  vms/VM (under $P, default /migrated/)
+#                       names OWNER at generation GEN
 #   wait_for SECONDS DESC CMD...  poll CMD until it succeeds: ok/fail DESC
 #
 # ETCD_TLS=DIR (set before etcd_start): the members serve clients over
@@ -94,11 +96,31 @@ etcd_start() {
 		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}$(etcd_scheme)://127.0.0.1:${ETCD_CPORT[$i]}"
 		etcd_member_start "$i" "$cluster"
 	done
-	etcd_wait_healthy || {
+	etcd_wait_healthy && etcd_wait_gateway || {
 		echo "etcd cluster did not become healthy:"
 		tail -n 20 "$TMP"/etcd-m*.out
 		exit 1
 	}
+}
+
+# Up to 30 s: every member's JSON gateway answers a read. /health does
+# not go through it, and its first request (over TLS: the gateway's own
+# connection to the member) can outlast a daemon's 2 s timeout on a
+# loaded machine.
+etcd_wait_gateway() {
+	local i up
+	for _ in $(seq 150); do
+		up=0
+		for i in $(seq "$ETCD_N"); do
+			# shellcheck disable=SC2046
+			curl -s -m 2 $(etcd_curl_tls) -X POST -d '{"key":"AA=="}' \
+				"$(etcd_scheme)://127.0.0.1:${ETCD_CPORT[$i]}/v3/kv/range" |
+				grep -q '"header"' && up=$((up + 1))
+		done
+		[ "$up" -eq "$ETCD_N" ] && return 0
+		sleep 0.2
+	done
+	return 1
 }
 
 # Up to 30 s: three members electing a leader on two loaded cores.
@@ -136,6 +158,12 @@ ectl() {
 		"${tls[@]}" --dial-timeout 2s --command-timeout 5s "$@"
 }
 etcd_get() { ectl get --print-value-only "$1"; }
+# jq -e (1.6) succeeds on empty input: a missing key must fail by itself.
+etcd_owner_is() {
+	local v
+	v=$(etcd_get "${P:-/migrated/}vms/$1") && [ -n "$v" ] &&
+		jq -e ".owner == \"$2\" and .generation == $3" <<<"$v" >/dev/null
+}
 # Every write under PREFIX since revision 1 (nothing compacts in the
 # tests), one JSON watch response per line: a watch replays them, then
 # waits; 5 s is plenty for the replay.

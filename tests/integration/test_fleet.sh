@@ -14,7 +14,7 @@ ACCEL=soft
 P=/migrated/
 
 state_is() { [ "$(json_get "$(ctl --json vm inspect "$1" 2>&1)" .info.state)" = "$2" ]; }
-owner_is() { etcd_get "${P}vms/$1" | jq -e ".owner == \"$2\" and .generation == $3"; }
+owner_is() { etcd_owner_is "$@"; }
 host_key() { [ -n "$(etcd_get "${P}hosts/$1")" ]; }
 no_key() { [ -z "$(etcd_get "$1")" ]; }
 

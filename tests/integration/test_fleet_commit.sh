@@ -28,7 +28,7 @@ etcd_need
 ACCEL=soft
 P=/migrated/
 
-owner_is() { etcd_get "${P}vms/$1" | jq -e ".owner == \"$2\" and .generation == $3" >/dev/null; }
+owner_is() { etcd_owner_is "$@"; }
 
 # daemon NAME FAULTS: host id NAME; sets SOCK_<NAME> and LOG_<NAME>.
 daemon() {

@@ -27,7 +27,7 @@ curl -s -m 2 "http://${ETCD_ENDPOINTS#https://}/health" | grep -q '"health":"tru
 	fail "etcd answered plain http" || ok "etcd does not answer plain http"
 
 ETLS=(--etcd-cacert "$PKI/ca.pem" --etcd-cert "$PKI/client.pem" --etcd-key "$PKI/client.key")
-owner_is() { etcd_get "${P}vms/$1" | jq -e ".owner == \"$2\" and .generation == $3"; }
+owner_is() { etcd_owner_is "$@"; }
 host_key() { [ -n "$(etcd_get "${P}hosts/$1")" ]; }
 
 # --- a daemon registers through TLS --------------------------------------------
