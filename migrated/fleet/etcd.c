@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,19 +42,6 @@ static void curl_init(void)
 	curl_init_res = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
 static char *dup_opt(const char *s, bool *oom)
 {
 	char *d;
@@ -85,9 +71,11 @@ static int parse_endpoint(const char *s, size_t n, char **out, char *err,
 		hp = s + 8;
 		scheme = true;
 	} else if (memmem(s, n, "://", 3)) {
-		return fail(err, err_size, -EINVAL,
-			    "bad etcd endpoint '%.*s': scheme must be http "
-			    "or https", (int)n, s);
+		return migd_etcd_fail(
+			err, err_size, -EINVAL,
+			"bad etcd endpoint '%.*s': scheme must be http "
+			"or https",
+			(int)n, s);
 	}
 	hlen = n - (size_t)(hp - s);
 	if (hlen && hp[hlen - 1] == '/')
@@ -95,14 +83,18 @@ static int parse_endpoint(const char *s, size_t n, char **out, char *err,
 	colon = memrchr(hp, ':', hlen);
 	if (!hlen || !colon || colon == hp || colon == hp + hlen - 1 ||
 	    memchr(hp, '/', hlen) || memchr(hp, ' ', hlen))
-		return fail(err, err_size, -EINVAL,
-			    "bad etcd endpoint '%.*s': want [http[s]://]"
-			    "HOST:PORT", (int)n, s);
+		return migd_etcd_fail(
+			err, err_size, -EINVAL,
+			"bad etcd endpoint '%.*s': want [http[s]://]"
+			"HOST:PORT",
+			(int)n, s);
 	for (const char *p = colon + 1; p < hp + hlen; p++)
 		if (*p < '0' || *p > '9')
-			return fail(err, err_size, -EINVAL,
-				    "bad etcd endpoint '%.*s': port is not a "
-				    "number", (int)n, s);
+			return migd_etcd_fail(
+				err, err_size, -EINVAL,
+				"bad etcd endpoint '%.*s': port is not a "
+				"number",
+				(int)n, s);
 	if (asprintf(&u, "%s%.*s", scheme ? "" : "http://",
 		     (int)(scheme ? (size_t)(hp - s) + hlen : hlen), s) < 0)
 		return -ENOMEM;
@@ -119,11 +111,13 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 	int ret;
 
 	if (!cfg->endpoints || !*cfg->endpoints)
-		return fail(err, err_size, -EINVAL, "no etcd endpoint given");
+		return migd_etcd_fail(err, err_size, -EINVAL,
+				      "no etcd endpoint given");
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_res != CURLE_OK)
-		return fail(err, err_size, -ENOMEM, "libcurl init: %s",
-			    curl_easy_strerror(curl_init_res));
+		return migd_etcd_fail(err, err_size, -ENOMEM,
+				      "libcurl init: %s",
+				      curl_easy_strerror(curl_init_res));
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -132,9 +126,9 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 		if (end == s)
 			continue;
 		if (e->n == MIGD_ETCD_ENDPOINTS_MAX) {
-			ret = fail(err, err_size, -EINVAL,
-				   "more than %u etcd endpoints",
-				   MIGD_ETCD_ENDPOINTS_MAX);
+			ret = migd_etcd_fail(err, err_size, -EINVAL,
+					     "more than %u etcd endpoints",
+					     MIGD_ETCD_ENDPOINTS_MAX);
 			goto err_free;
 		}
 		ret = parse_endpoint(s, (size_t)(end - s), &e->url[e->n], err,
@@ -144,7 +138,8 @@ int migd_etcd_create(const struct migd_etcd_cfg *cfg, struct migd_etcd **out,
 		e->n++;
 	}
 	if (!e->n) {
-		ret = fail(err, err_size, -EINVAL, "no etcd endpoint given");
+		ret = migd_etcd_fail(err, err_size, -EINVAL,
+				     "no etcd endpoint given");
 		goto err_free;
 	}
 	e->cacert = dup_opt(cfg->cacert, &oom);
@@ -251,6 +246,27 @@ static bool was_sent(CURL *c, CURLcode res)
 }
 
 /*
+ * A TLS member that wants a client certificate and got none ends the
+ * connection during or right after the handshake, which libcurl reports
+ * as a transport error that does not say why: say what is likely.
+ */
+static const char *cert_hint(struct migd_etcd *e, unsigned m, CURLcode res)
+{
+	if (e->cert || strncmp(e->url[m], "https://", 8))
+		return "";
+	switch (res) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+		return " (no client certificate given: does the member "
+		       "want one?)";
+	default:
+		return "";
+	}
+}
+
+/*
  * POST @body to @path on the current member, then the others. On 0 the
  * answer is in e->buf / e->len (valid until the next request). Called
  * with e->lock held.
@@ -264,7 +280,8 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 	struct curl_slist *hdr;
 
 	if (!body)
-		return fail(e->err, sizeof(e->err), -ENOMEM, "out of memory");
+		return migd_etcd_fail(e->err, sizeof(e->err), -ENOMEM,
+				      "out of memory");
 	hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
 		return -ENOMEM;
@@ -314,28 +331,32 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 			if (ret != -EAGAIN) {
 				e->cur = m;
 				curl_slist_free_all(hdr);
-				return fail(e->err, sizeof(e->err), ret,
-					    "%s: %s", e->url[m], why[i]);
+				return migd_etcd_fail(e->err, sizeof(e->err),
+						      ret, "%s: %s", e->url[m],
+						      why[i]);
 			}
 			last = -EAGAIN;
 			continue;
 		}
 		all_unavailable = false;
-		snprintf(why[i], sizeof(why[i]), "%.150s",
+		snprintf(why[i], sizeof(why[i]), "%.110s%s",
 			 e->too_long ? "answer too long" :
 			 *cerr	     ? cerr :
-				       curl_easy_strerror(res));
+				       curl_easy_strerror(res),
+			 cert_hint(e, m, res));
 		if (e->too_long) {
 			curl_slist_free_all(hdr);
-			return fail(e->err, sizeof(e->err), -EPROTO, "%s: %s",
-				    e->url[m], why[i]);
+			return migd_etcd_fail(e->err, sizeof(e->err), -EPROTO,
+					      "%s: %s", e->url[m], why[i]);
 		}
 		if (was_sent(e->curl, res) && write) {
 			/* It may have been applied: never send it twice. */
 			curl_slist_free_all(hdr);
-			return fail(e->err, sizeof(e->err), -ETIMEDOUT,
-				    "%s: %s (sent; whether it took effect is "
-				    "unknown)", e->url[m], why[i]);
+			return migd_etcd_fail(
+				e->err, sizeof(e->err), -ETIMEDOUT,
+				"%s: %s (sent; whether it took effect is "
+				"unknown)",
+				e->url[m], why[i]);
 		}
 		if (res == CURLE_OPERATION_TIMEDOUT)
 			last = -ETIMEDOUT;

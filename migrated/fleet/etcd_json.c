@@ -16,10 +16,7 @@
 
 #include "migrated/fleet/etcd_json.h"
 
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
+int migd_etcd_fail(char *err, size_t err_size, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -342,20 +339,22 @@ static json_object *parse(const char *body, size_t len, char *err,
 	json_object *o;
 
 	if (len > INT_MAX) {
-		fail(err, err_size, 0, "answer too long (%zu bytes)", len);
+		migd_etcd_fail(err, err_size, 0, "answer too long (%zu bytes)",
+			       len);
 		return NULL;
 	}
 	tok = json_tokener_new();
 	if (!tok) {
-		fail(err, err_size, 0, "out of memory");
+		migd_etcd_fail(err, err_size, 0, "out of memory");
 		return NULL;
 	}
 	o = json_tokener_parse_ex(tok, body, (int)len);
 	if (!o) {
-		fail(err, err_size, 0, "answer is not JSON (%s)",
-		     json_tokener_error_desc(json_tokener_get_error(tok)));
+		migd_etcd_fail(
+			err, err_size, 0, "answer is not JSON (%s)",
+			json_tokener_error_desc(json_tokener_get_error(tok)));
 	} else if (!json_object_is_type(o, json_type_object)) {
-		fail(err, err_size, 0, "answer is not a JSON object");
+		migd_etcd_fail(err, err_size, 0, "answer is not a JSON object");
 		json_object_put(o);
 		o = NULL;
 	}
@@ -381,14 +380,15 @@ static int get_i64(json_object *o, const char *field, int64_t *out,
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_string))
-		return fail(err, err_size, -EPROTO,
-			    "field '%s' is not a number", field);
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "field '%s' is not a number", field);
 	s = json_object_get_string(v);
 	errno = 0;
 	n = strtoll(s, &end, 10);
 	if (!*s || *end || errno)
-		return fail(err, err_size, -EPROTO,
-			    "field '%s' is not an int64: '%.32s'", field, s);
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "field '%s' is not an int64: '%.32s'",
+				      field, s);
 	*out = n;
 	return 0;
 }
@@ -402,8 +402,8 @@ static int get_bool(json_object *o, const char *field, bool *out,
 	if (!json_object_object_get_ex(o, field, &v) || !v)
 		return 0;
 	if (!json_object_is_type(v, json_type_boolean))
-		return fail(err, err_size, -EPROTO,
-			    "field '%s' is not a boolean", field);
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "field '%s' is not a boolean", field);
 	*out = json_object_get_boolean(v);
 	return 0;
 }
@@ -418,8 +418,8 @@ static int get_typed(json_object *o, const char *field, json_type type,
 	if (!json_object_object_get_ex(o, field, &v) || !v)
 		return 0;
 	if (!json_object_is_type(v, type))
-		return fail(err, err_size, -EPROTO,
-			    "field '%s' has the wrong type", field);
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "field '%s' has the wrong type", field);
 	*out = v;
 	return 0;
 }
@@ -435,7 +435,8 @@ static int get_header(json_object *o, int64_t *revision, char *err,
 	if (ret)
 		return ret;
 	if (!h)
-		return fail(err, err_size, -EPROTO, "answer has no header");
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "answer has no header");
 	return get_i64(h, "revision", revision, err, err_size);
 }
 
@@ -455,9 +456,10 @@ static int get_b64(json_object *o, const char *field, char **out,
 	ret = migd_etcd_unb64(json_object_get_string(v), MIGD_ETCD_VALUE_MAX,
 			      out, len);
 	if (ret == -EPROTO)
-		return fail(err, err_size, ret,
-			    "field '%s' is not base64 of at most %u bytes",
-			    field, MIGD_ETCD_VALUE_MAX);
+		return migd_etcd_fail(
+			err, err_size, ret,
+			"field '%s' is not base64 of at most %u bytes", field,
+			MIGD_ETCD_VALUE_MAX);
 	return ret;
 }
 
@@ -468,13 +470,14 @@ static int get_kv(json_object *o, struct migd_etcd_kv *kv, char *err,
 	int ret;
 
 	if (!json_object_is_type(o, json_type_object))
-		return fail(err, err_size, -EPROTO, "kv is not an object");
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "kv is not an object");
 	ret = get_b64(o, "key", &kv->key, &klen, err, err_size);
 	if (ret)
 		return ret;
 	if (!klen || strlen(kv->key) != klen)
-		return fail(err, err_size, -EPROTO,
-			    "kv key is empty or not text");
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "kv key is empty or not text");
 	ret = get_b64(o, "value", &kv->value, &kv->value_len, err, err_size);
 	if (!ret)
 		ret = get_i64(o, "create_revision", &kv->create_revision, err,
@@ -505,8 +508,9 @@ static int get_range(json_object *o, struct migd_etcd_kvs *out, char *err,
 		return ret;
 	n = json_object_array_length(arr);
 	if (n > MIGD_ETCD_KVS_MAX - base)
-		return fail(err, err_size, -EPROTO,
-			    "answer has over %u keys", MIGD_ETCD_KVS_MAX);
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "answer has over %u keys",
+				      MIGD_ETCD_KVS_MAX);
 	kv = realloc(out->kv, (base + n) * sizeof(*kv));
 	if (!kv && n)
 		return -ENOMEM;
@@ -587,8 +591,8 @@ int migd_etcd_parse_txn(const char *body, size_t len, bool *succeeded,
 	     i++) {
 		r = json_object_array_get_idx(arr, i);
 		if (!json_object_is_type(r, json_type_object)) {
-			ret = fail(err, err_size, -EPROTO,
-				   "txn response is not an object");
+			ret = migd_etcd_fail(err, err_size, -EPROTO,
+					     "txn response is not an object");
 			break;
 		}
 		ret = get_typed(r, "response_range", json_type_object, &rr,
@@ -623,15 +627,16 @@ int migd_etcd_parse_grant(const char *body, size_t len, int64_t *id,
 		ret = get_typed(o, "error", json_type_string, &e, err,
 				err_size);
 	if (!ret && e && *json_object_get_string(e))
-		ret = fail(err, err_size, -ENOSPC, "lease refused: %.200s",
-			   json_object_get_string(e));
+		ret = migd_etcd_fail(err, err_size, -ENOSPC,
+				     "lease refused: %.200s",
+				     json_object_get_string(e));
 	if (!ret)
 		ret = get_i64(o, "ID", &i, err, err_size);
 	if (!ret)
 		ret = get_i64(o, "TTL", &t, err, err_size);
 	if (!ret && (i == 0 || t <= 0))
-		ret = fail(err, err_size, -EPROTO,
-			   "lease grant without an ID or a TTL");
+		ret = migd_etcd_fail(err, err_size, -EPROTO,
+				     "lease grant without an ID or a TTL");
 	json_object_put(o);
 	if (ret)
 		return ret;
@@ -661,16 +666,18 @@ int migd_etcd_parse_keepalive(const char *body, size_t len, int64_t *ttl,
 		get_typed(o, "error", json_type_object, &e, NULL, 0);
 		if (e)
 			get_typed(e, "message", json_type_string, &m, NULL, 0);
-		ret = fail(err, err_size, -EPROTO,
-			   "keepalive answer has no result: %.200s",
-			   m ? json_object_get_string(m) : "(no error either)");
+		ret = migd_etcd_fail(err, err_size, -EPROTO,
+				     "keepalive answer has no result: %.200s",
+				     m ? json_object_get_string(m)
+				       : "(no error either)");
 	}
 	if (!ret)
 		ret = get_header(r, &rev, err, err_size);
 	if (!ret)
 		ret = get_i64(r, "TTL", &t, err, err_size);
 	if (!ret && t <= 0)
-		ret = fail(err, err_size, -ENOENT, "lease expired or revoked");
+		ret = migd_etcd_fail(err, err_size, -ENOENT,
+				     "lease expired or revoked");
 	json_object_put(o);
 	if (ret)
 		return ret;
@@ -705,9 +712,10 @@ int migd_etcd_parse_error(long http_status, const char *body, size_t len,
 	for (size_t i = 0; i < sizeof(grpc_errs) / sizeof(grpc_errs[0]); i++)
 		if (grpc_errs[i].code == code)
 			ret = grpc_errs[i].err;
-	fail(err, err_size, 0, "etcd answered HTTP %ld: %.200s (code %" PRId64
-	     ")", http_status, m ? json_object_get_string(m) : "no message",
-	     code);
+	migd_etcd_fail(err, err_size, 0,
+		       "etcd answered HTTP %ld: %.200s (code %" PRId64 ")",
+		       http_status,
+		       m ? json_object_get_string(m) : "no message", code);
 	json_object_put(o);
 	return ret;
 }

@@ -51,6 +51,14 @@ struct migd_etcd_kvs {
 
 void migd_etcd_kvs_free(struct migd_etcd_kvs *kvs);
 
+/*
+ * The error helper of the fleet's sources: format the message into @err
+ * (when @err is not NULL and @err_size not 0) and return @ret, so that a
+ * failure is one statement: return migd_etcd_fail(err, n, -EINVAL, ...).
+ */
+int migd_etcd_fail(char *err, size_t err_size, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* What a compare looks at (etcd's Compare.CompareTarget). */
 enum migd_etcd_target {
 	MIGD_ETCD_T_INVALID = 0,

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,21 +42,6 @@ struct migd_fleet {
 	bool threaded; /* migd_fleet_start(), not migd_fleet_open() */
 };
 
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t err_size, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && err_size) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_size, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -87,7 +71,7 @@ static int etcd_fail(struct migd_fleet *f, int ret, char *err,
 	char m[512];
 
 	migd_etcd_error(f->etcd, m, sizeof(m));
-	return fail(err, err_size, ret, "etcd %s: %s", what, m);
+	return migd_etcd_fail(err, err_size, ret, "etcd %s: %s", what, m);
 }
 
 static void lease_file_write(struct migd_fleet *f)
@@ -181,11 +165,12 @@ static int put_record_copy(struct migd_fleet *f, int64_t lease,
 		return ret ? etcd_fail(f, ret, err, err_size, "registration")
 			   : 0;
 	}
-	ret = fail(err, err_size, -EEXIST,
-		   "host id '%s' is registered by another live daemon "
-		   "(lease %" PRId64 "); give each host its own --host-id, or "
-		   "wait up to %u s after that daemon stopped",
-		   f->id, kvs.n ? kvs.kv[0].lease : 0, f->ttl_s);
+	ret = migd_etcd_fail(
+		err, err_size, -EEXIST,
+		"host id '%s' is registered by another live daemon "
+		"(lease %" PRId64 "); give each host its own --host-id, or "
+		"wait up to %u s after that daemon stopped",
+		f->id, kvs.n ? kvs.kv[0].lease : 0, f->ttl_s);
 	migd_etcd_kvs_free(&kvs);
 	return ret;
 }
@@ -312,15 +297,17 @@ static int fleet_new(const struct migd_fleet_cfg *cfg,
 	int ret;
 
 	if (!cfg->host_id || !id_valid(cfg->host_id))
-		return fail(err, err_size, -EINVAL,
-			    "bad host id '%s': [A-Za-z0-9._-], 1..%d",
-			    cfg->host_id ? cfg->host_id : "",
-			    MIGD_FLEET_ID_MAX);
+		return migd_etcd_fail(err, err_size, -EINVAL,
+				      "bad host id '%s': [A-Za-z0-9._-], 1..%d",
+				      cfg->host_id ? cfg->host_id : "",
+				      MIGD_FLEET_ID_MAX);
 	if (cfg->ttl_s == 1 || cfg->ttl_s > 3600)
-		return fail(err, err_size, -EINVAL,
-			    "bad etcd lease TTL %u s: 2..3600", cfg->ttl_s);
+		return migd_etcd_fail(err, err_size, -EINVAL,
+				      "bad etcd lease TTL %u s: 2..3600",
+				      cfg->ttl_s);
 	if (strlen(prefix) >= 100)
-		return fail(err, err_size, -EINVAL, "etcd prefix too long");
+		return migd_etcd_fail(err, err_size, -EINVAL,
+				      "etcd prefix too long");
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -370,7 +357,8 @@ int migd_fleet_start(const struct migd_fleet_cfg *cfg,
 		goto err_free;
 	ret = -pthread_create(&f->thread, NULL, fleet_thread, f);
 	if (ret) {
-		fail(err, err_size, ret, "fleet thread: %s", strerror(-ret));
+		migd_etcd_fail(err, err_size, ret, "fleet thread: %s",
+			       strerror(-ret));
 		migd_etcd_lease_revoke(f->etcd, f->lease);
 		goto err_free;
 	}
@@ -469,8 +457,9 @@ static int owner_from(const struct migd_etcd_kv *kv,
 		      char *err, size_t err_size)
 {
 	if (migd_fleet_owner_parse(kv->value, kv->value_len, out))
-		return fail(err, err_size, -EPROTO,
-			    "ownership key %s holds no valid record", key);
+		return migd_etcd_fail(err, err_size, -EPROTO,
+				      "ownership key %s holds no valid record",
+				      key);
 	out->mod_revision = kv->mod_revision;
 	return 0;
 }
@@ -501,9 +490,10 @@ int migd_fleet_vm_claim(struct migd_fleet *f, const char *name,
 	if (kvs.n && owner_from(&kvs.kv[0], owner, key, err, err_size))
 		ret = -EPROTO;
 	else if (kvs.n)
-		fail(err, err_size, 0, "a VM named '%s' exists in the fleet "
-		     "(on host '%s', generation %" PRIu64 ")", name,
-		     owner->owner, owner->generation);
+		migd_etcd_fail(err, err_size, 0,
+			       "a VM named '%s' exists in the fleet "
+			       "(on host '%s', generation %" PRIu64 ")",
+			       name, owner->owner, owner->generation);
 	migd_etcd_kvs_free(&kvs);
 	return ret;
 }
@@ -540,9 +530,10 @@ int migd_fleet_vm_release(struct migd_fleet *f, const char *name, char *err,
 	if (ret || !found)
 		return ret;
 	if (strcmp(o.owner, f->id))
-		return fail(err, err_size, -EPERM,
-			    "VM '%s' is owned by host '%s' in the fleet",
-			    name, o.owner);
+		return migd_etcd_fail(
+			err, err_size, -EPERM,
+			"VM '%s' is owned by host '%s' in the fleet", name,
+			o.owner);
 	/* Delete exactly the record we read, not a newer one. */
 	{
 		const struct migd_etcd_cmp same = {
@@ -559,9 +550,9 @@ int migd_fleet_vm_release(struct migd_fleet *f, const char *name, char *err,
 		if (ret)
 			return etcd_fail(f, ret, err, err_size, "vm release");
 		if (!ok)
-			return fail(err, err_size, -EPERM,
-				    "VM '%s' changed owner while released",
-				    name);
+			return migd_etcd_fail(
+				err, err_size, -EPERM,
+				"VM '%s' changed owner while released", name);
 	}
 	return 0;
 }
@@ -598,9 +589,11 @@ int migd_fleet_vm_move(struct migd_fleet *f, const char *name,
 	memset(now, 0, sizeof(*now));
 	if (kvs.n)
 		owner_from(&kvs.kv[0], now, key, NULL, 0);
-	fail(err, err_size, 0, "ownership of VM '%s' is not %s/%" PRIu64
-	     " but %s/%" PRIu64, name, from, generation,
-	     now->owner[0] ? now->owner : "(none)", now->generation);
+	migd_etcd_fail(err, err_size, 0,
+		       "ownership of VM '%s' is not %s/%" PRIu64
+		       " but %s/%" PRIu64,
+		       name, from, generation,
+		       now->owner[0] ? now->owner : "(none)", now->generation);
 	migd_etcd_kvs_free(&kvs);
 	return -ESTALE;
 }

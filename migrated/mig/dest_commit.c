@@ -196,7 +196,12 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	ret = mig_faultpoint(MIG_FP_DST_OWNED);
 	if (ret < 0)
 		FAIL(d, ret, "fault point %s", MIG_FP_DST_OWNED);
-	/* Paused on the source by its operator: it arrives paused. */
+	/* Where the VM runs, for the logs' timeline: here, from before it
+	 * may run (paused on the source by its operator: it arrives
+	 * paused, and is not running). */
+	if (!keep_paused)
+		hv_info("mig", "op=vm_running vm=%s why=migrated_in",
+			hv_vm_name(d->vm));
 	ret = keep_paused ? hv_vm_start_paused(d->vm) : hv_vm_start(d->vm);
 	t1 = mig__now_ns();
 	if (ret)

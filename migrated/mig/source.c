@@ -499,6 +499,10 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "pause: %s", strerror(-ret));
 	t[1] = mig__now_ns();
+	/* Where the VM runs, for the logs' timeline: not here any more
+	 * (logged once it is true). */
+	hv_info("mig", "op=vm_stopped vm=%s why=switchover",
+		hv_vm_name(s->vm));
 	/* The last heartbeat any vCPU sent before it parked. */
 	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
 	/* The destination must not inherit our throttle: restore it now,

@@ -130,6 +130,8 @@ void src_rollback(struct mig_source *s, int err)
 	pthread_mutex_lock(&s->lock);
 	s->switching = false; /* the operator's again */
 	if (s->paused && !s->user_paused) {
+		hv_info("mig", "op=vm_running vm=%s why=rollback",
+			hv_vm_name(s->vm));
 		r = hv_vm_resume(s->vm);
 		if (!r)
 			s->paused = false;
@@ -210,6 +212,9 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 		return -EALREADY;
 	if (how == MIG_RESOLVE_RESUME_SOURCE) {
 		/* A VM its operator paused stays paused. */
+		if (!s->user_paused)
+			hv_info("mig", "op=vm_running vm=%s why=resume_source",
+				hv_vm_name(s->vm));
 		ret = s->user_paused ? 0 : hv_vm_resume(s->vm);
 		if (ret) {
 			hv_err("mig",

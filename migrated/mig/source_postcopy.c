@@ -158,6 +158,7 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "pause: %s", strerror(-ret));
 	t[1] = mig__now_ns();
+	hv_info("mig", "op=vm_stopped vm=%s why=postcopy", hv_vm_name(s->vm));
 	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
 	ret = mig_throttle_restore(&s->thr);
 	if (ret)

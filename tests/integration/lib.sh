@@ -73,6 +73,31 @@ start_daemon() {
 
 ctl() { "$CTL" --socket "$SOCK" "$@"; }
 
+# mkca DIR CN: in DIR, a CA, a host certificate (server and client use: what
+# daemons present to each other and to RPC clients) and an RPC client
+# certificate, EC P-256, with the openssl CLI.
+mkca() {
+	local d=$1 cn=$2
+	mkdir -p "$d"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-keyout "$d/ca.key" -out "$d/ca.pem" -days 2 -subj "/CN=$cn" \
+		-addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null || return 1
+	issue "$d" host "localhost" \
+		"subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth,clientAuth" || return 1
+	issue "$d" client "client-$cn" "extendedKeyUsage=clientAuth"
+}
+issue() {
+	local d=$1 name=$2 cn=$3 ext=$4
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-keyout "$d/$name.key" -out "$d/$name.csr" -subj "/CN=$cn" \
+		2>/dev/null &&
+		openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.pem" \
+			-CAkey "$d/ca.key" -CAcreateserial -days 2 \
+			-out "$d/$name.pem" -extfile <(echo "$ext") 2>/dev/null
+}
+
 ok() { echo "ok   $*"; }
 fail() {
 	echo "FAIL $*"

@@ -9,6 +9,16 @@
 #   etcd_wait_healthy   every running member answers /health
 #   ectl ARGS...        etcdctl against the cluster
 #   etcd_get KEY        the value of KEY ("" when none)
+#   etcd_history PREFIX every write under PREFIX (JSON, a line each)
+#   etcd_owner_is VM OWNER GEN  vms/VM (under $P, default /migrated/)
+#                       names OWNER at generation GEN
+#   wait_for SECONDS DESC CMD...  poll CMD until it succeeds: ok/fail DESC
+#
+# ETCD_TLS=DIR (set before etcd_start): the members serve clients over
+# TLS with DIR/host.pem and DIR/host.key and want a client certificate
+# issued by DIR/ca.pem (mkca in lib.sh makes such a DIR); ETCD_ENDPOINTS
+# are https URLs then, and ectl and the health checks present
+# DIR/client.pem. Peers stay plain http.
 
 ETCD=${ETCD:-etcd}
 ETCDCTL=${ETCDCTL:-etcdctl}
@@ -17,6 +27,7 @@ ETCD_PID=()
 ETCD_CPORT=()
 ETCD_PPORT=()
 ETCD_ENDPOINTS=
+ETCD_TLS=${ETCD_TLS:-}
 
 etcd_need() {
 	if ! command -v "$ETCD" >/dev/null || ! command -v "$ETCDCTL" >/dev/null
@@ -42,11 +53,22 @@ etcd_free_port() {
 	done
 }
 
+# The client URL scheme, and what a client presents (curl's options).
+etcd_scheme() { [ -n "$ETCD_TLS" ] && echo https || echo http; }
+etcd_curl_tls() {
+	[ -n "$ETCD_TLS" ] && echo "--cacert $ETCD_TLS/ca.pem" \
+		"--cert $ETCD_TLS/client.pem --key $ETCD_TLS/client.key"
+}
+
 etcd_member_start() {
-	local i=$1 cluster=$2
+	local i=$1 cluster=$2 tls=() s
+	s=$(etcd_scheme)
+	[ -n "$ETCD_TLS" ] && tls=(--cert-file "$ETCD_TLS/host.pem"
+		--key-file "$ETCD_TLS/host.key" --client-cert-auth
+		--trusted-ca-file "$ETCD_TLS/ca.pem")
 	"$ETCD" --name "m$i" --data-dir "$TMP/etcd/m$i" \
-		--listen-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
-		--advertise-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
+		--listen-client-urls "$s://127.0.0.1:${ETCD_CPORT[$i]}" \
+		--advertise-client-urls "$s://127.0.0.1:${ETCD_CPORT[$i]}" "${tls[@]}" \
 		--listen-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
 		--initial-advertise-peer-urls \
 		"http://127.0.0.1:${ETCD_PPORT[$i]}" \
@@ -71,14 +93,34 @@ etcd_start() {
 	ETCD_CLUSTER=$cluster
 	ETCD_ENDPOINTS=
 	for i in $(seq "$n"); do
-		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}http://127.0.0.1:${ETCD_CPORT[$i]}"
+		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}$(etcd_scheme)://127.0.0.1:${ETCD_CPORT[$i]}"
 		etcd_member_start "$i" "$cluster"
 	done
-	etcd_wait_healthy || {
+	etcd_wait_healthy && etcd_wait_gateway || {
 		echo "etcd cluster did not become healthy:"
 		tail -n 20 "$TMP"/etcd-m*.out
 		exit 1
 	}
+}
+
+# Up to 30 s: every member's JSON gateway answers a read. /health does
+# not go through it, and its first request (over TLS: the gateway's own
+# connection to the member) can outlast a daemon's 2 s timeout on a
+# loaded machine.
+etcd_wait_gateway() {
+	local i up
+	for _ in $(seq 150); do
+		up=0
+		for i in $(seq "$ETCD_N"); do
+			# shellcheck disable=SC2046
+			curl -s -m 2 $(etcd_curl_tls) -X POST -d '{"key":"AA=="}' \
+				"$(etcd_scheme)://127.0.0.1:${ETCD_CPORT[$i]}/v3/kv/range" |
+				grep -q '"header"' && up=$((up + 1))
+		done
+		[ "$up" -eq "$ETCD_N" ] && return 0
+		sleep 0.2
+	done
+	return 1
 }
 
 # Up to 30 s: three members electing a leader on two loaded cores.
@@ -88,7 +130,9 @@ etcd_wait_healthy() {
 		up=0
 		for i in $(seq "$ETCD_N"); do
 			kill -0 "${ETCD_PID[$i]}" 2>/dev/null || { up=$((up + 1)); continue; }
-			curl -s -m 1 "http://127.0.0.1:${ETCD_CPORT[$i]}/health" |
+			# shellcheck disable=SC2046
+			curl -s -m 1 $(etcd_curl_tls) \
+				"$(etcd_scheme)://127.0.0.1:${ETCD_CPORT[$i]}/health" |
 				grep -q '"health":"true"' && up=$((up + 1))
 		done
 		[ "$up" -eq "$ETCD_N" ] && return 0
@@ -104,6 +148,36 @@ etcd_kill() { kill -KILL "${ETCD_PID[$1]}" 2>/dev/null; wait "${ETCD_PID[$1]}" 2
 etcd_restart() { etcd_member_start "$1" "$ETCD_CLUSTER"; }
 
 # ECTL_ENDPOINTS (default all) lets a test leave out a stopped member.
-ectl() { ETCDCTL_API=3 "$ETCDCTL" --endpoints "${ECTL_ENDPOINTS:-$ETCD_ENDPOINTS}" \
-	--dial-timeout 2s --command-timeout 5s "$@"; }
+ectl() {
+	local tls=()
+	[ -n "$ETCD_TLS" ] && tls=(--cacert "$ETCD_TLS/ca.pem"
+		--cert "$ETCD_TLS/client.pem" --key "$ETCD_TLS/client.key")
+	# shellcheck disable=SC2086
+	ETCDCTL_API=3 ${ECTL_TIMEOUT:+timeout $ECTL_TIMEOUT} "$ETCDCTL" \
+		--endpoints "${ECTL_ENDPOINTS:-$ETCD_ENDPOINTS}" \
+		"${tls[@]}" --dial-timeout 2s --command-timeout 5s "$@"
+}
 etcd_get() { ectl get --print-value-only "$1"; }
+# jq -e (1.6) succeeds on empty input: a missing key must fail by itself.
+etcd_owner_is() {
+	local v
+	v=$(etcd_get "${P:-/migrated/}vms/$1") && [ -n "$v" ] &&
+		jq -e ".owner == \"$2\" and .generation == $3" <<<"$v" >/dev/null
+}
+# Every write under PREFIX since revision 1 (nothing compacts in the
+# tests), one JSON watch response per line: a watch replays them, then
+# waits; 5 s is plenty for the replay.
+etcd_history() { ECTL_TIMEOUT=5 ectl watch --prefix "$1" --rev 1 -w json; }
+
+# wait_for SECONDS DESC CMD...: poll CMD (0.1 s) until it succeeds; ok or
+# fail DESC (lib.sh), and 0 or 1.
+wait_for() {
+	local end=$((SECONDS + $1)) desc=$2 s=$1
+	shift 2
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" >/dev/null 2>&1 && { ok "$desc"; return 0; }
+		sleep 0.1
+	done
+	fail "$desc (not within $s s)"
+	return 1
+}

@@ -13,19 +13,8 @@ etcd_need
 ACCEL=soft
 P=/migrated/
 
-# wait_for SECONDS DESC CMD...: poll CMD (0.1 s) until it succeeds.
-wait_for() {
-	local end=$((SECONDS + $1)) desc=$2 s=$1
-	shift 2
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" >/dev/null 2>&1 && { ok "$desc"; return 0; }
-		sleep 0.1
-	done
-	fail "$desc (not within $s s)"
-	return 1
-}
 state_is() { [ "$(json_get "$(ctl --json vm inspect "$1" 2>&1)" .info.state)" = "$2" ]; }
-owner_is() { etcd_get "${P}vms/$1" | jq -e ".owner == \"$2\" and .generation == $3"; }
+owner_is() { etcd_owner_is "$@"; }
 host_key() { [ -n "$(etcd_get "${P}hosts/$1")" ]; }
 no_key() { [ -z "$(etcd_get "$1")" ]; }
 

@@ -14,7 +14,11 @@
 #   4. the etcd leader killed while the destination holds at the Commit
 #      (dst.commit=sleep:1500): whichever way etcd and the timeouts decide,
 #      the VM runs on exactly one host, the one its key names, every page
-#      intact.
+#      intact;
+#   5. the at-most-one-copy oracle over the whole run (fleet_timeline.py):
+#      each VM's running intervals, rebuilt from every daemon's log, never
+#      overlap across hosts, and its key's history (watched from revision
+#      1) has the generation grow by one at each write.
 # argv: migrated migratectl migrate-send migrate-recv
 DIR=$(cd "$(dirname "$0")" && pwd)
 source "$DIR/lib_faults.sh" "$@"
@@ -24,7 +28,7 @@ etcd_need
 ACCEL=soft
 P=/migrated/
 
-owner_is() { etcd_get "${P}vms/$1" | jq -e ".owner == \"$2\" and .generation == $3" >/dev/null; }
+owner_is() { etcd_owner_is "$@"; }
 
 # daemon NAME FAULTS: host id NAME; sets SOCK_<NAME> and LOG_<NAME>.
 daemon() {
@@ -142,5 +146,18 @@ else
 	else
 		fail "f4: src=$S dst=$D owner=$O (lost, or where it runs is not its key's)"
 	fi
+fi
+
+# --- 5. at most one copy, at every moment --------------------------------------
+etcd_history ${P}vms/ >"$TMP/history.json" 2>"$TMP/history.err"
+if python3 "$DIR/fleet_timeline.py" --history "$TMP/history.json" \
+	--prefix ${P}vms/ src="$TMP/src.log" dst="$TMP/dst.log" \
+	dstowned="$TMP/dstowned.log" dstcommit="$TMP/dstcommit.log" \
+	dstslow="$TMP/dstslow.log" -- f1 f2 f3 f4 >"$TMP/oracle.out" 2>&1; then
+	sed 's/^/  /' "$TMP/oracle.out"
+	ok "timelines: never two copies running, generations +1 per write"
+else
+	cat "$TMP/oracle.out" "$TMP/history.err"
+	fail "at-most-one-copy oracle"
 fi
 finish
