@@ -128,7 +128,7 @@ static int put_record(struct migd_fleet *f, int64_t lease, char *err,
 	int ret;
 
 	if (!rec)
-		return fail(err, err_size, -ENOMEM, "out of memory");
+		return migd_etcd_fail(err, err_size, -ENOMEM, "out of memory");
 	ret = put_record_copy(f, lease, rec, err, err_size);
 	free(rec);
 	return ret;
@@ -625,7 +625,7 @@ int migd_fleet_set_record(struct migd_fleet *f, const char *record,
 	int64_t lease;
 
 	if (!copy)
-		return fail(err, err_size, -ENOMEM, "out of memory");
+		return migd_etcd_fail(err, err_size, -ENOMEM, "out of memory");
 	pthread_mutex_lock(&f->lock);
 	old = f->record;
 	f->record = copy;
@@ -654,7 +654,7 @@ int migd_fleet_slot_take(struct migd_fleet *f, const char *set, unsigned max,
 	int ret;
 
 	if (!f->threaded || !lease || !atomic_load(&f->last_ok_ms))
-		return fail(err, err_size, -ENOLCK,
+		return migd_etcd_fail(err, err_size, -ENOLCK,
 			    "no lease held in etcd (fenced or standalone)");
 	plen = (size_t)snprintf(p, sizeof(p), "%s%s/", f->prefix, set);
 	ret = migd_etcd_list(f->etcd, p, &kvs);
@@ -698,7 +698,7 @@ int migd_fleet_slot_take(struct migd_fleet *f, const char *set, unsigned max,
 		}
 	}
 	migd_etcd_kvs_free(&kvs);
-	return fail(err, err_size, -EBUSY, "all %u slots of %s are taken",
+	return migd_etcd_fail(err, err_size, -EBUSY, "all %u slots of %s are taken",
 		    max, set);
 }
 
