@@ -75,6 +75,9 @@ struct migd_mig_params {
 	int64_t delta_cache; /* mig_opts.delta_cache */
 	bool postcopy;	     /* mig_opts.postcopy, postcopy_after_ms */
 	uint32_t postcopy_after_ms;
+	bool postcopy_auto; /* mig_opts.postcopy_auto, ..._throttle_max_pct */
+	uint32_t postcopy_throttle_max_pct;
+	unsigned timeout_policy; /* mig_opts.timeout_policy */
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
 };
 
@@ -174,6 +177,9 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how);
  * 0, -EALREADY (finished or past its switchover), -EINVAL (incoming),
  * -EOPNOTSUPP (the destination does not offer postcopy). */
 int migd_mig_postcopy(struct migd_mig *m);
+/* Force outgoing @m to pause and finish now (mig_source_switchover).
+ * 0, -EALREADY (finished or past its precopy), -EINVAL (incoming). */
+int migd_mig_switchover(struct migd_mig *m);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 
