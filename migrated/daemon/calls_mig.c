@@ -144,10 +144,11 @@ void migd_call_mig_start(struct migd_call *call)
 			       r->zstd_level);
 		return;
 	}
-	if (r->postcopy_throttle_max_pct > 99 ||
+	if (r->postcopy_throttle_max_pct > 99 || r->throttle_max_pct > 99 ||
 	    (unsigned)r->timeout_policy > MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_POSTCOPY) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "postcopy_throttle_max_pct 0..99, timeout_policy "
+			       "postcopy_throttle_max_pct and throttle_max_pct "
+			       "0..99, timeout_policy "
 			       "abort, switchover or postcopy");
 		return;
 	}
@@ -168,6 +169,7 @@ void migd_call_mig_start(struct migd_call *call)
 	prm.postcopy_auto = r->postcopy_auto;
 	prm.postcopy_throttle_max_pct = r->postcopy_throttle_max_pct;
 	prm.timeout_policy = (unsigned)r->timeout_policy;
+	prm.throttle_max_pct = r->throttle_max_pct;
 	/* 0 = off; negative = on at the default size. */
 	if (r->id)
 		d->next_mig_id = r->id - 1; /* the daemon's id (a worker) */

@@ -464,6 +464,7 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->opts.postcopy_auto = prm->postcopy_auto;
 	m->opts.postcopy_throttle_max_pct = prm->postcopy_throttle_max_pct;
 	m->opts.timeout_policy = prm->timeout_policy;
+	m->opts.throttle_max_pct = prm->throttle_max_pct;
 	m->opts.insecure = prm->insecure;
 	m->opts.io_timeout_ms = d->cfg.mig_io_timeout_ms;
 	*out = m;

@@ -78,6 +78,7 @@ struct migd_mig_params {
 	bool postcopy_auto; /* mig_opts.postcopy_auto, ..._throttle_max_pct */
 	uint32_t postcopy_throttle_max_pct;
 	unsigned timeout_policy; /* mig_opts.timeout_policy */
+	uint32_t throttle_max_pct; /* mig_opts.throttle_max_pct */
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
 };
 

@@ -31,10 +31,11 @@ MIGRATED_DST_DIGEST=reread start_daemon nopc --dev-tls --tls-dir "$TMP/tls" \
 	--accel soft
 NOPC=$SOCK
 
-# hot NAME: a 16 MiB guest writing random pages flat out: behind 8 MB/s
-# it never converges without a heavy throttle.
+# hot NAME [MEM]: a guest (16 MiB) writing random pages flat out: behind
+# 8 MB/s, with the throttle held at 10% and a 1 ms downtime limit, it
+# never converges.
 hot() {
-	ctl vm create "$1" --mem 16M --vcpus 1 --pattern random --rate 0 \
+	ctl vm create "$1" --mem "${2:-16M}" --vcpus 1 --pattern random --rate 0 \
 		--content random --heartbeat-us 2000 >/dev/null 2>&1 ||
 		fail "create $1"
 }
@@ -88,7 +89,8 @@ progress() {
 }
 
 SOCK=$SRC
-for v in auto1 so1; do hot "$v"; done
+hot auto1
+hot so1 32M
 ctl vm create idle1 --mem 16M --vcpus 1 --pattern idle --content stamp \
 	--prefill >/dev/null 2>&1 || fail "create idle1"
 ok "3 VMs created"
@@ -99,25 +101,32 @@ ok "3 VMs created"
 # cannot converge (it would iterate for ever under its throttle).
 send auto1 "$DST" --postcopy-after auto --postcopy-throttle-max 20
 send idle1 "$DST" --postcopy-after auto --postcopy-throttle-max 20
-send so1 "$DST" --downtime 1
-# While so1 iterates: a percentage that never decreases, an ETA, the
-# progress line of migratectl.
-pcts=() eta=0
+send so1 "$DST" --downtime 1 --throttle-max 10
+# While so1 iterates: a percentage that never decreases; an ETA while the
+# first pass runs (its bandwidth so far; afterwards the guest outruns the
+# link at the throttle ceiling, and the ETA is honestly unknown, 0).
+pcts=() eta0=none
 for _ in $(seq 150); do
 	p=$(progress so1)
 	if [ "$(jq -r .phase <<<"$p")" = MIG_PHASE_ITERATE ]; then
 		pcts+=("$(jq -r '.percent // 0' <<<"$p")")
 		e=$(jq -r '.etaNs // .eta_ns // 0' <<<"$p")
-		[ "$e" != 0 ] && eta=$e
-		[ "$eta" != 0 ] && [ "${#pcts[@]}" -ge 4 ] && break
+		[ "$(jq -r '.iteration // 0' <<<"$p")" = 0 ] &&
+			{ [ "$eta0" = none ] || [ "$eta0" = 0 ]; } && eta0=$e
+		[ "${#pcts[@]}" -ge 5 ] && break
 	fi
 	sleep 0.1
 done
 sorted=$(printf '%s\n' "${pcts[@]}" | sort -n | tr '\n' ' ')
 [ "${#pcts[@]}" -ge 2 ] && [ "$sorted" = "$(printf '%s\n' "${pcts[@]}" | tr '\n' ' ')" ] &&
-	[ "${pcts[-1]}" -gt 0 ] && [ "$eta" != 0 ] &&
-	ok "so1: percent ${pcts[*]} (never decreasing), eta ${eta} ns" ||
-	fail "so1: percent ${pcts[*]:-none}, eta $eta"
+	[ "${pcts[-1]}" -gt 0 ] &&
+	ok "so1: percent ${pcts[*]} (never decreasing)" ||
+	fail "so1: percent ${pcts[*]:-none}"
+case $eta0 in
+none) echo "note: no status sample fell in so1's first pass (loaded machine)" ;;
+0) fail "so1: no ETA in the first pass" ;;
+*) ok "so1: ETA ${eta0} ns in the first pass" ;;
+esac
 ctl migration status so1 | grep -qE '^ *progress: +[0-9]+%, eta [^,]+, .* left, throttle [0-9]+%, expected downtime ' &&
 	ok "so1: migratectl migration status prints the progress line" ||
 	fail "so1: no progress line: $(ctl migration status so1)"
@@ -142,10 +151,13 @@ landed idle1
 # first pass alone takes 2 s at 8 MB/s).
 for v in toa tos top ton; do hot "$v"; done
 ok "4 more VMs created"
-send toa "$DST" --timeout-ms 2000 --downtime 1
-send tos "$DST" --timeout-ms 2000 --downtime 1 --timeout-policy switchover
-send top "$DST" --timeout-ms 2000 --downtime 1 --timeout-policy postcopy
-send ton "$NOPC" --timeout-ms 2000 --downtime 1 --timeout-policy postcopy
+send toa "$DST" --timeout-ms 2000 --downtime 1 --throttle-max 10
+send tos "$DST" --timeout-ms 2000 --downtime 1 --throttle-max 10 \
+	--timeout-policy switchover
+send top "$DST" --timeout-ms 2000 --downtime 1 --throttle-max 10 \
+	--timeout-policy postcopy
+send ton "$NOPC" --timeout-ms 2000 --downtime 1 --throttle-max 10 \
+	--timeout-policy postcopy
 wait_send toa 1
 has toa 'could not converge within 2000 ms' "policy abort: the time limit failed it"
 stayed toa

@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"                    [--postcopy-after SECONDS|auto]\n"
 		"                    [--postcopy-throttle-max PCT]\n"
 		"                    [--timeout-policy abort|switchover|postcopy]\n"
+		"                    [--throttle-max PCT]\n"
 		"                    VM DEST:PORT\n"
 		"       migrate-send --version | --help\n"
 		"SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB\n"
@@ -55,6 +56,8 @@ static void usage(FILE *f)
 		"throttling the guest past --postcopy-throttle-max PCT\n"
 		"(0..99, default 50; the throttle stays within it), and only\n"
 		"if the destination offers postcopy; else plain precopy.\n"
+		"--throttle-max: the auto-throttle's ceiling, 1..99 (default\n"
+		"99; migratectl migration tune --throttle changes it later).\n"
 		"--timeout-policy: what --timeout-ms running out does: abort\n"
 		"(default; the VM stays on the source), switchover (pause and\n"
 		"finish now, whatever the downtime), postcopy (switch if the\n"
@@ -119,6 +122,7 @@ static int send_main(int argc, char **argv)
 		{ "postcopy-after", required_argument, NULL, 'P' },
 		{ "postcopy-throttle-max", required_argument, NULL, 'T' },
 		{ "timeout-policy", required_argument, NULL, 'O' },
+		{ "throttle-max", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -204,6 +208,11 @@ static int send_main(int argc, char **argv)
 			if (migd_parse_u64(optarg, 99, &v))
 				goto bad;
 			sr.postcopy_throttle_max_pct = (uint32_t)v;
+			break;
+		case 'M':
+			if (migd_parse_u64(optarg, 99, &v) || !v)
+				goto bad;
+			sr.throttle_max_pct = (uint32_t)v;
 			break;
 		case 'O':
 			if (!strcmp(optarg, "abort"))
@@ -396,6 +405,9 @@ bad:
 		return migd_cli_bad_range("migrate-send",
 					  "--postcopy-throttle-max", optarg, 0,
 					  99);
+	case 'M':
+		return migd_cli_bad_range("migrate-send", "--throttle-max",
+					  optarg, 1, 99);
 	case 'O':
 		return migd_cli_bad("migrate-send", "--timeout-policy", optarg,
 				    "abort, switchover or postcopy");
