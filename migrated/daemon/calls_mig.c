@@ -145,7 +145,8 @@ void migd_call_mig_start(struct migd_call *call)
 		return;
 	}
 	if (r->postcopy_throttle_max_pct > 99 || r->throttle_max_pct > 99 ||
-	    (unsigned)r->timeout_policy > MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_POSTCOPY) {
+	    (unsigned)r->timeout_policy >
+		    MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_POSTCOPY) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
 			       "postcopy_throttle_max_pct and throttle_max_pct "
 			       "0..99, timeout_policy "

@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"                    [--delta-cache SIZE|on|off]\n"
 		"                    [--postcopy-after SECONDS|auto]\n"
 		"                    [--postcopy-throttle-max PCT]\n"
-		"                    [--timeout-policy abort|switchover|postcopy]\n"
+		"                    [--timeout-policy abort|switchover|\n"
+		"                                      postcopy]\n"
 		"                    [--throttle-max PCT]\n"
 		"                    VM DEST:PORT\n"
 		"       migrate-send --version | --help\n"
@@ -51,9 +52,9 @@ static void usage(FILE *f)
 		"VM then runs on the destination and pulls the pages it lacks.\n"
 		"Until every page is there the VM lives on both hosts: if\n"
 		"either host or the link fails, the VM is lost.\n"
-		"--postcopy-after auto: switch when the convergence model says\n"
-		"precopy will not finish within the downtime limit without\n"
-		"throttling the guest past --postcopy-throttle-max PCT\n"
+		"--postcopy-after auto: switch when the convergence model\n"
+		"says precopy will not finish within the downtime limit\n"
+		"without throttling the guest past --postcopy-throttle-max PCT\n"
 		"(0..99, default 50; the throttle stays within it), and only\n"
 		"if the destination offers postcopy; else plain precopy.\n"
 		"--throttle-max: the auto-throttle's ceiling, 1..99 (default\n"
@@ -214,19 +215,20 @@ static int send_main(int argc, char **argv)
 				goto bad;
 			sr.throttle_max_pct = (uint32_t)v;
 			break;
-		case 'O':
-			if (!strcmp(optarg, "abort"))
-				sr.timeout_policy =
-					MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_ABORT;
-			else if (!strcmp(optarg, "switchover"))
-				sr.timeout_policy =
-					MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_SWITCHOVER;
-			else if (!strcmp(optarg, "postcopy"))
-				sr.timeout_policy =
-					MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_POSTCOPY;
-			else
+		case 'O': {
+			static const char *const pol[] = { "abort",
+							   "switchover",
+							   "postcopy" };
+			unsigned k = 0;
+
+			/* MigTimeoutPolicy's values, in order. */
+			while (k < 3 && strcmp(optarg, pol[k]))
+				k++;
+			if (k == 3)
 				goto bad;
+			sr.timeout_policy = (Migd__MigTimeoutPolicy)k;
 			break;
+		}
 		case 'z':
 			if (!strcmp(optarg, "adaptive"))
 				sr.zstd_level = 0;

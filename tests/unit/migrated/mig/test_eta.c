@@ -92,7 +92,8 @@ static void test_random_walk_respects_the_bound(void)
 		}
 		CU_ASSERT(v >= 1);
 		if (prev)
-			CU_ASSERT(v <= prev + (now - prev_t) / MIG_ETA_RISE_DIV);
+			CU_ASSERT(v <= prev + (now - prev_t) /
+						      MIG_ETA_RISE_DIV);
 		prev = v;
 		prev_t = now;
 	}
