@@ -163,6 +163,15 @@ void migd_call_mig_start(struct migd_call *call)
 			       r->zstd_level);
 		return;
 	}
+	if (r->postcopy_throttle_max_pct > 99 || r->throttle_max_pct > 99 ||
+	    (unsigned)r->timeout_policy >
+		    MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_POSTCOPY) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "postcopy_throttle_max_pct and throttle_max_pct "
+			       "0..99, timeout_policy "
+			       "abort, switchover or postcopy");
+		return;
+	}
 	if (v->mig_id) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "VM '%s' is already being migrated", v->name);
@@ -177,6 +186,10 @@ void migd_call_mig_start(struct migd_call *call)
 	prm.delta_cache = r->delta_cache < 0 ? -1 : r->delta_cache;
 	prm.postcopy = r->postcopy;
 	prm.postcopy_after_ms = r->postcopy_after_ms;
+	prm.postcopy_auto = r->postcopy_auto;
+	prm.postcopy_throttle_max_pct = r->postcopy_throttle_max_pct;
+	prm.timeout_policy = (unsigned)r->timeout_policy;
+	prm.throttle_max_pct = r->throttle_max_pct;
 	/* 0 = off; negative = on at the default size. */
 	if (r->id)
 		d->next_mig_id = r->id - 1; /* the daemon's id (a worker) */
@@ -395,6 +408,29 @@ void migd_call_mig_postcopy(struct migd_call *call)
 	else if (ret)
 		migd_call_fail(call, migd_status_from_errno(ret),
 			       "postcopy failed: %s", strerror(-ret));
+}
+
+void migd_call_mig_switchover(struct migd_call *call)
+{
+	struct migd_mig *m = ref_mig(call, call->req->mig_switchover);
+	int ret;
+
+	if (!m)
+		return;
+	ret = migd_mig_switchover(m);
+	if (ret == -EALREADY)
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "migration %llu already finished or past its "
+			       "precopy",
+			       (unsigned long long)m->id);
+	else if (ret == -EINVAL)
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "migration %llu is incoming: the switchover is "
+			       "the source's call",
+			       (unsigned long long)m->id);
+	else if (ret)
+		migd_call_fail(call, migd_status_from_errno(ret),
+			       "switchover failed: %s", strerror(-ret));
 }
 
 void migd_call_mig_tune(struct migd_call *call)

@@ -601,6 +601,8 @@ static void h_migref(struct migd_call *call)
 		r->call_case == MIGD__REQUEST__CALL_MIG_CANCEL ? r->mig_cancel
 		: r->call_case == MIGD__REQUEST__CALL_MIG_POSTCOPY
 			? r->mig_postcopy
+		: r->call_case == MIGD__REQUEST__CALL_MIG_SWITCHOVER
+			? r->mig_switchover
 		: r->call_case == MIGD__REQUEST__CALL_MIG_TUNE
 			? r->mig_tune->ref
 			: r->mig_resolve->ref;
@@ -627,6 +629,8 @@ static void h_migref(struct migd_call *call)
 		req.mig_cancel = &byid;
 	} else if (r->call_case == MIGD__REQUEST__CALL_MIG_POSTCOPY) {
 		req.mig_postcopy = &byid;
+	} else if (r->call_case == MIGD__REQUEST__CALL_MIG_SWITCHOVER) {
+		req.mig_switchover = &byid;
 	} else if (r->call_case == MIGD__REQUEST__CALL_MIG_TUNE) {
 		tune = *r->mig_tune;
 		tune.ref = &byid;
@@ -698,6 +702,7 @@ static const struct host_handler host_handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_WATCH] = { "mig_watch", h_mig_watch },
 	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel", h_migref },
 	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy", h_migref },
+	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = { "mig_switchover", h_migref },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", h_migref },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve", h_migref },
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },

@@ -469,6 +469,10 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 	m->opts.delta_cache = prm->delta_cache;
 	m->opts.postcopy = prm->postcopy;
 	m->opts.postcopy_after_ms = prm->postcopy_after_ms;
+	m->opts.postcopy_auto = prm->postcopy_auto;
+	m->opts.postcopy_throttle_max_pct = prm->postcopy_throttle_max_pct;
+	m->opts.timeout_policy = prm->timeout_policy;
+	m->opts.throttle_max_pct = prm->throttle_max_pct;
 	m->opts.insecure = prm->insecure;
 	m->opts.io_timeout_ms = d->cfg.mig_io_timeout_ms;
 	*out = m;
@@ -725,6 +729,16 @@ int migd_mig_vm_pause(struct migd_mig *m, bool pause)
 	return ret;
 }
 
+int migd_mig_switchover(struct migd_mig *m)
+{
+	if (m->finished || !m->src)
+		return m->finished ? -EALREADY : -EINVAL;
+	hv_info(COMP, "event=migration_switchover mig=%llu vm=%s msg=\"forced: "
+		      "the VM pauses now whatever the downtime\"",
+		(unsigned long long)m->id, m->vm);
+	return mig_source_switchover(m->src);
+}
+
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 {
 	struct migd_vm *v;
@@ -843,6 +857,12 @@ int migd_mig_vm_pause(struct migd_mig *m, bool pause)
 {
 	(void)m;
 	(void)pause;
+	return -EALREADY;
+}
+
+int migd_mig_switchover(struct migd_mig *m)
+{
+	(void)m;
 	return -EALREADY;
 }
 

@@ -76,6 +76,10 @@ struct migd_mig_params {
 	int64_t delta_cache; /* mig_opts.delta_cache */
 	bool postcopy;	     /* mig_opts.postcopy, postcopy_after_ms */
 	uint32_t postcopy_after_ms;
+	bool postcopy_auto; /* mig_opts.postcopy_auto, ..._throttle_max_pct */
+	uint32_t postcopy_throttle_max_pct;
+	unsigned timeout_policy; /* mig_opts.timeout_policy */
+	uint32_t throttle_max_pct; /* mig_opts.throttle_max_pct */
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
 	/* incoming: accelerator to receive into; INVALID = the default */
 	enum hv_accel_kind accel;
@@ -184,6 +188,10 @@ int migd_mig_postcopy(struct migd_mig *m);
  * unresolved, or past its commit); -EINVAL (incoming).
  */
 int migd_mig_vm_pause(struct migd_mig *m, bool pause);
+
+/* Force outgoing @m to pause and finish now (mig_source_switchover).
+ * 0, -EALREADY (finished or past its precopy), -EINVAL (incoming). */
+int migd_mig_switchover(struct migd_mig *m);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

@@ -71,6 +71,16 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 	prog->pc_fault_p99_ns = p.pc_fault_p99_ns;
 	prog->pc_fault_max_ns = p.pc_fault_max_ns;
 	prog->pc_last_page_ns = p.pc_last_page_ns;
+	prog->percent = p.percent;
+	prog->eta_ns = p.eta_ns;
+	prog->switch_cause = (Migd__MigSwitchCause)p.why.cause;
+	prog->switch_needed_throttle_pct = p.why.needed_throttle_pct;
+	prog->switch_throttle_limit_pct = p.why.throttle_limit_pct;
+	prog->switch_bandwidth = p.why.bandwidth;
+	prog->switch_dirty_rate = p.why.dirty_rate;
+	prog->switch_remaining_bytes = p.why.remaining_bytes;
+	prog->switch_expected_downtime_ns = p.why.expected_downtime_ns;
+	prog->switch_at_ns = p.why.at_ns;
 	/* Only once finished: m->final no longer changes, p is a copy. */
 	if (m->finished && m->final.compress_levels[0])
 		prog->compress_levels = m->final.compress_levels;

@@ -54,6 +54,8 @@ static const struct call_handler handlers[] = {
 					     migd_call_mig_cancel },
 	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy",
 					       migd_call_mig_postcopy },
+	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = { "mig_switchover",
+						 migd_call_mig_switchover },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve",
 					      migd_call_mig_resolve },

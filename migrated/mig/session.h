@@ -133,6 +133,19 @@ struct mig_opts {
 	 * in place: a host lost meanwhile loses the VM. */
 	bool postcopy;
 	uint32_t postcopy_after_ms;
+	/* Source: switch to postcopy when the convergence model says
+	 * precopy cannot finish within the downtime limit without
+	 * throttling the guest past @postcopy_throttle_max_pct (0 = the
+	 * default, policy.h: mig_pc_auto()), and only when the destination
+	 * offers it; @postcopy (the time rule) may be off meanwhile. The
+	 * throttle never rises past that limit while the switch is
+	 * possible. The same risk as above once switched. */
+	bool postcopy_auto;
+	uint32_t postcopy_throttle_max_pct;
+	/* Source: what @timeout_ms running out does (policy.h: abort,
+	 * the default; switchover: pause and finish now; postcopy: switch
+	 * when the destination offers it, else abort saying so). */
+	unsigned timeout_policy; /* enum mig_timeout_policy */
 	/* Tests and benchmarks only; NULL in production. */
 	const struct mig_hooks *hooks;
 };
@@ -173,6 +186,16 @@ struct mig_tune {
 	uint32_t throttle_max_pct;
 	/* The data channels are not tunable: their number is fixed by the
 	 * handshake (every Hello carries it) and sizes both pipelines. */
+};
+
+enum mig_switch_cause {
+	MIG_SWITCH_NONE = 0,
+	MIG_SWITCH_POSTCOPY_REQUEST,	/* mig_source_postcopy() */
+	MIG_SWITCH_POSTCOPY_AFTER,	/* opts.postcopy_after_ms */
+	MIG_SWITCH_POSTCOPY_AUTO,	/* opts.postcopy_auto: the model */
+	MIG_SWITCH_POSTCOPY_TIMEOUT,	/* timeout policy postcopy */
+	MIG_SWITCH_FORCED,		/* mig_source_switchover() */
+	MIG_SWITCH_TIMEOUT,		/* timeout policy switchover */
 };
 
 enum mig_phase {
@@ -233,6 +256,26 @@ struct mig_progress {
 	uint64_t remaining_bytes;
 	uint64_t expected_downtime_ns;
 	uint32_t throttle_pct;
+	/* Source's estimate (eta.h): share of the work done, 0..100 (100
+	 * only when COMPLETED, never decreasing), and the time left, ns
+	 * (0 = unknown or finished; smoothed, it rises by at most half the
+	 * time that passed between two values). */
+	uint32_t percent;
+	uint64_t eta_ns;
+	/* Why the source ended its precopy early (0: it did not), with the
+	 * model's figures at that moment (the throttle precopy would have
+	 * needed, the guest's unthrottled dirty rate, page bandwidth,
+	 * what remained, the expected downtime, when). */
+	struct mig_switch_why {
+		unsigned cause; /* enum mig_switch_cause */
+		uint32_t needed_throttle_pct;
+		uint32_t throttle_limit_pct;
+		uint64_t bandwidth;
+		uint64_t dirty_rate;
+		uint64_t remaining_bytes;
+		uint64_t expected_downtime_ns;
+		uint64_t at_ns; /* since the start */
+	} why;
 	/* Filled once the switchover ran. */
 	struct mig_downtime downtime;
 	/* The downtime the guest saw: the largest gap between its heartbeats
@@ -317,6 +360,15 @@ int mig_source_postcopy(struct mig_source *src);
  * error. Controlling thread.
  */
 int mig_source_vm_pause(struct mig_source *src, bool pause);
+
+/*
+ * Force the switchover now: the pass in progress ends early, then the VM
+ * is paused and the rest sent whatever the expected downtime (libvirt's
+ * timeout-suspend); the migration's time limit no longer applies.
+ * 0, -EALREADY (past its precopy: switchover, postcopy or finished).
+ * Controlling thread.
+ */
+int mig_source_switchover(struct mig_source *src);
 void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);
 /*
  * Wait for the end; fills @final.

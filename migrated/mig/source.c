@@ -232,10 +232,10 @@ static int setup(struct mig_source *s)
 	 * Postcopy pages are installed from a bounce buffer that holds no
 	 * base page, so a migration that may switch sends none either. */
 	peer_delta = ((Mig__SetupAccept *)m)->features & MIG_FEATURE_DELTA &&
-		     !s->opts.postcopy;
+		     !src_may_postcopy(s);
 	atomic_store(&s->pc_offered, ((Mig__SetupAccept *)m)->features &
 					     MIG_FEATURE_POSTCOPY);
-	if (s->opts.postcopy && !atomic_load(&s->pc_offered))
+	if (src_may_postcopy(s) && !atomic_load(&s->pc_offered))
 		hv_warn("mig", "op=setup vm=%p postcopy=unsupported_by_peer",
 			(void *)s->vm);
 	mig_frame_msg_free(m);
@@ -335,6 +335,7 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 	ret = src_skip_holes(s);
 	if (ret)
 		FAIL(s, ret, "memory holes: %s", strerror(-ret));
+	mig_eta_init(&s->eta, s->pending << HV_PAGE_SHIFT);
 	t_h = mig__now_ns();
 	for (;;) {
 		struct mig_pipe_stats a, b;
@@ -386,6 +387,8 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 		t_h = mig__now_ns();
 		mig_throttle_sample(&s->thr);
 		iter++;
+		s->bw_pages = bw_pages;
+		s->dirty_rate = dirty_rate;
 
 		in.remaining_bytes = s->pending << HV_PAGE_SHIFT;
 		/* Page bytes per second, the unit of remaining_bytes; the
@@ -407,14 +410,13 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 		       (unsigned long long)s->pending, bw_pages,
 		       (unsigned long long)dirty_rate,
 		       mig_conv_action_name(out.action));
-		if (out.action == MIG_CONV_SWITCHOVER)
+		ret = src_policy_after_pass(s, &in, &out, iter);
+		if (ret < 0)
+			return ret;
+		if (ret)
 			break;
-		if (src_pc_due(s)) {
-			s->pc_go = true;
-			break;
-		}
 		if (out.action == MIG_CONV_THROTTLE) {
-			uint32_t cap = atomic_load(&s->throttle_max);
+			uint32_t cap = src_throttle_cap(s);
 			uint32_t pct = HV_MIN(out.throttle_pct, cap);
 
 			if (pct > in.throttle_pct) {
@@ -426,12 +428,6 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 					iter, pct);
 			}
 		}
-		if (s->deadline && mig__now_ns() > s->deadline)
-			FAIL(s, -ETIMEDOUT,
-			     "could not converge within %u ms (iteration %u, "
-			     "throttle %u%%)",
-			     s->opts.timeout_ms, iter,
-			     mig_throttle_max(&s->thr));
 	}
 	*iter_out = iter;
 	return 0;
@@ -723,6 +719,9 @@ static void *src_thread(void *arg)
 	}
 	src_pc_fini(s);
 	src_prog_counters(s);
+	pthread_mutex_lock(&s->prog.lock);
+	src_prog_estimate(s, mig__now_ns()); /* 100% when COMPLETED */
+	pthread_mutex_unlock(&s->prog.lock);
 	s->result = ret;
 	mig__prog_emit(&s->prog, true);
 	return NULL;

@@ -197,6 +197,7 @@ void src_prog_counters(struct mig_source *s)
 	mig_pipe_stats_levels(&st, s->prog.p.compress_levels,
 			      sizeof(s->prog.p.compress_levels));
 	s->prog.p.remaining_bytes = s->pending << HV_PAGE_SHIFT;
+	src_prog_estimate(s, mig__now_ns());
 	pthread_mutex_unlock(&s->prog.lock);
 }
 
@@ -208,8 +209,9 @@ static int next_run(void *ctx, struct mig_page_run *run)
 
 	if (atomic_load(&s->cancel))
 		return -ECANCELED;
-	if (s->deadline && mig__now_ns() > s->deadline)
-		return -ETIMEDOUT;
+	ret = src_pass_cut(s);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	ret = pace(s);
 	if (ret)
 		return ret;

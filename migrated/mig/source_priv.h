@@ -12,6 +12,8 @@
 #include <stdbool.h>
 
 #include "hvcore/vm.h"
+#include "migrated/mig/converge.h"
+#include "migrated/mig/eta.h"
 #include "migrated/mig/handshake.h"
 #include "migrated/mig/memmap.h"
 #include "migrated/mig/pipeline.h"
@@ -118,6 +120,14 @@ struct mig_source {
 	uint64_t *pc_unsent;	 /* page-table order, unsent at the switch */
 	uint64_t pc_unsent_pages;
 	struct mig_pc_sched *pc_sched;
+
+	/* Switch policy (source_policy.c). so_request any thread; the rest
+	 * the engine's, or the page source's while the engine waits in a
+	 * pass (never both at once). */
+	atomic_bool so_request;	/* mig_source_switchover() */
+	struct mig_eta eta;	/* progress estimate (eta.h) */
+	double bw_pages;	/* page bytes/s of the last measured pass */
+	uint64_t dirty_rate;	/* bytes/s dirtied in the last pass */
 };
 
 #define FAIL(s, err, ...)                                                   \
@@ -158,6 +168,28 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
  * destination's PostcopyDone; its digest must match ours. */
 int src_pc_run(struct mig_source *s);
 void src_pc_fini(struct mig_source *s);
+
+/* source_policy.c */
+/* Whether this migration may switch to postcopy (then it never sends
+ * deltas: postcopy installs pages without a base copy). */
+bool src_may_postcopy(const struct mig_source *s);
+/*
+ * After a pass and mig_converge(): end precopy now? 1: yes (s->pc_go
+ * set: by postcopy; else by a switchover), with the cause recorded in
+ * the progress; 0: iterate on; negative errno: failed (time limit with
+ * policy abort, or postcopy asked and not offered), progress says why.
+ */
+int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
+			  const struct mig_conv_out *out, uint32_t iter);
+/* The throttle ceiling now: the operator's, and with postcopy auto
+ * that the destination offers, no more than its policy limit. */
+uint32_t src_throttle_cap(struct mig_source *s);
+/* Page source, in a pass: 0 go on, 1 end the pass now (the rest stays
+ * dirty: a forced switchover, or the time limit under a policy that is
+ * not abort), -ETIMEDOUT (time limit, policy abort). */
+int src_pass_cut(struct mig_source *s);
+/* Fill percent and eta_ns of s->prog.p (its lock held). */
+void src_prog_estimate(struct mig_source *s, uint64_t now_ns);
 
 /* source_iter.c */
 int src_dirty_init(struct mig_source *s);

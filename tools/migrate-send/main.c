@@ -31,7 +31,12 @@ static void usage(FILE *f)
 		"                    [--interval MS]\n"
 		"                    [--compress adaptive|off|LEVEL]\n"
 		"                    [--delta-cache SIZE|on|off]\n"
-		"                    [--postcopy-after SECONDS] VM DEST:PORT\n"
+		"                    [--postcopy-after SECONDS|auto]\n"
+		"                    [--postcopy-throttle-max PCT]\n"
+		"                    [--timeout-policy abort|switchover|\n"
+		"                                      postcopy]\n"
+		"                    [--throttle-max PCT]\n"
+		"                    VM DEST:PORT\n"
 		"       migrate-send --version | --help\n"
 		"SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB\n"
 		"(powers of 1024); --bandwidth SIZE/s likewise (100MiB/s;\n"
@@ -55,6 +60,17 @@ static void usage(FILE *f)
 		"VM then runs on the destination and pulls the pages it lacks.\n"
 		"Until every page is there the VM lives on both hosts: if\n"
 		"either host or the link fails, the VM is lost.\n"
+		"--postcopy-after auto: switch when the convergence model\n"
+		"says precopy will not finish within the downtime limit\n"
+		"without throttling the guest past --postcopy-throttle-max PCT\n"
+		"(0..99, default 50; the throttle stays within it), and only\n"
+		"if the destination offers postcopy; else plain precopy.\n"
+		"--throttle-max: the auto-throttle's ceiling, 1..99 (default\n"
+		"99; migratectl migration tune --throttle changes it later).\n"
+		"--timeout-policy: what --timeout-ms running out does: abort\n"
+		"(default; the VM stays on the source), switchover (pause and\n"
+		"finish now, whatever the downtime), postcopy (switch if the\n"
+		"destination offers it, else abort).\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
 		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
@@ -118,6 +134,9 @@ static int send_main(int argc, char **argv)
 		{ "compress", required_argument, NULL, 'z' },
 		{ "delta-cache", required_argument, NULL, 'D' },
 		{ "postcopy-after", required_argument, NULL, 'P' },
+		{ "postcopy-throttle-max", required_argument, NULL, 'T' },
+		{ "timeout-policy", required_argument, NULL, 'O' },
+		{ "throttle-max", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -192,11 +211,39 @@ static int send_main(int argc, char **argv)
 			}
 			break;
 		case 'P':
+			if (!strcmp(optarg, "auto")) {
+				sr.postcopy_auto = true;
+				break;
+			}
 			if (migd_parse_u64(optarg, 86400, &v))
 				goto bad;
 			sr.postcopy = true;
 			sr.postcopy_after_ms = (uint32_t)v * 1000;
 			break;
+		case 'T':
+			if (migd_parse_u64(optarg, 99, &v))
+				goto bad;
+			sr.postcopy_throttle_max_pct = (uint32_t)v;
+			break;
+		case 'M':
+			if (migd_parse_u64(optarg, 99, &v) || !v)
+				goto bad;
+			sr.throttle_max_pct = (uint32_t)v;
+			break;
+		case 'O': {
+			static const char *const pol[] = { "abort",
+							   "switchover",
+							   "postcopy" };
+			unsigned k = 0;
+
+			/* MigTimeoutPolicy's values, in order. */
+			while (k < 3 && strcmp(optarg, pol[k]))
+				k++;
+			if (k == 3)
+				goto bad;
+			sr.timeout_policy = (Migd__MigTimeoutPolicy)k;
+			break;
+		}
 		case 'z':
 			if (!strcmp(optarg, "adaptive"))
 				sr.zstd_level = 0;
@@ -239,7 +286,8 @@ static int send_main(int argc, char **argv)
 			sr.dest);
 		return 2;
 	}
-	if (sr.postcopy)
+	if (sr.postcopy || sr.postcopy_auto ||
+	    sr.timeout_policy == MIGD__MIG_TIMEOUT_POLICY__MIG_TIMEOUT_POSTCOPY)
 		fprintf(stderr,
 			"migrate-send: warning: postcopy enabled: after the "
 			"switch the VM's memory is split between the two "
@@ -361,6 +409,19 @@ bad:
 	case 'I':
 		return migd_cli_bad_range("migrate-send", "--interval", optarg,
 					  0, 60000);
+	case 'P':
+		return migd_cli_bad("migrate-send", "--postcopy-after", optarg,
+				    "auto or seconds 0..86400");
+	case 'T':
+		return migd_cli_bad_range("migrate-send",
+					  "--postcopy-throttle-max", optarg, 0,
+					  99);
+	case 'M':
+		return migd_cli_bad_range("migrate-send", "--throttle-max",
+					  optarg, 1, 99);
+	case 'O':
+		return migd_cli_bad("migrate-send", "--timeout-policy", optarg,
+				    "abort, switchover or postcopy");
 	case 'D':
 		return migd_cli_bad("migrate-send", "--delta-cache", optarg,
 				    "on, off or a size up to 1TiB ("

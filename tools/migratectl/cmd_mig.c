@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * migratectl migration ... (list, status, watch, cancel, tune, resolve) and
+ * migratectl migration ... (list, status, watch, cancel, postcopy,
+ * switchover, tune, resolve) and
  * migratectl events.
  */
 #include <errno.h>
@@ -405,6 +406,28 @@ static int mig_postcopy(struct ctl *ctl, const char *which)
 	return 0;
 }
 
+static int mig_switchover(struct ctl *ctl, const char *which)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	set_ref(&ref, which);
+	req.call_case = MIGD__REQUEST__CALL_MIG_SWITCHOVER;
+	req.mig_switchover = &ref;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->base);
+	else
+		printf("switchover forced: the VM pauses when the current "
+		       "batch is out, whatever the downtime\n");
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
 int ctl_mig(struct ctl *ctl, int argc, char **argv)
 {
 	const char *sub = argc >= 2 ? argv[1] : "";
@@ -419,12 +442,15 @@ int ctl_mig(struct ctl *ctl, int argc, char **argv)
 		return mig_cancel(ctl, argv[2]);
 	if (!strcmp(sub, "postcopy") && argc == 3)
 		return mig_postcopy(ctl, argv[2]);
+	if (!strcmp(sub, "switchover") && argc == 3)
+		return mig_switchover(ctl, argv[2]);
 	if (!strcmp(sub, "tune"))
 		return mig_tune(ctl, argc - 1, argv + 1);
 	if (!strcmp(sub, "resolve"))
 		return mig_resolve(ctl, argc - 1, argv + 1);
 	fprintf(stderr, "migratectl: usage: migration list | status [ID|VM] "
 			"| watch ID|VM | cancel ID|VM | postcopy ID|VM "
+			"| switchover ID|VM "
 			"| tune ID|VM ... "
 			"| resolve ID|VM --resume-source|--confirm-destination"
 			"\n");

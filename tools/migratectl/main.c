@@ -46,7 +46,9 @@ static const struct {
 	  "                       destination first whether it runs the VM)\n"
 	  "  migration postcopy ID|VM  (switch a running migration to\n"
 	  "                       postcopy: the VM moves now and pulls the\n"
-	  "                       pages it lacks; lost if a host dies)" },
+	  "                       pages it lacks; lost if a host dies)\n"
+	  "  migration switchover ID|VM  (pause and finish a running\n"
+	  "                       migration now, whatever the downtime)" },
 	{ "events", ctl_events,
 	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
 	  "[--interval MS] [--count N]" },

@@ -46,19 +46,53 @@ static unsigned pct_done(const Migd__MigProgress *p)
 {
 	if (p->phase == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED)
 		return 100;
+	/* The source's own estimate; an older daemon sends none. */
+	if (p->percent)
+		return p->percent;
 	if (!p->ram_bytes || p->remaining_bytes >= p->ram_bytes)
 		return 0;
 	return (unsigned)(100 - p->remaining_bytes * 100 / p->ram_bytes);
 }
 
+/* "12.0s", or "?" when the daemon does not know. */
+static char *fmt_eta(char *buf, size_t size, uint64_t ns)
+{
+	if (!ns) {
+		snprintf(buf, size, "?");
+		return buf;
+	}
+	return migd_fmt_ns(buf, size, ns);
+}
+
+static const char *cause_text(Migd__MigSwitchCause c)
+{
+	switch (c) {
+	case MIGD__MIG_SWITCH_CAUSE__MIG_SWITCH_POSTCOPY_REQUEST:
+		return "postcopy on request";
+	case MIGD__MIG_SWITCH_CAUSE__MIG_SWITCH_POSTCOPY_AFTER:
+		return "postcopy after its delay";
+	case MIGD__MIG_SWITCH_CAUSE__MIG_SWITCH_POSTCOPY_AUTO:
+		return "postcopy automatically";
+	case MIGD__MIG_SWITCH_CAUSE__MIG_SWITCH_POSTCOPY_TIMEOUT:
+		return "postcopy at the time limit";
+	case MIGD__MIG_SWITCH_CAUSE__MIG_SWITCH_FORCED:
+		return "switchover forced";
+	case MIGD__MIG_SWITCH_CAUSE__MIG_SWITCH_TIMEOUT:
+		return "switchover at the time limit";
+	default:
+		return NULL;
+	}
+}
+
 void migd_mig_print_line(FILE *f, const Migd__MigInfo *m)
 {
 	const Migd__MigProgress *p = prog_of(m);
-	char a[32], b[32], c[32], d[32], e[32], g[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32], h[32], k[32];
 
 	fprintf(f,
 		"mig=%llu vm=%s phase=%s iter=%u elapsed=%s sent=%s "
-		"wire=%s bw=%s dirty=%s remaining=%s throttle=%u%%",
+		"wire=%s bw=%s dirty=%s remaining=%s throttle=%u%% "
+		"pct=%u eta=%s expected_downtime=%s",
 		(unsigned long long)m->id, m->vm ? m->vm : "",
 		migd_mig_phase_text(p->phase), p->iteration,
 		migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
@@ -67,7 +101,10 @@ void migd_mig_print_line(FILE *f, const Migd__MigInfo *m)
 		migd_fmt_rate(d, sizeof(d), p->bandwidth),
 		migd_fmt_rate(e, sizeof(e), p->dirty_rate),
 		migd_fmt_bytes(g, sizeof(g), p->remaining_bytes),
-		p->throttle_pct);
+		p->throttle_pct, pct_done(p), fmt_eta(h, sizeof(h), p->eta_ns),
+		migd_fmt_ns(k, sizeof(k), p->expected_downtime_ns));
+	if (cause_text(p->switch_cause))
+		fprintf(f, " switch=\"%s\"", cause_text(p->switch_cause));
 	if (m->uuid && *m->uuid)
 		fprintf(f, " uuid=%s", m->uuid);
 	if (p->message && *p->message)
@@ -80,7 +117,7 @@ void migd_mig_print_bar(FILE *f, const Migd__MigInfo *m, int width)
 	const Migd__MigProgress *p = prog_of(m);
 	unsigned pct = pct_done(p);
 	int bar = width - 70;
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[32], d[32], e[32];
 
 	if (bar < 10)
 		bar = 10;
@@ -89,8 +126,9 @@ void migd_mig_print_bar(FILE *f, const Migd__MigInfo *m, int width)
 	fprintf(f, "\r%-10s [", migd_mig_phase_text(p->phase));
 	for (int i = 0; i < bar; i++)
 		fputc(i < (int)(pct * (unsigned)bar / 100) ? '#' : '.', f);
-	fprintf(f, "] %3u%% it %u %s  %s  dirty %s  left %s\033[K", pct,
-		p->iteration, migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
+	fprintf(f, "] %3u%% eta %s it %u %s  %s  dirty %s  left %s\033[K",
+		pct, fmt_eta(e, sizeof(e), p->eta_ns), p->iteration,
+		migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
 		migd_fmt_rate(b, sizeof(b), p->bandwidth),
 		migd_fmt_rate(c, sizeof(c), p->dirty_rate),
 		migd_fmt_bytes(d, sizeof(d), p->remaining_bytes));
@@ -112,6 +150,28 @@ void migd_mig_print_report(FILE *f, const Migd__MigInfo *m)
 			-p->error);
 	fprintf(f, "  total time:   %s, %u iterations\n",
 		migd_fmt_ns(a, sizeof(a), p->elapsed_ns), p->iteration);
+	if (!migd_mig_phase_terminal(p->phase))
+		fprintf(f,
+			"  progress:     %u%%, eta %s, %s left, throttle %u%%, "
+			"expected downtime %s\n",
+			pct_done(p), fmt_eta(a, sizeof(a), p->eta_ns),
+			migd_fmt_bytes(b, sizeof(b), p->remaining_bytes),
+			p->throttle_pct,
+			migd_fmt_ns(c, sizeof(c), p->expected_downtime_ns));
+	if (cause_text(p->switch_cause))
+		fprintf(f,
+			"  ended early:  %s after %s: precopy needed throttle "
+			"%u%% (limit %u%%), bandwidth %s, guest dirtying %s "
+			"unthrottled, %s left, expected downtime %s\n",
+			cause_text(p->switch_cause),
+			migd_fmt_ns(a, sizeof(a), p->switch_at_ns),
+			p->switch_needed_throttle_pct,
+			p->switch_throttle_limit_pct,
+			migd_fmt_rate(b, sizeof(b), p->switch_bandwidth),
+			migd_fmt_rate(c, sizeof(c), p->switch_dirty_rate),
+			migd_fmt_bytes(d, sizeof(d), p->switch_remaining_bytes),
+			migd_fmt_ns(e, sizeof(e),
+				    p->switch_expected_downtime_ns));
 	fprintf(f,
 		"  pages:        %llu sent, %llu zero, %llu compressed, "
 		"%llu raw\n",
