@@ -174,6 +174,11 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how);
  * 0, -EALREADY (finished or past its switchover), -EINVAL (incoming),
  * -EOPNOTSUPP (the destination does not offer postcopy). */
 int migd_mig_postcopy(struct migd_mig *m);
+/* Reconnect outgoing @m, paused in postcopy by a broken connection, to
+ * @host:@port (NULL / 0: the original address; mig_source_recover()).
+ * 0, -EALREADY (not paused in postcopy, or a recovery in progress),
+ * -EINVAL (incoming: the destination waits for its source). */
+int migd_mig_recover(struct migd_mig *m, const char *host, uint16_t port);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

@@ -53,6 +53,8 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy",
 					       migd_call_mig_postcopy },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
+	[MIGD__REQUEST__CALL_MIG_RECOVER] = { "mig_recover",
+					      migd_call_mig_recover },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve",
 					      migd_call_mig_resolve },
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },

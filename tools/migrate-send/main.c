@@ -46,7 +46,10 @@ static void usage(FILE *f)
 		"many seconds after the start (0: after the first pass): the\n"
 		"VM then runs on the destination and pulls the pages it lacks.\n"
 		"Until every page is there the VM lives on both hosts: if\n"
-		"either host or the link fails, the VM is lost.\n"
+		"the source or destination process dies, the VM is lost; a\n"
+		"broken link pauses it (phase postcopy_paused; migrate-send\n"
+		"waits and says how to recover: 'migratectl migration\n"
+		"recover ID [HOST:PORT]').\n"
 		"Exit codes: 0 the VM runs on the destination, 1 migration\n"
 		"failed or cancelled (the VM runs on the source), 2 bad input,\n"
 		"3 unknown VM, 4 unavailable, 5 daemon not reachable,\n"
@@ -57,8 +60,9 @@ static void usage(FILE *f)
 		"7 the VM runs on the destination but the post-commit\n"
 		"  verification found pages that differ from the source's,\n"
 		"8 permission denied (the RPC role of this client),\n"
-		"9 postcopy broke after the switch: the VM's memory is split\n"
-		"  between the hosts and it cannot complete.\n");
+		"9 postcopy ended broken after the switch (recovery given up,\n"
+		"  or a digest mismatch): the VM's memory is split between the\n"
+		"  hosts and it cannot complete.\n");
 }
 
 struct send_opts {
@@ -66,6 +70,25 @@ struct send_opts {
 	bool tty;
 	int width;
 };
+
+/* Once per pause: the postcopy waits for an operator's recover. */
+static void say_paused(const Migd__MigInfo *m, bool *said)
+{
+	const Migd__MigProgress *p = m->progress;
+	bool paused = p && p->phase ==
+				   MIGD__MIG_PHASE__MIG_PHASE_POSTCOPY_PAUSED;
+
+	if (paused && !*said)
+		fprintf(stderr,
+			"migrate-send: postcopy paused: %s\n"
+			"migrate-send: waiting; to resume it, run: migratectl "
+			"migration recover %llu [HOST:PORT] (the destination "
+			"listens on its original port); to give up: "
+			"migratectl migration cancel %llu\n",
+			p->message ? p->message : "",
+			(unsigned long long)m->id, (unsigned long long)m->id);
+	*said = paused;
+}
 
 static void show(const struct send_opts *o, const Migd__MigInfo *m,
 		 bool final)
@@ -115,6 +138,7 @@ static int send_main(int argc, char **argv)
 	Migd__MigWatchRequest wr = MIGD__MIG_WATCH_REQUEST__INIT;
 	Migd__MigRef ref = MIGD__MIG_REF__INIT;
 	struct send_opts so = { .width = 80 };
+	bool paused = false;
 	const char *socket_path = NULL;
 	Migd__MigInfo *last = NULL;
 	Migd__Event *last_ev = NULL;
@@ -228,8 +252,10 @@ static int send_main(int argc, char **argv)
 		fprintf(stderr,
 			"migrate-send: warning: postcopy enabled: after the "
 			"switch the VM's memory is split between the two "
-			"hosts; if either host or the link fails before every "
-			"page arrived, the VM is lost\n");
+			"hosts; if the source or destination process dies "
+			"before every page arrived, the VM is lost (a broken "
+			"link pauses it until 'migratectl migration recover')"
+			"\n");
 	so.tty = !so.json && isatty(STDOUT_FILENO);
 	if (so.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col)
 		so.width = ws.ws_col;
@@ -301,6 +327,7 @@ static int send_main(int argc, char **argv)
 				migd__event__free_unpacked(last_ev, NULL);
 			last_ev = ev;
 			last = ev->migration->migration;
+			say_paused(last, &paused);
 			if (!last->finished)
 				show(&so, last, false);
 		}

@@ -47,7 +47,10 @@ static const struct {
 	  "                       destination first whether it runs the VM)\n"
 	  "  migration postcopy ID|VM  (switch a running migration to\n"
 	  "                       postcopy: the VM moves now and pulls the\n"
-	  "                       pages it lacks; lost if a host dies)" },
+	  "                       pages it lacks; lost if a host dies)\n"
+	  "  migration recover ID|VM [HOST:PORT]  (a postcopy paused by a\n"
+	  "                       broken link: reconnect, to the original\n"
+	  "                       address or HOST:PORT)" },
 	{ "events", ctl_events,
 	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
 	  "[--interval MS] [--count N]" },

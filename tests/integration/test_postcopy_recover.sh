@@ -1,0 +1,206 @@
+#!/bin/bash
+# Postcopy recovery between two real daemons on loopback (soft
+# accelerator). The migration runs through a TCP relay (tcpproxy.py);
+# killing the relay breaks every channel at once, as a link failure does.
+#   1. A guest writing random pages flat out switches to postcopy (its
+#      push slowed by the src.pc.push fault point so that the break lands
+#      inside the postcopy); the relay is killed: both sides must pause
+#      (POSTCOPY_PAUSED), the destination must not list the VM as running,
+#      migrate-send must wait and say how to recover.
+#   2. Recovered through a second relay, which is killed as soon as the
+#      recovery is through: paused again; a recovery to a dead address
+#      fails and leaves it paused.
+#   3. Recovered straight to the destination's port: COMPLETED, the VM
+#      runs there and every page stamp checks.
+#   4. The source daemon and its worker killed during a postcopy: the
+#      destination says the source is gone and that the VM cannot run on
+#      partial memory, and does not list it as running; a cancel there
+#      ends it.
+source "$(dirname "$0")/lib_faults.sh" "$@"
+
+[ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
+[ -e /dev/userfaultfd ] || [ "$(cat /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null)" = 1 ] ||
+	[ "$(id -u)" = 0 ] || { echo "SKIP: no userfaultfd for this user"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+PROXY="python3 $(dirname "$0")/tcpproxy.py"
+
+# 64 pages per push refill, 10 ms each: about 25 MiB/s of background
+# push, so the postcopy lasts seconds; faults are served at full speed.
+MIGRATED_FAULTPOINTS="src.pc.push=sleep:10" start_daemon src --dev-tls \
+	--tls-dir "$TMP/tls" --accel soft
+SRC=$SOCK
+SRC_PID=$DPID
+start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft
+DST=$SOCK
+if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then
+	echo "SKIP: migration engine not built"
+	exit 77
+fi
+
+# phase SOCK VM: the phase of VM's latest migration there.
+phase() {
+	"$CTL" --socket "$1" --json migration status "$2" 2>/dev/null |
+		jq -r '.migrations[0].progress.phase // empty'
+}
+# wait_phase SOCK VM PHASE [TENTHS]: 0 once VM's migration is in PHASE.
+wait_phase() {
+	local n=${4:-300} p
+	for _ in $(seq "$n"); do
+		p=$(phase "$1" "$2")
+		[ "$p" = "$3" ] && return 0
+		case "$p" in MIG_PHASE_COMPLETED | MIG_PHASE_FAILED | MIG_PHASE_CANCELLED)
+			[ "$3" != "$p" ] && return 1 ;;
+		esac
+		sleep 0.1
+	done
+	return 1
+}
+message() {
+	"$CTL" --socket "$1" --json migration status "$2" 2>/dev/null |
+		jq -r '.migrations[0].progress.message // empty'
+}
+# relay NAME TARGET_PORT: start a relay; sets RPID and RPORT.
+relay() {
+	rm -f "$TMP/$1.port"
+	$PROXY "$2" --ready "$TMP/$1.port" --life 120 &
+	RPID=$!
+	PIDS+=("$RPID")
+	for _ in $(seq 100); do
+		[ -s "$TMP/$1.port" ] && break
+		sleep 0.05
+	done
+	RPORT=$(cat "$TMP/$1.port" 2>/dev/null)
+	[ -n "$RPORT" ] || { fail "relay $1 did not start"; exit 1; }
+}
+break_link() {
+	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# --- 1. a break in postcopy pauses both sides -----------------------------
+SOCK=$SRC expect_rc 0 "create pr1 (128M, random pages flat out)" \
+	ctl vm create pr1 --mem 128M --vcpus 2 --pattern random --rate 0 \
+	--content random --heartbeat-us 2000
+port=$("$RECV" --socket "$DST" --name pr1 127.0.0.1:0) || fail "migrate-recv: $port"
+relay a "$port"
+"$SEND" --socket "$SRC" --postcopy-after 0 pr1 "127.0.0.1:$RPORT" \
+	>"$TMP/pr1.out" 2>&1 &
+send_pid=$!
+if ! wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY 400; then
+	fail "pr1 never in postcopy (phase $(phase "$SRC" pr1))"
+	tail -5 "$TMP/pr1.out"
+	exit 1
+fi
+sleep 0.3
+break_link "$RPID"
+ok "relay killed in phase POSTCOPY"
+wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
+	ok "source paused: $(message "$SRC" pr1)" ||
+	fail "source not paused: $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+wait_phase "$DST" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
+	ok "destination paused: $(message "$DST" pr1)" ||
+	fail "destination not paused: $(phase "$DST" pr1) $(message "$DST" pr1)"
+grep -q "partial memory" <<<"$(message "$DST" pr1)" &&
+	ok "the destination says the VM cannot run on partial memory" ||
+	fail "destination message: $(message "$DST" pr1)"
+[ "$(vm_state "$DST" pr1)" != VM_STATE_RUNNING ] &&
+	ok "pr1 is not listed running on the destination while paused" ||
+	fail "pr1 listed running on partial memory"
+for _ in $(seq 50); do
+	grep -q "migration recover" "$TMP/pr1.out" && break
+	sleep 0.1
+done
+kill -0 "$send_pid" 2>/dev/null && grep -q "migration recover" "$TMP/pr1.out" &&
+	ok "migrate-send waits and says how to recover" ||
+	fail "migrate-send: $(tail -3 "$TMP/pr1.out")"
+SOCK=$DST expect_rc 1 "recover on the destination side is refused" \
+	ctl migration recover pr1
+
+# --- 2. a second break, right after the recovery --------------------------
+relay b "$port"
+SOCK=$SRC expect_rc 0 "recover through a new relay" \
+	ctl migration recover pr1 "127.0.0.1:$RPORT"
+if wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY 150; then
+	ok "recovered once: $(message "$SRC" pr1)"
+	break_link "$RPID"
+	wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
+		ok "paused again after the second break" ||
+		fail "second break: source $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+	wait_phase "$DST" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
+		ok "destination paused again" ||
+		fail "second break: destination $(phase "$DST" pr1)"
+else
+	fail "first recovery: $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+fi
+# A recovery to an address nobody listens on fails: paused again.
+SOCK=$SRC expect_rc 0 "recover to a dead address" \
+	ctl migration recover pr1 127.0.0.1:1
+for _ in $(seq 100); do
+	grep -q "127.0.0.1:1" <<<"$(message "$SRC" pr1)" && break
+	sleep 0.1
+done
+[ "$(phase "$SRC" pr1)" = MIG_PHASE_POSTCOPY_PAUSED ] &&
+	grep -q "127.0.0.1:1" <<<"$(message "$SRC" pr1)" &&
+	ok "the failed attempt leaves it paused: $(message "$SRC" pr1)" ||
+	fail "after a failed recovery: $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+
+# --- 3. recovered to the destination's own port: complete ----------------
+SOCK=$SRC expect_rc 0 "recover straight to the destination" \
+	ctl migration recover pr1 "127.0.0.1:$port"
+for _ in $(seq 400); do
+	kill -0 "$send_pid" 2>/dev/null || break
+	sleep 0.1
+done
+wait "$send_pid"
+rc=$?
+tail -12 "$TMP/pr1.out"
+[ "$rc" = 0 ] && ok "pr1 migrated after two recoveries (migrate-send rc=0)" ||
+	fail "migrate-send rc=$rc"
+assert_verified_zero "$TMP/pr1.out" pr1
+wait_phase "$DST" pr1 MIG_PHASE_COMPLETED 100 &&
+	ok "destination COMPLETED" || fail "destination: $(phase "$DST" pr1)"
+wait_state "$DST" pr1 VM_STATE_RUNNING && ok "pr1 runs on the destination" ||
+	fail "pr1 on the destination: $(vm_state "$DST" pr1)"
+expect_intact "every page stamp intact on the destination" "$DST" pr1
+SOCK=$SRC expect_rc 1 "recover of a finished migration is refused" \
+	ctl migration recover pr1
+grep -qE 'op=postcopy_in .*err=0 .*recoveries=2' "$TMP/dst.log" &&
+	ok "the destination counted two recoveries" ||
+	fail "no 'recoveries=2' in the destination's log"
+
+# --- 4. the source killed during postcopy ---------------------------------
+SOCK=$SRC expect_rc 0 "create pr2 (128M)" ctl vm create pr2 --mem 128M \
+	--vcpus 2 --pattern random --rate 0 --content random --heartbeat-us 2000
+sw=$(SOCK=$SRC ctl --json vm list | jq -r '.vms[] | select(.name == "pr2") | .worker_pid')
+port=$("$RECV" --socket "$DST" --name pr2 127.0.0.1:0) || fail "migrate-recv: $port"
+"$SEND" --socket "$SRC" --postcopy-after 0 pr2 "127.0.0.1:$port" \
+	>"$TMP/pr2.out" 2>&1 &
+send_pid=$!
+if wait_phase "$SRC" pr2 MIG_PHASE_POSTCOPY 400 && [ -n "$sw" ]; then
+	kill -9 "$SRC_PID" "$sw" 2>/dev/null
+	ok "source daemon $SRC_PID and its worker $sw killed in phase POSTCOPY"
+	if wait_phase "$DST" pr2 MIG_PHASE_POSTCOPY_PAUSED 150; then
+		msg=$(message "$DST" pr2)
+		grep -q "source gone" <<<"$msg" && grep -q "partial memory" <<<"$msg" &&
+			ok "the destination reports it: $msg" ||
+			fail "destination message: $msg"
+	else
+		fail "destination after the source died: $(phase "$DST" pr2) $(message "$DST" pr2)"
+	fi
+	sleep 1
+	[ "$(vm_state "$DST" pr2)" != VM_STATE_RUNNING ] &&
+		ok "pr2 is not listed running on the destination" ||
+		fail "pr2 runs on the destination on partial memory"
+	SOCK=$DST expect_rc 0 "cancel the paused incoming migration" \
+		ctl migration cancel pr2
+	wait_phase "$DST" pr2 MIG_PHASE_CANCELLED 100 &&
+		ok "destination CANCELLED: $(message "$DST" pr2)" ||
+		fail "after cancel: $(phase "$DST" pr2) $(message "$DST" pr2)"
+	wait_state "$DST" pr2 absent 50 && ok "no pr2 left on the destination" ||
+		fail "pr2 on the destination: $(vm_state "$DST" pr2)"
+else
+	fail "pr2 never in postcopy (phase $(phase "$SRC" pr2))"
+fi
+kill "$send_pid" 2>/dev/null
+wait "$send_pid" 2>/dev/null
+finish
