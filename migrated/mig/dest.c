@@ -103,8 +103,8 @@ static int accept_channels(struct mig_dest *d)
 	char why[160];
 	int ret;
 
-	ret = mig_listener_accept_session(d->lst, d->io_ms, dst_take_conn, d, &sa,
-					  why, sizeof(why));
+	ret = mig_listener_accept_session(d->lst, d->io_ms, dst_take_conn, d,
+					  &sa, why, sizeof(why));
 	if (ret)
 		FAIL(d, ret, "%s", why);
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))

@@ -425,7 +425,8 @@ static int pc_serve(struct mig_dest *d, uint64_t *seq, bool *broken,
 					  memory_order_relaxed);
 		if (h.type != MIG__MSG_TYPE__MSG_PAGE_BATCH) {
 			mig__prog_fail(&d->prog, -EPROTO,
-				       "postcopy: unexpected %s from the source",
+				       "postcopy: unexpected %s from the "
+				       "source",
 				       mig_frame_type_name(h.type));
 			mig_frame_msg_free(m);
 			*broken = false;
@@ -457,6 +458,8 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 {
 	Mig__PostcopyDone done = MIG__POSTCOPY_DONE__INIT;
 	struct mig_pc_uffd_stats st;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m;
 	int ret;
 
 	*broken = true;
@@ -492,8 +495,23 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 		/* The source must hear it: it keeps its copy until then. */
 		*broken = true;
 		snprintf(why, why_len, "send done: %s", strerror(-ret));
+		return ret;
 	}
-	return ret;
+	/* Its echo says it has it; without it (a link broken just now) we
+	 * pause, and its recovery finds nothing missing and hears the Done
+	 * again. */
+	ret = mig_conn_recv_types(
+		d->ctl, MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_POSTCOPY_DONE), &h, &m);
+	if (ret) {
+		*broken = true;
+		snprintf(why, why_len,
+			 "every page is in place, waiting for the source to "
+			 "take the Done: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	mig_frame_msg_free(m);
+	return 0;
 }
 
 int dst_pc_run(struct mig_dest *d)

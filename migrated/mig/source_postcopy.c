@@ -395,6 +395,27 @@ static int check_done(struct mig_source *s, const Mig__PostcopyDone *d)
 }
 
 /*
+ * Say PostcopyDone back: the destination keeps listening for a recovery
+ * until it hears that we have its digest (a Done lost with a broken link
+ * would leave this side paused with nobody to reconnect to). A failed
+ * send is only logged: we are done; the destination then pauses with
+ * every page in place, and its operator ends it (docs/api.md).
+ */
+static void ack_done(struct mig_source *s, const Mig__PostcopyDone *pd)
+{
+	Mig__PostcopyDone ack = MIG__POSTCOPY_DONE__INIT;
+	int ret;
+
+	ack.pages_installed = pd->pages_installed;
+	ack.digest = pd->digest;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,
+			    &ack.base, NULL, 0);
+	if (ret)
+		hv_warn("mig", "op=postcopy_done_ack vm=%s err=%d",
+			hv_vm_name(s->vm), ret);
+}
+
+/*
  * How one connection's postcopy ended: done (PostcopyDone checked), a
  * broken link (recoverable: why says what broke), or fatal (the progress
  * says why: a bad request, a wrong digest, the destination's Abort).
@@ -475,6 +496,8 @@ static enum pc_end pc_serve(struct mig_source *s, struct mig_batch_enc *enc,
 			ret = check_done(s, pd);
 			if (ret)
 				end = PC_FATAL;
+			else
+				ack_done(s, pd);
 			done = true;
 			pthread_mutex_lock(&s->prog.lock);
 			s->prog.p.pc_fault_p50_ns = pd->fault_p50_ns;

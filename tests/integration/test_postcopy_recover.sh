@@ -24,9 +24,9 @@ source "$(dirname "$0")/lib_faults.sh" "$@"
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 PROXY="python3 $(dirname "$0")/tcpproxy.py"
 
-# 64 pages per push refill, 10 ms each: about 25 MiB/s of background
+# 64 pages per push refill, 20 ms each: about 12 MiB/s of background
 # push, so the postcopy lasts seconds; faults are served at full speed.
-MIGRATED_FAULTPOINTS="src.pc.push=sleep:10" start_daemon src --dev-tls \
+MIGRATED_FAULTPOINTS="src.pc.push=sleep:20" start_daemon src --dev-tls \
 	--tls-dir "$TMP/tls" --accel soft
 SRC=$SOCK
 SRC_PID=$DPID
@@ -37,27 +37,26 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then
 	exit 77
 fi
 
-# phase SOCK VM: the phase of VM's latest migration there.
-phase() {
-	"$CTL" --socket "$1" --json migration status "$2" 2>/dev/null |
-		jq -r '.migrations[0].progress.phase // empty'
+# st SOCK VM: PH and MSG of VM's latest migration there (one call).
+st() {
+	local j
+	j=$("$CTL" --socket "$1" --json migration status "$2" 2>/dev/null)
+	PH=$(jq -r '.migrations[0].progress.phase // empty' <<<"$j" 2>/dev/null)
+	MSG=$(jq -r '.migrations[0].progress.message // empty' <<<"$j" 2>/dev/null)
 }
-# wait_phase SOCK VM PHASE [TENTHS]: 0 once VM's migration is in PHASE.
+# wait_phase SOCK VM PHASE [TENTHS]: 0 once VM's migration is in PHASE
+# (PH and MSG as it was then); 1 at another end, or after the wait.
 wait_phase() {
-	local n=${4:-300} p
+	local n=${4:-300}
 	for _ in $(seq "$n"); do
-		p=$(phase "$1" "$2")
-		[ "$p" = "$3" ] && return 0
-		case "$p" in MIG_PHASE_COMPLETED | MIG_PHASE_FAILED | MIG_PHASE_CANCELLED)
-			[ "$3" != "$p" ] && return 1 ;;
+		st "$1" "$2"
+		[ "$PH" = "$3" ] && return 0
+		case "$PH" in MIG_PHASE_COMPLETED | MIG_PHASE_FAILED | MIG_PHASE_CANCELLED)
+			return 1 ;;
 		esac
 		sleep 0.1
 	done
 	return 1
-}
-message() {
-	"$CTL" --socket "$1" --json migration status "$2" 2>/dev/null |
-		jq -r '.migrations[0].progress.message // empty'
 }
 # relay NAME TARGET_PORT: start a relay; sets RPID and RPORT.
 relay() {
@@ -78,8 +77,8 @@ break_link() {
 }
 
 # --- 1. a break in postcopy pauses both sides -----------------------------
-SOCK=$SRC expect_rc 0 "create pr1 (128M, random pages flat out)" \
-	ctl vm create pr1 --mem 128M --vcpus 2 --pattern random --rate 0 \
+SOCK=$SRC expect_rc 0 "create pr1 (64M, random pages flat out)" \
+	ctl vm create pr1 --mem 64M --vcpus 2 --pattern random --rate 0 \
 	--content random --heartbeat-us 2000
 port=$("$RECV" --socket "$DST" --name pr1 127.0.0.1:0) || fail "migrate-recv: $port"
 relay a "$port"
@@ -87,7 +86,7 @@ relay a "$port"
 	>"$TMP/pr1.out" 2>&1 &
 send_pid=$!
 if ! wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY 400; then
-	fail "pr1 never in postcopy (phase $(phase "$SRC" pr1))"
+	fail "pr1 never in postcopy (phase $PH $MSG)"
 	tail -5 "$TMP/pr1.out"
 	exit 1
 fi
@@ -95,25 +94,18 @@ sleep 0.3
 break_link "$RPID"
 ok "relay killed in phase POSTCOPY"
 wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
-	ok "source paused: $(message "$SRC" pr1)" ||
-	fail "source not paused: $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+	ok "source paused: $MSG" || fail "source not paused: $PH $MSG"
 wait_phase "$DST" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
-	ok "destination paused: $(message "$DST" pr1)" ||
-	fail "destination not paused: $(phase "$DST" pr1) $(message "$DST" pr1)"
-grep -q "partial memory" <<<"$(message "$DST" pr1)" &&
+	ok "destination paused: $MSG" || fail "destination not paused: $PH $MSG"
+grep -q "partial memory" <<<"$MSG" &&
 	ok "the destination says the VM cannot run on partial memory" ||
-	fail "destination message: $(message "$DST" pr1)"
+	fail "destination message: $MSG"
 [ "$(vm_state "$DST" pr1)" != VM_STATE_RUNNING ] &&
 	ok "pr1 is not listed running on the destination while paused" ||
 	fail "pr1 listed running on partial memory"
-for _ in $(seq 50); do
-	grep -q "migration recover" "$TMP/pr1.out" && break
-	sleep 0.1
-done
-kill -0 "$send_pid" 2>/dev/null && grep -q "migration recover" "$TMP/pr1.out" &&
-	ok "migrate-send waits and says how to recover" ||
-	fail "migrate-send: $(tail -3 "$TMP/pr1.out")"
-SOCK=$DST expect_rc 1 "recover on the destination side is refused" \
+kill -0 "$send_pid" 2>/dev/null && ok "migrate-send waits" ||
+	fail "migrate-send ended: $(tail -3 "$TMP/pr1.out")"
+SOCK=$DST expect_rc 2 "recover on the destination side is refused" \
 	ctl migration recover pr1
 
 # --- 2. a second break, right after the recovery --------------------------
@@ -121,28 +113,28 @@ relay b "$port"
 SOCK=$SRC expect_rc 0 "recover through a new relay" \
 	ctl migration recover pr1 "127.0.0.1:$RPORT"
 if wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY 150; then
-	ok "recovered once: $(message "$SRC" pr1)"
 	break_link "$RPID"
+	ok "recovered once ($MSG), relay killed again"
 	wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
 		ok "paused again after the second break" ||
-		fail "second break: source $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+		fail "second break: source $PH $MSG"
 	wait_phase "$DST" pr1 MIG_PHASE_POSTCOPY_PAUSED 150 &&
-		ok "destination paused again" ||
-		fail "second break: destination $(phase "$DST" pr1)"
+		ok "destination paused again: $MSG" ||
+		fail "second break: destination $PH $MSG"
 else
-	fail "first recovery: $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+	fail "first recovery: $PH $MSG"
 fi
 # A recovery to an address nobody listens on fails: paused again.
 SOCK=$SRC expect_rc 0 "recover to a dead address" \
 	ctl migration recover pr1 127.0.0.1:1
 for _ in $(seq 100); do
-	grep -q "127.0.0.1:1" <<<"$(message "$SRC" pr1)" && break
+	st "$SRC" pr1
+	grep -q "127.0.0.1:1" <<<"$MSG" && break
 	sleep 0.1
 done
-[ "$(phase "$SRC" pr1)" = MIG_PHASE_POSTCOPY_PAUSED ] &&
-	grep -q "127.0.0.1:1" <<<"$(message "$SRC" pr1)" &&
-	ok "the failed attempt leaves it paused: $(message "$SRC" pr1)" ||
-	fail "after a failed recovery: $(phase "$SRC" pr1) $(message "$SRC" pr1)"
+[ "$PH" = MIG_PHASE_POSTCOPY_PAUSED ] && grep -q "127.0.0.1:1" <<<"$MSG" &&
+	ok "the failed attempt leaves it paused: $MSG" ||
+	fail "after a failed recovery: $PH $MSG"
 
 # --- 3. recovered to the destination's own port: complete ----------------
 SOCK=$SRC expect_rc 0 "recover straight to the destination" \
@@ -156,9 +148,12 @@ rc=$?
 tail -12 "$TMP/pr1.out"
 [ "$rc" = 0 ] && ok "pr1 migrated after two recoveries (migrate-send rc=0)" ||
 	fail "migrate-send rc=$rc"
+grep -q "migration recover 1" "$TMP/pr1.out" &&
+	ok "migrate-send said how to recover" ||
+	fail "migrate-send did not say how to recover"
 assert_verified_zero "$TMP/pr1.out" pr1
 wait_phase "$DST" pr1 MIG_PHASE_COMPLETED 100 &&
-	ok "destination COMPLETED" || fail "destination: $(phase "$DST" pr1)"
+	ok "destination COMPLETED" || fail "destination: $PH $MSG"
 wait_state "$DST" pr1 VM_STATE_RUNNING && ok "pr1 runs on the destination" ||
 	fail "pr1 on the destination: $(vm_state "$DST" pr1)"
 expect_intact "every page stamp intact on the destination" "$DST" pr1
@@ -169,7 +164,7 @@ grep -qE 'op=postcopy_in .*err=0 .*recoveries=2' "$TMP/dst.log" &&
 	fail "no 'recoveries=2' in the destination's log"
 
 # --- 4. the source killed during postcopy ---------------------------------
-SOCK=$SRC expect_rc 0 "create pr2 (128M)" ctl vm create pr2 --mem 128M \
+SOCK=$SRC expect_rc 0 "create pr2 (64M)" ctl vm create pr2 --mem 64M \
 	--vcpus 2 --pattern random --rate 0 --content random --heartbeat-us 2000
 sw=$(SOCK=$SRC ctl --json vm list | jq -r '.vms[] | select(.name == "pr2") | .worker_pid')
 port=$("$RECV" --socket "$DST" --name pr2 127.0.0.1:0) || fail "migrate-recv: $port"
@@ -180,27 +175,25 @@ if wait_phase "$SRC" pr2 MIG_PHASE_POSTCOPY 400 && [ -n "$sw" ]; then
 	kill -9 "$SRC_PID" "$sw" 2>/dev/null
 	ok "source daemon $SRC_PID and its worker $sw killed in phase POSTCOPY"
 	if wait_phase "$DST" pr2 MIG_PHASE_POSTCOPY_PAUSED 150; then
-		msg=$(message "$DST" pr2)
-		grep -q "source gone" <<<"$msg" && grep -q "partial memory" <<<"$msg" &&
-			ok "the destination reports it: $msg" ||
-			fail "destination message: $msg"
+		grep -q "source gone" <<<"$MSG" && grep -q "partial memory" <<<"$MSG" &&
+			ok "the destination reports it: $MSG" ||
+			fail "destination message: $MSG"
 	else
-		fail "destination after the source died: $(phase "$DST" pr2) $(message "$DST" pr2)"
+		fail "destination after the source died: $PH $MSG"
 	fi
-	sleep 1
 	[ "$(vm_state "$DST" pr2)" != VM_STATE_RUNNING ] &&
 		ok "pr2 is not listed running on the destination" ||
 		fail "pr2 runs on the destination on partial memory"
 	SOCK=$DST expect_rc 0 "cancel the paused incoming migration" \
 		ctl migration cancel pr2
 	wait_phase "$DST" pr2 MIG_PHASE_CANCELLED 100 &&
-		ok "destination CANCELLED: $(message "$DST" pr2)" ||
-		fail "after cancel: $(phase "$DST" pr2) $(message "$DST" pr2)"
+		ok "destination CANCELLED: $MSG" || fail "after cancel: $PH $MSG"
 	wait_state "$DST" pr2 absent 50 && ok "no pr2 left on the destination" ||
 		fail "pr2 on the destination: $(vm_state "$DST" pr2)"
 else
-	fail "pr2 never in postcopy (phase $(phase "$SRC" pr2))"
+	fail "pr2 never in postcopy (phase $PH $MSG)"
 fi
 kill "$send_pid" 2>/dev/null
 wait "$send_pid" 2>/dev/null
+echo "elapsed: $SECONDS s"
 finish
