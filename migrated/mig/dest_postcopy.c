@@ -489,6 +489,7 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 		d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
 		d->vm_out = NULL;
 	}
+	d->pc_whole = true;
 	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,
 			    &done.base, NULL, 0);
 	if (ret) {
@@ -533,6 +534,15 @@ int dst_pc_run(struct mig_dest *d)
 			break;
 		/* Not a failure: paused until the source reconnects. */
 		ret = dst_pc_recover(d, ret, why);
+		if (ret == -ECANCELED && d->pc_whole) {
+			/* Only the source's echo of our Done was missing: the
+			 * VM is whole and runs here; it stays. */
+			mig__prog_set(&d->prog, MIG_PHASE_POSTCOPY, 0,
+				      "every page in place; ended by a cancel "
+				      "while waiting for the source's last "
+				      "word");
+			ret = 0;
+		}
 		if (ret)
 			break;
 	}

@@ -116,6 +116,7 @@ struct mig_dest {
 	unsigned pc_qlen;
 	atomic_uint_fast64_t pc_requested;
 	unsigned pc_recoveries; /* postcopy recoveries done (dest_recover.c) */
+	bool pc_whole; /* every page in, digest taken, VM handed over */
 };
 
 #define FAIL(d, err, ...)                                                   \

@@ -190,9 +190,11 @@ int dst_pc_recover(struct mig_dest *d, int err, const char *cause)
 			drop_channels(d);
 			mig__prog_set(&d->prog, MIG_PHASE_CANCELLED, -ECANCELED,
 				      "cancelled while postcopy was paused "
-				      "(%.120s): the incomplete VM is "
-				      "destroyed",
-				      why);
+				      "(%.120s)%s",
+				      why,
+				      d->pc_whole ? ""
+						  : ": the incomplete VM is "
+						    "destroyed");
 			return -ECANCELED;
 		}
 		err = ret;
