@@ -500,9 +500,19 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 	}
 	/* Its echo says it has it; without it (a link broken just now) we
 	 * pause, and its recovery finds nothing missing and hears the Done
-	 * again. */
-	ret = mig_conn_recv_types(
-		d->ctl, MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_POSTCOPY_DONE), &h, &m);
+	 * again. The source hashes what it sent first: a large VM takes
+	 * a while, so the wait is ten I/O timeouts. */
+	for (unsigned waited = 0;; waited += 1000) {
+		ret = mig_conn_wait_recv(d->ctl, 1000);
+		if (ret != -ETIMEDOUT || waited >= 10 * d->io_ms)
+			break;
+		pc_counters(d);
+		mig__prog_emit(&d->prog, false);
+	}
+	if (!ret)
+		ret = mig_conn_recv_types(
+			d->ctl, MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_POSTCOPY_DONE),
+			&h, &m);
 	if (ret) {
 		*broken = true;
 		snprintf(why, why_len,
