@@ -39,6 +39,7 @@ void migd_call_mig_watch(struct migd_call *call);
 void migd_call_mig_cancel(struct migd_call *call);
 void migd_call_mig_postcopy(struct migd_call *call);
 void migd_call_mig_switchover(struct migd_call *call);
+void migd_call_mig_recover(struct migd_call *call);
 void migd_call_mig_tune(struct migd_call *call);
 void migd_call_mig_resolve(struct migd_call *call);
 void migd_call_subscribe(struct migd_call *call);

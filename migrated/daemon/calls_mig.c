@@ -521,3 +521,38 @@ void migd_call_mig_resolve(struct migd_call *call)
 	call->resp->result_case = MIGD__RESPONSE__RESULT_MIG_RESOLVE;
 	call->resp->mig_resolve = mig_info_new(call, m);
 }
+
+void migd_call_mig_recover(struct migd_call *call)
+{
+	const Migd__MigRecoverRequest *r = call->req->mig_recover;
+	struct migd_mig *m = ref_mig(call, r->ref);
+	char host[64];
+	uint16_t port = 0;
+	int ret;
+
+	if (!m)
+		return;
+	host[0] = '\0';
+	if (r->address && *r->address &&
+	    migd_parse_hostport(r->address, false, host, sizeof(host),
+				&port)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "address \"%.80s\": want HOST:PORT (numeric)",
+			       r->address);
+		return;
+	}
+	ret = migd_mig_recover(m, host[0] ? host : NULL, port);
+	if (ret == -EALREADY)
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "migration %llu is not paused in postcopy (or "
+			       "a recovery is in progress)",
+			       (unsigned long long)m->id);
+	else if (ret == -EINVAL)
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "migration %llu is incoming: its destination "
+			       "waits for the source's recover",
+			       (unsigned long long)m->id);
+	else if (ret)
+		migd_call_fail(call, migd_status_from_errno(ret),
+			       "recover failed: %s", strerror(-ret));
+}

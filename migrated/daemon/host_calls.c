@@ -592,7 +592,7 @@ static void h_mig_watch(struct migd_call *call)
 	call->resp->subscribe = res;
 }
 
-/* Cancel, postcopy, tune, resolve: to the worker that runs the
+/* Cancel, postcopy, tune, recover, resolve: to the worker that runs the
  * migration. */
 static void h_migref(struct migd_call *call)
 {
@@ -605,11 +605,14 @@ static void h_migref(struct migd_call *call)
 			? r->mig_switchover
 		: r->call_case == MIGD__REQUEST__CALL_MIG_TUNE
 			? r->mig_tune->ref
+		: r->call_case == MIGD__REQUEST__CALL_MIG_RECOVER
+			? r->mig_recover->ref
 			: r->mig_resolve->ref;
 	struct migd_hmig *m = ref_hmig(call, ref);
 	struct migd_worker *w;
 	Migd__MigRef byid = MIGD__MIG_REF__INIT;
 	Migd__MigTuneRequest tune;
+	Migd__MigRecoverRequest rec;
 	Migd__MigResolveRequest res;
 	Migd__Request req;
 
@@ -635,6 +638,10 @@ static void h_migref(struct migd_call *call)
 		tune = *r->mig_tune;
 		tune.ref = &byid;
 		req.mig_tune = &tune;
+	} else if (r->call_case == MIGD__REQUEST__CALL_MIG_RECOVER) {
+		rec = *r->mig_recover;
+		rec.ref = &byid;
+		req.mig_recover = &rec;
 	} else {
 		res = *r->mig_resolve;
 		res.ref = &byid;
@@ -704,6 +711,7 @@ static const struct host_handler host_handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy", h_migref },
 	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = { "mig_switchover", h_migref },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", h_migref },
+	[MIGD__REQUEST__CALL_MIG_RECOVER] = { "mig_recover", h_migref },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve", h_migref },
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },
 	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = { "unsubscribe",

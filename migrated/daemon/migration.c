@@ -707,9 +707,10 @@ int migd_mig_postcopy(struct migd_mig *m)
 {
 	if (m->finished || !m->src)
 		return m->finished ? -EALREADY : -EINVAL;
-	hv_warn(COMP, "event=migration_postcopy mig=%llu vm=%s msg=\"the VM "
-		      "is lost if either host or the link fails before every "
-		      "page is in place\"",
+	hv_warn(COMP, "event=migration_postcopy mig=%llu vm=%s msg=\"until "
+		      "every page is in place the VM is lost if the source or "
+		      "destination process dies; a broken link pauses it "
+		      "(mig_recover)\"",
 		(unsigned long long)m->id, m->vm);
 	return mig_source_postcopy(m->src);
 }
@@ -737,6 +738,20 @@ int migd_mig_switchover(struct migd_mig *m)
 		      "the VM pauses now whatever the downtime\"",
 		(unsigned long long)m->id, m->vm);
 	return mig_source_switchover(m->src);
+}
+
+int migd_mig_recover(struct migd_mig *m, const char *host, uint16_t port)
+{
+	int ret;
+
+	if (m->finished || !m->src)
+		return m->finished ? -EALREADY : -EINVAL;
+	ret = mig_source_recover(m->src, host, port);
+	hv_log(ret ? HV_LOG_WARN : HV_LOG_INFO, COMP,
+	       "event=migration_recover mig=%llu vm=%s dest=%s:%u err=%d",
+	       (unsigned long long)m->id, m->vm, host ? host : "(same)", port,
+	       ret);
+	return ret;
 }
 
 int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
@@ -863,6 +878,14 @@ int migd_mig_vm_pause(struct migd_mig *m, bool pause)
 int migd_mig_switchover(struct migd_mig *m)
 {
 	(void)m;
+	return -EALREADY;
+}
+
+int migd_mig_recover(struct migd_mig *m, const char *host, uint16_t port)
+{
+	(void)m;
+	(void)host;
+	(void)port;
 	return -EALREADY;
 }
 

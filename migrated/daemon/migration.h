@@ -192,6 +192,12 @@ int migd_mig_vm_pause(struct migd_mig *m, bool pause);
 /* Force outgoing @m to pause and finish now (mig_source_switchover).
  * 0, -EALREADY (finished or past its precopy), -EINVAL (incoming). */
 int migd_mig_switchover(struct migd_mig *m);
+
+/* Reconnect outgoing @m, paused in postcopy by a broken connection, to
+ * @host:@port (NULL / 0: the original address; mig_source_recover()).
+ * 0, -EALREADY (not paused in postcopy, or a recovery in progress),
+ * -EINVAL (incoming: the destination waits for its source). */
+int migd_mig_recover(struct migd_mig *m, const char *host, uint16_t port);
 /* 0, -EALREADY (finished), -EINVAL, -EOPNOTSUPP (engine refuses). */
 int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t);
 

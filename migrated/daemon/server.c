@@ -57,6 +57,8 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = { "mig_switchover",
 						 migd_call_mig_switchover },
 	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
+	[MIGD__REQUEST__CALL_MIG_RECOVER] = { "mig_recover",
+					      migd_call_mig_recover },
 	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve",
 					      migd_call_mig_resolve },
 	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },

@@ -85,7 +85,7 @@ static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 	pthread_mutex_unlock(&d->lock);
 }
 
-static void take_conn(void *arg, int index, struct mig_conn *c)
+void dst_take_conn(void *arg, int index, struct mig_conn *c)
 {
 	struct mig_dest *d = arg;
 
@@ -103,8 +103,8 @@ static int accept_channels(struct mig_dest *d)
 	char why[160];
 	int ret;
 
-	ret = mig_listener_accept_session(d->lst, d->io_ms, take_conn, d, &sa,
-					  why, sizeof(why));
+	ret = mig_listener_accept_session(d->lst, d->io_ms, dst_take_conn, d,
+					  &sa, why, sizeof(why));
 	if (ret)
 		FAIL(d, ret, "%s", why);
 	if (mig_recv_fsm_step(&d->fsm, MIG__MSG_TYPE__MSG_HELLO))
@@ -154,6 +154,27 @@ static void *watch_thread(void *arg)
 		break;
 	}
 	return NULL;
+}
+
+int dst_watch_start(struct mig_dest *d)
+{
+	int ret;
+
+	atomic_store(&d->watch_stop, false);
+	atomic_store(&d->pipe_err, 0);
+	ret = -pthread_create(&d->watcher, NULL, watch_thread, d);
+	if (!ret)
+		d->watching = true;
+	return ret;
+}
+
+void dst_watch_stop(struct mig_dest *d)
+{
+	if (!d->watching)
+		return;
+	atomic_store(&d->watch_stop, true);
+	pthread_join(d->watcher, NULL);
+	d->watching = false;
 }
 
 static int refuse(struct mig_dest *d, unsigned reason, const char *why,
@@ -269,10 +290,9 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 					  &d->pipe);
 	if (ret)
 		FAIL(d, ret, "receive pipeline: %s", strerror(-ret));
-	ret = -pthread_create(&d->watcher, NULL, watch_thread, d);
+	ret = dst_watch_start(d);
 	if (ret)
 		FAIL(d, ret, "watcher thread: %s", strerror(-ret));
-	d->watching = true;
 	pthread_mutex_lock(&d->prog.lock);
 	d->prog.p.ram_bytes = cfg.mem_bytes;
 	pthread_mutex_unlock(&d->prog.lock);
@@ -500,11 +520,7 @@ static void teardown(struct mig_dest *d)
 		if (d->data[i] && d->pipe)
 			mig_conn_shutdown(d->data[i]);
 	pthread_mutex_unlock(&d->lock);
-	if (d->watching) {
-		atomic_store(&d->watch_stop, true);
-		pthread_join(d->watcher, NULL);
-		d->watching = false;
-	}
+	dst_watch_stop(d);
 	dst_prog_counters(d);
 	mig_recv_pipe_destroy(d->pipe);
 	d->pipe = NULL;
@@ -599,6 +615,7 @@ int mig_dest_start(const char *host, uint16_t port,
 	if (ret)
 		goto fail;
 	d->opts = *opts;
+	snprintf(d->lhost, sizeof(d->lhost), "%s", host);
 	if (opts->hooks)
 		d->hooks = *opts->hooks;
 	d->opts.hooks = NULL;

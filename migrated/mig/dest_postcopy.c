@@ -158,23 +158,32 @@ static int install_batch(void *arg, const struct mig_memmap *bmap,
 	return install_pages(arg, bmap, b);
 }
 
-/* Fault thread: RAM page @idx is needed; queue its gfn for the engine. */
-static void on_fault(void *arg, uint64_t idx)
+uint64_t dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx)
 {
-	struct mig_dest *d = arg;
 	const uint8_t *hva = d->pc_hva + (idx << HV_PAGE_SHIFT);
-	uint64_t one = 1, gfn = UINT64_MAX;
 
 	for (unsigned i = 0; i < mig_memmap_count(d->map); i++) {
 		const struct mig_memmap_slot *sl = mig_memmap_at(d->map, i);
 
 		if (hva >= sl->host &&
-		    (uint64_t)(hva - sl->host) >> HV_PAGE_SHIFT < sl->npages) {
-			gfn = sl->base_gfn +
-			      ((uint64_t)(hva - sl->host) >> HV_PAGE_SHIFT);
-			break;
-		}
+		    (uint64_t)(hva - sl->host) >> HV_PAGE_SHIFT < sl->npages)
+			return sl->base_gfn +
+			       ((uint64_t)(hva - sl->host) >> HV_PAGE_SHIFT);
 	}
+	return UINT64_MAX;
+}
+
+void dst_pc_pipe_install(struct mig_dest *d)
+{
+	mig_recv_pipe_set_install(d->pipe, d->pc_bmap, install_batch, d);
+}
+
+/* Fault thread: RAM page @idx is needed; queue its gfn for the engine. */
+static void on_fault(void *arg, uint64_t idx)
+{
+	struct mig_dest *d = arg;
+	uint64_t one = 1, gfn = dst_pc_idx_gfn(d, idx);
+
 	if (gfn == UINT64_MAX)
 		return; /* guest RAM outside every slot: never missing */
 	pthread_mutex_lock(&d->pc_lock);
@@ -264,7 +273,7 @@ int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 		     hv_mem_backing_name(mem->backing), strerror(-ret));
 	/* Every precopy batch was applied (IterAck): from here on pages
 	 * go through the bounce buffer. */
-	mig_recv_pipe_set_install(d->pipe, d->pc_bmap, install_batch, d);
+	dst_pc_pipe_install(d);
 	d->pc_cbmap = d->pc_bmap[d->nchan];
 	if (d->hooks.dst_received)
 		d->hooks.dst_received(d->hooks.arg, d->vm);
@@ -312,14 +321,18 @@ static int send_requests(struct mig_dest *d, uint64_t *seq)
 	return ret;
 }
 
-/* A page batch answering a request, on the control channel. */
-static int ctl_batch(struct mig_dest *d, const Mig__PageBatch *b)
+/* A page batch answering a request, on the control channel. A failed
+ * read of its payload is the channel's (*@link). */
+static int ctl_batch(struct mig_dest *d, const Mig__PageBatch *b, bool *link)
 {
 	struct mig_batch_info info;
 	int ret = mig_batch_check(b, d->pc_cbmap);
 
-	if (!ret)
+	*link = false;
+	if (!ret) {
 		ret = mig_conn_read(d->ctl, d->pc_payload, b->payload_len);
+		*link = ret != 0;
+	}
 	if (!ret)
 		ret = mig_batch_decode(d->pc_dec, d->pc_cbmap, b,
 				       d->pc_payload, b->payload_len, &info);
@@ -364,23 +377,34 @@ static void pc_counters(struct mig_dest *d)
 	pthread_mutex_unlock(&d->prog.lock);
 }
 
-static int pc_serve(struct mig_dest *d)
+/*
+ * Serve faults until no page is missing. 0; or an error: with *@broken
+ * a channel's (@why says which: recoverable), else the migration's (the
+ * progress says why).
+ */
+static int pc_serve(struct mig_dest *d, uint64_t *seq, bool *broken,
+		    char *why, size_t why_len)
 {
-	uint64_t seq = 0;
 	int ret;
 
+	*broken = true;
 	while (mig_pc_uffd_remaining(d->pc_uffd)) {
 		struct mig_frame_hdr h;
 		ProtobufCMessage *m;
 		int perr = atomic_load(&d->pipe_err);
+		bool link;
 
-		if (perr)
-			FAIL(d, perr, "postcopy: data channel: %s",
-			     strerror(-perr));
-		ret = send_requests(d, &seq);
-		if (ret)
-			FAIL(d, ret, "postcopy: send page request: %s",
-			     strerror(-ret));
+		if (perr) {
+			snprintf(why, why_len, "data channel: %s",
+				 strerror(-perr));
+			return perr;
+		}
+		ret = send_requests(d, seq);
+		if (ret) {
+			snprintf(why, why_len, "send page request: %s",
+				 strerror(-ret));
+			return ret;
+		}
 		ret = wait_work(d, 100);
 		if (ret == -ETIMEDOUT) {
 			pc_counters(d);
@@ -389,82 +413,158 @@ static int pc_serve(struct mig_dest *d)
 		}
 		if (!ret)
 			ret = mig_conn_recv(d->ctl, &h, &m);
-		if (ret)
-			FAIL(d, ret, "postcopy: control channel: %s",
-			     strerror(-ret));
+		if (ret) {
+			perr = atomic_load(&d->pipe_err);
+			snprintf(why, why_len, "%s: %s",
+				 perr ? "data channel" : "control channel",
+				 strerror(-(perr ? perr : ret)));
+			return ret;
+		}
 		atomic_fetch_add_explicit(&d->ctl_bytes,
 					  MIG_FRAME_HDR_SIZE + h.len,
 					  memory_order_relaxed);
-		if (h.type == MIG__MSG_TYPE__MSG_PAGE_BATCH)
-			ret = ctl_batch(d, (Mig__PageBatch *)m);
-		else
-			ret = -EPROTO;
-		if (ret == -EPROTO && h.type != MIG__MSG_TYPE__MSG_PAGE_BATCH) {
-			mig__prog_fail(&d->prog, ret,
-				       "postcopy: unexpected %s from the source",
+		if (h.type != MIG__MSG_TYPE__MSG_PAGE_BATCH) {
+			mig__prog_fail(&d->prog, -EPROTO,
+				       "postcopy: unexpected %s from the "
+				       "source",
 				       mig_frame_type_name(h.type));
 			mig_frame_msg_free(m);
+			*broken = false;
+			return -EPROTO;
+		}
+		ret = ctl_batch(d, (Mig__PageBatch *)m, &link);
+		mig_frame_msg_free(m);
+		if (ret && link) {
+			snprintf(why, why_len, "control channel: %s",
+				 strerror(-ret));
 			return ret;
 		}
-		mig_frame_msg_free(m);
-		if (ret)
+		if (ret) {
+			*broken = false;
 			FAIL(d, ret, "postcopy: requested page: %s",
 			     strerror(-ret));
+		}
 	}
+	return 0;
+}
+
+/*
+ * Every page is in: wait for the push's end (DataEnd on every channel),
+ * take the digest, hand the VM over (once), send PostcopyDone. 0; or an
+ * error, *@broken as pc_serve().
+ */
+static int pc_finish(struct mig_dest *d, bool *broken, char *why,
+		     size_t why_len)
+{
+	Mig__PostcopyDone done = MIG__POSTCOPY_DONE__INIT;
+	struct mig_pc_uffd_stats st;
+	struct mig_frame_hdr h;
+	ProtobufCMessage *m;
+	int ret;
+
+	*broken = true;
+	ret = mig_recv_pipe_join(d->pipe);
+	if (ret) {
+		snprintf(why, why_len, "data channels: %s", strerror(-ret));
+		return ret;
+	}
+	*broken = false;
+	ret = mig_digest_table_rel(d->map, d->htab, mig_zero_page_hash(),
+				   d->digest);
+	if (ret)
+		FAIL(d, ret, "postcopy digest: %s", strerror(-ret));
+	mig_pc_uffd_get_stats(d->pc_uffd, &st);
+	done.pages_installed = st.installed;
+	done.pages_requested = st.faults_served;
+	done.fault_p50_ns = st.lat_p50_ns;
+	done.fault_p99_ns = st.lat_p99_ns;
+	done.fault_max_ns = st.lat_max_ns;
+	done.last_page_ns = st.last_install_ns > d->pc_t0
+				    ? st.last_install_ns - d->pc_t0
+				    : 0;
+	done.digest.data = d->digest;
+	done.digest.len = MIG_DIGEST_LEN;
+	/* Complete: its owner learns it before the source does. */
+	if (d->opts.dst_running && d->vm_out) {
+		d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
+		d->vm_out = NULL;
+	}
+	d->pc_whole = true;
+	ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,
+			    &done.base, NULL, 0);
+	if (ret) {
+		/* The source must hear it: it keeps its copy until then. */
+		*broken = true;
+		snprintf(why, why_len, "send done: %s", strerror(-ret));
+		return ret;
+	}
+	/* Its echo says it has it; without it (a link broken just now) we
+	 * pause, and its recovery finds nothing missing and hears the Done
+	 * again. The source hashes what it sent first: a large VM takes
+	 * a while, so the wait is ten I/O timeouts. */
+	for (unsigned waited = 0;; waited += 1000) {
+		ret = mig_conn_wait_recv(d->ctl, 1000);
+		if (ret != -ETIMEDOUT || waited >= 10 * d->io_ms)
+			break;
+		pc_counters(d);
+		mig__prog_emit(&d->prog, false);
+	}
+	if (!ret)
+		ret = mig_conn_recv_types(
+			d->ctl, MIG_CONN_TYPE(MIG__MSG_TYPE__MSG_POSTCOPY_DONE),
+			&h, &m);
+	if (ret) {
+		*broken = true;
+		snprintf(why, why_len,
+			 "every page is in place, waiting for the source to "
+			 "take the Done: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	mig_frame_msg_free(m);
 	return 0;
 }
 
 int dst_pc_run(struct mig_dest *d)
 {
-	Mig__PostcopyDone done = MIG__POSTCOPY_DONE__INIT;
-	struct mig_pc_uffd_stats st;
 	struct mig_progress p;
+	uint64_t seq = 0;
 	int ret;
 
 	d->pc_t0 = mig__now_ns();
 	mig__prog_phase(&d->prog, MIG_PHASE_POSTCOPY);
-	ret = pc_serve(d);
-	if (!ret) {
-		/* Every page is in; the source's push ends with DataEnd. */
-		ret = mig_recv_pipe_join(d->pipe);
-		if (ret)
-			FAIL(d, ret, "postcopy: data channels: %s",
-			     strerror(-ret));
-		ret = mig_digest_table_rel(d->map, d->htab,
-					   mig_zero_page_hash(), d->digest);
-		if (ret)
-			FAIL(d, ret, "postcopy digest: %s", strerror(-ret));
-		mig_pc_uffd_get_stats(d->pc_uffd, &st);
-		done.pages_installed = st.installed;
-		done.pages_requested = st.faults_served;
-		done.fault_p50_ns = st.lat_p50_ns;
-		done.fault_p99_ns = st.lat_p99_ns;
-		done.fault_max_ns = st.lat_max_ns;
-		done.last_page_ns = st.last_install_ns > d->pc_t0
-					    ? st.last_install_ns - d->pc_t0
-					    : 0;
-		done.digest.data = d->digest;
-		done.digest.len = MIG_DIGEST_LEN;
-		/* Complete: its owner learns it before the source does. */
-		if (d->opts.dst_running && d->vm_out) {
-			d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
-			d->vm_out = NULL;
+	for (;;) {
+		char why[160] = "";
+		bool broken;
+
+		ret = pc_serve(d, &seq, &broken, why, sizeof(why));
+		if (!ret)
+			ret = pc_finish(d, &broken, why, sizeof(why));
+		if (!ret || !broken)
+			break;
+		/* Not a failure: paused until the source reconnects. */
+		ret = dst_pc_recover(d, ret, why);
+		if (ret == -ECANCELED && d->pc_whole) {
+			/* Only the source's echo of our Done was missing: the
+			 * VM is whole and runs here; it stays. */
+			mig__prog_set(&d->prog, MIG_PHASE_POSTCOPY, 0,
+				      "every page in place; ended by a cancel "
+				      "while waiting for the source's last "
+				      "word");
+			ret = 0;
 		}
-		ret = mig_conn_send(d->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,
-				    &done.base, NULL, 0);
 		if (ret)
-			FAIL(d, ret, "postcopy: send done: %s",
-			     strerror(-ret));
+			break;
 	}
 	pc_counters(d);
 	mig__prog_get(&d->prog, &p);
 	hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
 	       "op=postcopy_in port=%u err=%d unsent=%llu asked=%llu "
-	       "fault_p50_us=%.1f fault_p99_us=%.1f fault_max_us=%.1f "
-	       "last_page_ms=%.1f",
+	       "recoveries=%u fault_p50_us=%.1f fault_p99_us=%.1f "
+	       "fault_max_us=%.1f last_page_ms=%.1f",
 	       d->port, ret, (unsigned long long)p.pc_unsent_pages,
 	       (unsigned long long)atomic_load(&d->pc_requested),
-	       (double)p.pc_fault_p50_ns / 1e3,
+	       d->pc_recoveries, (double)p.pc_fault_p50_ns / 1e3,
 	       (double)p.pc_fault_p99_ns / 1e3,
 	       (double)p.pc_fault_max_ns / 1e3,
 	       (double)p.pc_last_page_ns / 1e6);

@@ -42,6 +42,7 @@ struct mig_dest {
 	struct mig_tls *tls;
 	struct mig_listener *lst; /* engine thread, until the channels are in */
 	uint16_t port;
+	char lhost[64]; /* the address listened on (postcopy recovery) */
 	uint32_t io_ms;
 	uint64_t t0;
 	pthread_t thread;
@@ -114,6 +115,8 @@ struct mig_dest {
 	uint64_t pc_q[256];	/* protected by pc_lock: gfns to ask for */
 	unsigned pc_qlen;
 	atomic_uint_fast64_t pc_requested;
+	unsigned pc_recoveries; /* postcopy recoveries done (dest_recover.c) */
+	bool pc_whole; /* every page in, digest taken, VM handed over */
 };
 
 #define FAIL(d, err, ...)                                                   \
@@ -124,6 +127,22 @@ struct mig_dest {
 
 /* dest.c: the pipeline's counters into the progress. Engine thread. */
 void dst_prog_counters(struct mig_dest *d);
+/* dest.c: a session's channel as the listener hands it over
+ * (mig_listener_take_fn; index -1: control). */
+void dst_take_conn(void *arg, int index, struct mig_conn *c);
+/* dest.c: start the watcher over d->pipe (pipe_err cleared), and stop
+ * it (no-op when not running). Engine thread. */
+int dst_watch_start(struct mig_dest *d);
+void dst_watch_stop(struct mig_dest *d);
+
+/* dest_recover.c: the postcopy connection broke (@err, @why): phase
+ * POSTCOPY_PAUSED, channels and receive pipe dropped (installer, missing
+ * set, page table and VM kept); listen again for the same session on
+ * the original address (else any port, said in the message), and on its
+ * reconnect send what is still missing and the outstanding requests, with
+ * a new receive pipe. 0: recovered (phase POSTCOPY); else cancelled
+ * (-ECANCELED) or an error setting up the wait. Engine thread. */
+int dst_pc_recover(struct mig_dest *d, int err, const char *why);
 
 /* dest_commit.c: the handlers of VmState, Digest and Commit, and the
  * wait for the Commit after the Ack (0, or the error already recorded
@@ -141,5 +160,9 @@ int dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m);
 int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
 int dst_pc_run(struct mig_dest *d);
 void dst_pc_fini(struct mig_dest *d);
+/* d->pipe installs through the bounce buffers (postcopy_uffd.h). */
+void dst_pc_pipe_install(struct mig_dest *d);
+/* The gfn of RAM page @idx, UINT64_MAX outside every slot. Any thread. */
+uint64_t dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx);
 
 #endif

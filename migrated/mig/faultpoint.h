@@ -49,6 +49,7 @@
 #define MIG_FP_SRC_ACKED "src.acked"		  /* Ack accepted */
 #define MIG_FP_SRC_COMMIT_SEND "src.commit.send"  /* Commit on the wire */
 #define MIG_FP_SRC_COMMITTED "src.committed"	  /* Commit sent, waiting */
+#define MIG_FP_SRC_PC_PUSH "src.pc.push" /* each postcopy push refill */
 #define MIG_FP_DST_SETUP "dst.setup"		  /* Setup accepted */
 #define MIG_FP_DST_ITER "dst.iter"		  /* each IterEnd received */
 #define MIG_FP_DST_BATCH "dst.batch" /* each batch read; drop: not written */

@@ -119,6 +119,8 @@ static const struct frame_type {
 	[MIG__MSG_TYPE__MSG_POSTCOPY_DONE] = { "postcopy_done",
 					       &mig__postcopy_done__descriptor,
 					       256 },
+	[MIG__MSG_TYPE__MSG_POSTCOPY_RESUME] = {
+		"postcopy_resume", &mig__postcopy_resume__descriptor, 256 },
 };
 
 static const struct frame_type *type_get(unsigned type)

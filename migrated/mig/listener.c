@@ -359,8 +359,10 @@ static bool want_data(void *arg, const struct mig_hello_info *hi)
 
 static bool want_control(void *arg, const struct mig_hello_info *hi)
 {
-	(void)arg;
-	return hi->role == MIG__ROLE__ROLE_CONTROL;
+	const uint8_t *sid = arg;
+
+	return hi->role == MIG__ROLE__ROLE_CONTROL &&
+	       (!sid || !memcmp(hi->session_id, sid, MIG_SESSION_ID_LEN));
 }
 
 #define WHY(err, ...)                                                       \
@@ -379,7 +381,8 @@ int mig_listener_accept_session(struct mig_listener *l, unsigned data_ms,
 	struct mig_conn *c = NULL;
 	int ret;
 
-	ret = mig_listener_accept(l, 0, want_control, NULL, &c, &hi);
+	ret = mig_listener_accept(l, 0, want_control,
+				  (void *)l->cfg.session_id, &c, &hi);
 	if (ret == -ECANCELED)
 		WHY(ret, "cancelled while listening");
 	if (ret)

@@ -43,6 +43,10 @@ struct mig_listener_cfg {
 	unsigned max_per_peer;	  /* 0: ..._PER_PEER_DEFAULT */
 	unsigned io_ms;		  /* timeouts of the connections handed out */
 	const atomic_bool *cancel; /* polled every 100 ms; may be NULL */
+	/* mig_listener_accept_session(): non-NULL, only the control channel
+	 * of this session (MIG_SESSION_ID_LEN bytes, the caller's, outliving
+	 * the listener): a postcopy recovery waits for its own source. */
+	const uint8_t *session_id;
 };
 
 /* What happened to the connections so far, for tests and logs. */

@@ -87,6 +87,19 @@ int mig_pc_sched_mark(struct mig_pc_sched *s, uint64_t first,
 	return 0;
 }
 
+void mig_pc_sched_reset(struct mig_pc_sched *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (uint64_t i = 0; i < s->nwords; i++) {
+		s->pending[i] = 0;
+		s->queued[i] = 0;
+	}
+	s->qhead = 0;
+	s->qlen = 0;
+	s->st.pending = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int mig_pc_sched_request(struct mig_pc_sched *s, uint64_t idx)
 {
 	int ret = 1;

@@ -55,6 +55,15 @@ int mig_pc_sched_mark(struct mig_pc_sched *s, uint64_t first,
 		      const uint64_t *bits, uint64_t npages);
 
 /*
+ * Forget every pending page and every queued request (the push cursor
+ * stays): after a broken postcopy connection the destination says what
+ * it still lacks, and mig_pc_sched_mark() then makes exactly that
+ * pending, whatever was handed out before (pages in flight when the
+ * connection broke are lost with it). The counters go on.
+ */
+void mig_pc_sched_reset(struct mig_pc_sched *s);
+
+/*
  * The destination asked for page @idx. 1: queued as urgent (and the push
  * cursor moved after it); 0: already queued (nothing to do); -EALREADY:
  * handed out already (in flight, most likely behind pushed pages on a

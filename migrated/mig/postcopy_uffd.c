@@ -136,6 +136,21 @@ uint64_t mig_pc_uffd_remaining(struct mig_pc_uffd *u)
 	return atomic_load(&u->remaining);
 }
 
+size_t mig_pc_uffd_waiting(struct mig_pc_uffd *u, uint64_t *idx, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < PC_WAIT_SLOTS && n < max; i++) {
+		uint64_t w = u->wait[i].idx;
+
+		if (w && !mig_pc_uffd_installed(u, w - 1))
+			idx[n++] = w - 1;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return n;
+}
+
 /* A page is needed by a faulting thread (fault thread). */
 static void on_fault(struct mig_pc_uffd *u, uint64_t addr)
 {

@@ -49,6 +49,7 @@
 #define MIG_POSTCOPY_UFFD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct mig_pc_uffd;
@@ -101,6 +102,14 @@ int mig_pc_uffd_install(struct mig_pc_uffd *u, uint64_t idx,
 bool mig_pc_uffd_installed(struct mig_pc_uffd *u, uint64_t idx);
 /* Pages still missing. */
 uint64_t mig_pc_uffd_remaining(struct mig_pc_uffd *u);
+/*
+ * Up to @max pages (RAM page indexes) a fault waits on and that are not
+ * installed yet, in no order: what to ask for again after the requests
+ * were lost with a broken connection. Faults past the wait table's room
+ * (1024 pages at once) are not listed; the source's push brings them.
+ * Returns how many were written. Any thread.
+ */
+size_t mig_pc_uffd_waiting(struct mig_pc_uffd *u, uint64_t *idx, size_t max);
 
 void mig_pc_uffd_get_stats(struct mig_pc_uffd *u,
 			   struct mig_pc_uffd_stats *st);

@@ -27,6 +27,7 @@ static const char *const phase_names[MIG_PHASE_COUNT] = {
 	[MIG_PHASE_CANCELLED] = "cancelled",
 	[MIG_PHASE_UNRESOLVED] = "unresolved",
 	[MIG_PHASE_POSTCOPY] = "postcopy",
+	[MIG_PHASE_POSTCOPY_PAUSED] = "postcopy_paused",
 };
 
 const char *mig_phase_name(enum mig_phase phase)

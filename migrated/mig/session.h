@@ -213,6 +213,10 @@ enum mig_phase {
 	/* Postcopy: the VM runs on the destination, which pulls the pages
 	 * it still lacks from the source's frozen copy. */
 	MIG_PHASE_POSTCOPY,
+	/* Postcopy with a broken connection, on either side: nothing is
+	 * dropped; the destination listens again for the same session and
+	 * mig_source_recover() reconnects (postcopy goes on). */
+	MIG_PHASE_POSTCOPY_PAUSED,
 	MIG_PHASE_COUNT,
 };
 
@@ -338,8 +342,9 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 		     void *arg, struct mig_source **out);
 /* Ask the migration to stop; wait() then reports CANCELLED, unless the
  * commit point was already passed (then -EALREADY, and the commit's own
- * outcome: COMPLETED, UNRESOLVED, or FAILED on the destination's Abort).
- * 0 or -EALREADY. */
+ * outcome: COMPLETED, UNRESOLVED, or FAILED on the destination's Abort;
+ * a postcopy paused by a broken connection gives up recovering instead:
+ * 0, and it ends FAILED). 0 or -EALREADY. */
 int mig_source_cancel(struct mig_source *src);
 int mig_source_tune(struct mig_source *src, const struct mig_tune *t);
 /*
@@ -369,6 +374,23 @@ int mig_source_vm_pause(struct mig_source *src, bool pause);
  * Controlling thread.
  */
 int mig_source_switchover(struct mig_source *src);
+
+/*
+ * Postcopy recovery: the migration is in MIG_PHASE_POSTCOPY_PAUSED (its
+ * connection broke after the switch); reconnect to @host:@port (numeric;
+ * NULL host or port 0: the original address), where the destination
+ * listens again for the same session. Returns at once: 0 (the engine
+ * reconnects; the phase says how it went: POSTCOPY again, or
+ * POSTCOPY_PAUSED with the reason, to be tried again), -EALREADY (not
+ * paused in postcopy, or a recovery is in progress), -EINVAL (@host too
+ * long). Any thread.
+ *
+ * mig_source_cancel() on a paused postcopy gives up recovering: the
+ * migration ends FAILED, this side's frozen half kept paused (the VM
+ * cannot be completed any more).
+ */
+int mig_source_recover(struct mig_source *src, const char *host,
+		       uint16_t port);
 void mig_source_get_progress(struct mig_source *src, struct mig_progress *p);
 /*
  * Wait for the end; fills @final.

@@ -105,7 +105,7 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 	return ret;
 }
 
-static int connect_channels(struct mig_source *s)
+int src_connect_channels(struct mig_source *s)
 {
 	struct mig_hello_info hi;
 	struct mig_conn *c;
@@ -606,7 +606,7 @@ static void *src_thread(void *arg)
 	uint32_t iter = 0;
 	int ret;
 
-	ret = connect_channels(s);
+	ret = src_connect_channels(s);
 	if (!ret)
 		ret = setup(s);
 	if (!ret)
@@ -651,7 +651,8 @@ static void *src_thread(void *arg)
 		 * Postcopy broke after the VM moved: it runs (or waits on
 		 * faults) on the destination with part of its memory, the
 		 * rest is only here. Neither copy may go: keep ours paused
-		 * and frozen, never resume it. Recovery is not built yet.
+		 * and frozen, never resume it. Recovery (source_recover.c)
+		 * was given up, or cannot help (a wrong digest).
 		 */
 		s->unresolved = true;
 		s->cause = ret;
@@ -669,8 +670,7 @@ static void *src_thread(void *arg)
 				      "postcopy interrupted (%.120s): the "
 				      "destination holds the VM with part of "
 				      "its memory, this host keeps the rest "
-				      "paused; the VM cannot complete "
-				      "(recovery is not implemented)",
+				      "paused; the VM cannot complete",
 				      p.message[0] ? p.message
 						   : strerror(-ret));
 		hv_err("mig", "op=migrate_out vm=%p result=postcopy_broken "
@@ -777,6 +777,7 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 	if (ret)
 		goto fail;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->pc_cond, NULL);
 	mig__prog_init(&s->prog, cb, arg);
 	s->prog.p.ram_bytes = vm->cfg.mem_bytes;
 	mig_uuid_format(s->sid, s->prog.p.uuid);
@@ -787,6 +788,7 @@ int mig_source_start(struct hv_vm *vm, const char *host, uint16_t port,
 	ret = -pthread_create(&s->thread, NULL, src_thread, s);
 	if (ret) {
 		mig__prog_fini(&s->prog);
+		pthread_cond_destroy(&s->pc_cond);
 		pthread_mutex_destroy(&s->lock);
 		mig_tls_destroy(s->tls);
 		goto fail;
@@ -803,6 +805,8 @@ int mig_source_cancel(struct mig_source *s)
 {
 	int ret = 0;
 
+	if (src_pc_give_up(s))
+		return 0; /* a paused postcopy gives up recovering */
 	pthread_mutex_lock(&s->lock);
 	if (s->committed || atomic_load(&s->cancel)) {
 		ret = -EALREADY;
@@ -918,6 +922,7 @@ void mig_source_destroy(struct mig_source *s)
 	src_dirty_fini(s);
 	mig_tls_destroy(s->tls);
 	mig__prog_fini(&s->prog);
+	pthread_cond_destroy(&s->pc_cond);
 	pthread_mutex_destroy(&s->lock);
 	free((char *)s->opts.vm_name);
 	free(s);

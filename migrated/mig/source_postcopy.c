@@ -18,6 +18,8 @@
  *   digest must equal ours, taken over the frozen memory.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +30,9 @@
 #include "migrated/mig/batch.h"
 #include "migrated/mig/digest.h"
 #include "migrated/mig/layout.h"
+#include "migrated/mig/faultpoint.h"
 #include "migrated/mig/postcopy_map.h"
+#include "migrated/mig/postcopy_recover.h"
 #include "migrated/mig/postcopy_sched.h"
 #include "migrated/mig/source_priv.h"
 
@@ -102,38 +106,15 @@ static int send_unsent(struct mig_source *s)
 	for (unsigned i = 0; i < s->nslots; i++) {
 		const struct src_slot *sl = &s->slots[i];
 		uint64_t *bits = calloc(HV_MAX(sl->nwords, 1), 8);
-		int ret = 0;
+		int ret;
 
 		if (!bits)
 			return -ENOMEM;
 		for (uint64_t p = 0; p < sl->npages; p++)
 			if (bit_get(s->pc_unsent, sl->tidx + p))
 				bits[p >> 6] |= 1ull << (p & 63);
-		for (uint64_t f = 0; !ret && f < sl->npages;
-		     f += MIG_PC_UNSENT_RANGE_MAX) {
-			Mig__PostcopyUnsent u = MIG__POSTCOPY_UNSENT__INIT;
-			uint64_t n = HV_MIN(sl->npages - f,
-					    MIG_PC_UNSENT_RANGE_MAX);
-			unsigned enc;
-			uint8_t *data;
-			size_t len;
-
-			ret = mig_pc_unsent_encode(bits, f, n, &data, &len,
-						   &enc, &u.set_pages);
-			if (ret)
-				break;
-			u.slot = sl->id;
-			u.first_page = f;
-			u.npages = n;
-			u.encoding = enc;
-			u.data.data = data;
-			u.data.len = len;
-			ret = mig_conn_send(s->ctl,
-					    MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT,
-					    &u.base, NULL, 0);
-			s->ctl_bytes += mig_frame_size(&u.base);
-			free(data);
-		}
+		ret = mig_pc_unsent_send(s->ctl, sl->id, bits, sl->npages,
+					 &s->ctl_bytes);
 		free(bits);
 		if (ret)
 			return ret;
@@ -258,6 +239,7 @@ struct pc_push {
 	size_t head, len;
 	pthread_t thread;
 	int ret;
+	atomic_bool ended; /* ret is final */
 };
 
 /* The pipe's page source (pipe lock held): the scheduler's push order. */
@@ -267,6 +249,11 @@ static int push_next(void *ctx, struct mig_page_run *run)
 	size_t k;
 
 	if (p->head == p->len) {
+		/* Tests: a slow push (sleep), or a broken one (fail). */
+		int fp = mig_faultpoint(MIG_FP_SRC_PC_PUSH);
+
+		if (fp < 0)
+			return fp;
 		p->head = 0;
 		p->len = mig_pc_sched_next_push(p->s->pc_sched, p->buf,
 						HV_ARRAY_SIZE(p->buf));
@@ -285,6 +272,7 @@ static void *push_thread(void *arg)
 	p->ret = mig_send_pipe_run(p->s->pipe, push_next, p, NULL);
 	if (!p->ret)
 		p->ret = mig_send_pipe_finish(p->s->pipe);
+	atomic_store(&p->ended, true);
 	return NULL;
 }
 
@@ -343,11 +331,17 @@ static int send_one(struct mig_source *s, struct mig_batch_enc *enc,
 	return ret;
 }
 
+/*
+ * Queue (or send again) the pages of request @r. A bad request fails
+ * the migration (*@fatal, the progress says why); else the error is the
+ * control channel's.
+ */
 static int on_request(struct mig_source *s, struct mig_batch_enc *enc,
-		      const Mig__PageRequest *r)
+		      const Mig__PageRequest *r, bool *fatal)
 {
 	int ret = mig_pc_request_check(r);
 
+	*fatal = true;
 	if (ret)
 		FAIL(s, -EPROTO, "postcopy: page request of %zu gfns",
 		     r->n_gfns);
@@ -366,8 +360,13 @@ static int on_request(struct mig_source *s, struct mig_batch_enc *enc,
 		 * it goes again, now, on this channel (the destination keeps
 		 * the first copy to arrive). A full queue: the push brings it.
 		 */
-		if (ret == -EALREADY)
+		if (ret == -EALREADY) {
 			ret = send_one(s, enc, t);
+			if (ret) {
+				*fatal = false;
+				return ret;
+			}
+		}
 		if (ret < 0 && ret != -ENOBUFS)
 			FAIL(s, ret, "postcopy: request: %s", strerror(-ret));
 	}
@@ -404,16 +403,159 @@ static int check_done(struct mig_source *s, const Mig__PostcopyDone *d)
 	return 0;
 }
 
+/*
+ * Say PostcopyDone back: the destination keeps listening for a recovery
+ * until it hears that we have its digest (a Done lost with a broken link
+ * would leave this side paused with nobody to reconnect to). A failed
+ * send is only logged: we are done; the destination then pauses with
+ * every page in place, and its operator ends it (docs/api.md).
+ */
+static void ack_done(struct mig_source *s, const Mig__PostcopyDone *pd)
+{
+	Mig__PostcopyDone ack = MIG__POSTCOPY_DONE__INIT;
+	int ret;
+
+	ack.pages_installed = pd->pages_installed;
+	ack.digest = pd->digest;
+	ret = mig_conn_send(s->ctl, MIG__MSG_TYPE__MSG_POSTCOPY_DONE,
+			    &ack.base, NULL, 0);
+	if (ret)
+		hv_warn("mig", "op=postcopy_done_ack vm=%s err=%d",
+			hv_vm_name(s->vm), ret);
+}
+
+/*
+ * How one connection's postcopy ended: done (PostcopyDone checked), a
+ * broken link (recoverable: why says what broke), or fatal (the progress
+ * says why: a bad request, a wrong digest, the destination's Abort).
+ */
+enum pc_end { PC_DONE, PC_BROKEN, PC_FATAL };
+
+/*
+ * Serve one connection: the push thread on the data channels, requests
+ * and the PostcopyDone on the control channel. Returns the end, with the
+ * error in *@err and, for PC_BROKEN, the cause in @why.
+ */
+static enum pc_end pc_serve(struct mig_source *s, struct mig_batch_enc *enc,
+			    uint64_t *dst_last, int *err, char *why,
+			    size_t why_len)
+{
+	struct pc_push push = { .s = s };
+	enum pc_end end = PC_DONE;
+	int ret;
+
+	ret = -pthread_create(&push.thread, NULL, push_thread, &push);
+	if (ret) {
+		mig__prog_fail(&s->prog, ret, "postcopy push thread: %s",
+			       strerror(-ret));
+		*err = ret;
+		return PC_FATAL;
+	}
+	for (bool done = false; !ret && !done;) {
+		struct mig_frame_hdr h;
+		ProtobufCMessage *m;
+
+		ret = mig_conn_wait_recv(s->ctl, 100);
+		if (ret == -ETIMEDOUT) {
+			/* A cancel is too late now: the VM moved. A data
+			 * channel that broke ends the connection too. */
+			if (atomic_load(&push.ended) && push.ret) {
+				ret = push.ret;
+				snprintf(why, why_len, "data channel: %s",
+					 strerror(-ret));
+				end = PC_BROKEN;
+				break;
+			}
+			ret = 0;
+			src_prog_counters(s);
+			mig__prog_emit(&s->prog, false);
+			continue;
+		}
+		if (!ret)
+			ret = mig_conn_recv(s->ctl, &h, &m);
+		if (ret) {
+			snprintf(why, why_len, "control channel: %s",
+				 strerror(-ret));
+			end = PC_BROKEN;
+			break;
+		}
+		s->ctl_bytes += MIG_FRAME_HDR_SIZE + h.len;
+		if (h.type == MIG__MSG_TYPE__MSG_PAGE_REQUEST) {
+			bool fatal;
+
+			ret = on_request(s, enc, (Mig__PageRequest *)m, &fatal);
+			if (ret && fatal) {
+				end = PC_FATAL;
+			} else if (ret) {
+				snprintf(why, why_len, "serving requests: %s",
+					 strerror(-ret));
+				end = PC_BROKEN;
+			} else {
+				ret = serve_urgent(s, enc);
+				if (ret) {
+					snprintf(why, why_len,
+						 "serving requests: %s",
+						 strerror(-ret));
+					end = PC_BROKEN;
+				}
+			}
+		} else if (h.type == MIG__MSG_TYPE__MSG_POSTCOPY_DONE) {
+			const Mig__PostcopyDone *pd = (Mig__PostcopyDone *)m;
+
+			ret = check_done(s, pd);
+			if (ret)
+				end = PC_FATAL;
+			else
+				ack_done(s, pd);
+			done = true;
+			pthread_mutex_lock(&s->prog.lock);
+			s->prog.p.pc_fault_p50_ns = pd->fault_p50_ns;
+			s->prog.p.pc_fault_p99_ns = pd->fault_p99_ns;
+			s->prog.p.pc_fault_max_ns = pd->fault_max_ns;
+			pthread_mutex_unlock(&s->prog.lock);
+			*dst_last = pd->last_page_ns;
+		} else if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
+			const Mig__Abort *a = (const Mig__Abort *)m;
+
+			ret = -ECONNABORTED;
+			mig__prog_fail(&s->prog, ret,
+				       "postcopy: the destination gave up: "
+				       "%.160s",
+				       a->detail ? a->detail : "");
+			end = PC_FATAL;
+		} else {
+			mig__prog_fail(&s->prog, -EPROTO,
+				       "postcopy: unexpected %s from the "
+				       "destination",
+				       mig_frame_type_name(h.type));
+			ret = -EPROTO;
+			end = PC_FATAL;
+		}
+		mig_frame_msg_free(m);
+	}
+	if (ret) {
+		/* Stop the push: its channels end with this connection. */
+		for (unsigned i = 0; i < s->nchan; i++)
+			mig_conn_shutdown(s->data[i]);
+	}
+	pthread_join(push.thread, NULL);
+	if (!ret && push.ret) {
+		ret = push.ret;
+		snprintf(why, why_len, "postcopy push: %s", strerror(-ret));
+		end = PC_BROKEN;
+	}
+	*err = ret;
+	return end;
+}
+
 int src_pc_run(struct mig_source *s)
 {
 	struct mig_batch_enc_cfg ecfg = {
 		.encoding = MIG__ENCODING__ENCODING_RAW,
 	};
 	struct mig_pc_sched_stats st;
-	struct pc_push push = { .s = s };
 	struct mig_batch_enc *enc = NULL;
 	uint64_t words, t0 = mig__now_ns(), dst_last = 0;
-	bool pushing = false, done = false;
 	int ret;
 
 	mig__prog_phase(&s->prog, MIG_PHASE_POSTCOPY);
@@ -427,70 +569,17 @@ int src_pc_run(struct mig_source *s)
 		ret = mig_batch_enc_create(&ecfg, &enc);
 	if (ret)
 		FAIL(s, ret, "postcopy: %s", strerror(-ret));
-	ret = -pthread_create(&push.thread, NULL, push_thread, &push);
-	if (ret) {
-		mig_batch_enc_destroy(enc);
-		FAIL(s, ret, "postcopy push thread: %s", strerror(-ret));
-	}
-	pushing = true;
-	while (!ret && !done) {
-		struct mig_frame_hdr h;
-		ProtobufCMessage *m;
+	for (;;) {
+		char why[160] = "";
 
-		ret = mig_conn_wait_recv(s->ctl, 100);
-		if (ret == -ETIMEDOUT) {
-			/* A cancel is too late now: the VM moved. */
-			ret = 0;
-			src_prog_counters(s);
-			mig__prog_emit(&s->prog, false);
-			continue;
-		}
-		if (!ret)
-			ret = mig_conn_recv(s->ctl, &h, &m);
-		if (ret) {
-			mig__prog_fail(&s->prog, ret,
-				       "postcopy: control channel: %s",
-				       strerror(-ret));
+		if (pc_serve(s, enc, &dst_last, &ret, why, sizeof(why)) !=
+		    PC_BROKEN)
 			break;
-		}
-		s->ctl_bytes += MIG_FRAME_HDR_SIZE + h.len;
-		if (h.type == MIG__MSG_TYPE__MSG_PAGE_REQUEST) {
-			ret = on_request(s, enc, (Mig__PageRequest *)m);
-			if (!ret)
-				ret = serve_urgent(s, enc);
-			if (ret)
-				mig__prog_fail(&s->prog, ret,
-					       "postcopy: serving requests: %s",
-					       strerror(-ret));
-		} else if (h.type == MIG__MSG_TYPE__MSG_POSTCOPY_DONE) {
-			const Mig__PostcopyDone *pd = (Mig__PostcopyDone *)m;
-
-			ret = check_done(s, pd);
-			done = true;
-			pthread_mutex_lock(&s->prog.lock);
-			s->prog.p.pc_fault_p50_ns = pd->fault_p50_ns;
-			s->prog.p.pc_fault_p99_ns = pd->fault_p99_ns;
-			s->prog.p.pc_fault_max_ns = pd->fault_max_ns;
-			pthread_mutex_unlock(&s->prog.lock);
-			dst_last = pd->last_page_ns;
-		} else {
-			mig__prog_fail(&s->prog, -EPROTO,
-				       "postcopy: unexpected %s from the "
-				       "destination",
-				       mig_frame_type_name(h.type));
-			ret = -EPROTO;
-		}
-		mig_frame_msg_free(m);
+		/* Not a failure: paused until recovered (or given up). */
+		ret = src_pc_recover(s, ret, why);
+		if (ret)
+			break;
 	}
-	if (ret) {
-		/* Stop the push: the data channels end with the migration. */
-		for (unsigned i = 0; i < s->nchan; i++)
-			mig_conn_shutdown(s->data[i]);
-	}
-	if (pushing)
-		pthread_join(push.thread, NULL);
-	if (!ret && push.ret)
-		FAIL(s, push.ret, "postcopy push: %s", strerror(-push.ret));
 	mig_batch_enc_destroy(enc);
 	mig_pc_sched_get_stats(s->pc_sched, &st);
 	pthread_mutex_lock(&s->prog.lock);
@@ -501,10 +590,10 @@ int src_pc_run(struct mig_source *s)
 	s->prog.p.pc_last_page_ns = dst_last ? dst_last : mig__now_ns() - t0;
 	pthread_mutex_unlock(&s->prog.lock);
 	hv_info("mig", "op=postcopy_done vm=%p err=%d requested=%llu "
-		       "pushed=%llu late=%llu ms=%.1f",
+		       "pushed=%llu late=%llu recoveries=%u ms=%.1f",
 		(void *)s->vm, ret, (unsigned long long)st.requested,
 		(unsigned long long)st.pushed,
-		(unsigned long long)st.late_requests,
+		(unsigned long long)st.late_requests, s->pc_recoveries,
 		(double)(mig__now_ns() - t0) / 1e6);
 	return ret;
 }

@@ -128,6 +128,15 @@ struct mig_source {
 	struct mig_eta eta;	/* progress estimate (eta.h) */
 	double bw_pages;	/* page bytes/s of the last measured pass */
 	uint64_t dirty_rate;	/* bytes/s dirtied in the last pass */
+	/* Postcopy recovery (source_recover.c): under lock, pc_cond
+	 * signalled on a change. */
+	pthread_cond_t pc_cond;
+	bool pc_paused;	   /* POSTCOPY_PAUSED: waiting for recover/cancel */
+	bool pc_recover;   /* mig_source_recover() asked */
+	bool pc_give_up;   /* mig_source_cancel() while paused */
+	char pc_rhost[64]; /* the address to reconnect to */
+	uint16_t pc_rport;
+	unsigned pc_recoveries; /* engine thread: recoveries done */
 };
 
 #define FAIL(s, err, ...)                                                   \
@@ -156,6 +165,25 @@ void src_stop_logging(struct mig_source *s);
 void src_rollback(struct mig_source *s, int err);
 /* The destination runs the VM: stop ours, verify. 0 or -EBADE. */
 int src_complete(struct mig_source *s);
+
+/* source.c: connect the control channel and the data channels to
+ * s->host:s->port and exchange Hellos (session id s->sid). */
+int src_connect_channels(struct mig_source *s);
+
+/* source_recover.c */
+/*
+ * The postcopy connection broke (@err, @why): phase POSTCOPY_PAUSED,
+ * channels and send pipe dropped (the frozen copy, page table and
+ * scheduler kept); wait for mig_source_recover() and reconnect, again
+ * after each failed attempt. 0: reconnected, the scheduler holds what the
+ * destination lacks and a new send pipe is up (phase POSTCOPY). Else
+ * recovery was given up (mig_source_cancel()): @err, the progress says
+ * so. Engine thread.
+ */
+int src_pc_recover(struct mig_source *s, int err, const char *why);
+/* mig_source_cancel() on a paused postcopy: give up (true), or not
+ * paused (false: cancel as usual). Any thread. */
+bool src_pc_give_up(struct mig_source *s);
 
 /* source_postcopy.c */
 /* After a pass: should the migration switch to postcopy now? */

@@ -8,8 +8,9 @@
 # the page-stamp oracle on the destination, and keep running there.
 # Then the switch asked for by RPC (migratectl migration postcopy) on a
 # precopy held back by a bandwidth cap; then the source's worker killed
-# during a postcopy: the destination must say so and never run the VM as
-# a finished migration.
+# during a postcopy: the destination must say so (paused, waiting for a
+# recovery that cannot come: test_postcopy_recover.sh) and never run the
+# VM as a finished migration.
 source "$(dirname "$0")/lib_faults.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
@@ -115,13 +116,13 @@ if [ "$ph" = MIG_PHASE_POSTCOPY ] && [ -n "$sw" ] && kill -9 "$sw" 2>/dev/null; 
 	for _ in $(seq 200); do
 		d=$(SOCK=$DST ctl --json migration status pc2 2>/dev/null | jq -c '.migrations[0].progress')
 		case "$(jq -r .phase <<<"$d")" in
-		MIG_PHASE_FAILED | MIG_PHASE_COMPLETED | MIG_PHASE_CANCELLED) break ;;
+		MIG_PHASE_POSTCOPY_PAUSED | MIG_PHASE_FAILED | MIG_PHASE_COMPLETED | MIG_PHASE_CANCELLED) break ;;
 		esac
 		sleep 0.1
 	done
 	msg=$(jq -r .message <<<"$d")
 	case "$(jq -r .phase <<<"$d")" in
-	MIG_PHASE_FAILED)
+	MIG_PHASE_POSTCOPY_PAUSED | MIG_PHASE_FAILED)
 		grep -q postcopy <<<"$msg" &&
 			ok "the destination reports it: $msg" ||
 			fail "destination after the source died: $d"

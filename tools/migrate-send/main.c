@@ -59,7 +59,10 @@ static void usage(FILE *f)
 		"many seconds after the start (0: after the first pass): the\n"
 		"VM then runs on the destination and pulls the pages it lacks.\n"
 		"Until every page is there the VM lives on both hosts: if\n"
-		"either host or the link fails, the VM is lost.\n"
+		"the source or destination process dies, the VM is lost; a\n"
+		"broken link pauses it (phase postcopy_paused; migrate-send\n"
+		"waits and says how to recover: 'migratectl migration\n"
+		"recover ID [HOST:PORT]').\n"
 		"--postcopy-after auto: switch when the convergence model\n"
 		"says precopy will not finish within the downtime limit\n"
 		"without throttling the guest past --postcopy-throttle-max PCT\n"
@@ -81,8 +84,9 @@ static void usage(FILE *f)
 		"7 the VM runs on the destination but the post-commit\n"
 		"  verification found pages that differ from the source's,\n"
 		"8 permission denied (the RPC role of this client),\n"
-		"9 postcopy broke after the switch: the VM's memory is split\n"
-		"  between the hosts and it cannot complete.\n");
+		"9 postcopy ended broken after the switch (recovery given up,\n"
+		"  or a digest mismatch): the VM's memory is split between the\n"
+		"  hosts and it cannot complete.\n");
 }
 
 struct send_opts {
@@ -90,6 +94,25 @@ struct send_opts {
 	bool tty;
 	int width;
 };
+
+/* Once per pause: the postcopy waits for an operator's recover. */
+static void say_paused(const Migd__MigInfo *m, bool *said)
+{
+	const Migd__MigProgress *p = m->progress;
+	bool paused = p && p->phase ==
+				   MIGD__MIG_PHASE__MIG_PHASE_POSTCOPY_PAUSED;
+
+	if (paused && !*said)
+		fprintf(stderr,
+			"migrate-send: postcopy paused: %s\n"
+			"migrate-send: waiting; to resume it, run: migratectl "
+			"migration recover %llu [HOST:PORT] (the destination "
+			"listens on its original port); to give up: "
+			"migratectl migration cancel %llu\n",
+			p->message ? p->message : "",
+			(unsigned long long)m->id, (unsigned long long)m->id);
+	*said = paused;
+}
 
 static void show(const struct send_opts *o, const Migd__MigInfo *m,
 		 bool final)
@@ -149,6 +172,8 @@ static int send_main(int argc, char **argv)
 	struct send_opts so = { .width = 80 };
 	static struct migd_cli_conn cc;
 	int oi = 0;
+	bool paused = false;
+	const char *socket_path = NULL;
 	Migd__MigInfo *last = NULL;
 	Migd__Event *last_ev = NULL;
 	struct migd_client *c;
@@ -291,8 +316,10 @@ static int send_main(int argc, char **argv)
 		fprintf(stderr,
 			"migrate-send: warning: postcopy enabled: after the "
 			"switch the VM's memory is split between the two "
-			"hosts; if either host or the link fails before every "
-			"page arrived, the VM is lost\n");
+			"hosts; if the source or destination process dies "
+			"before every page arrived, the VM is lost (a broken "
+			"link pauses it until 'migratectl migration recover')"
+			"\n");
 	so.tty = !so.json && isatty(STDOUT_FILENO);
 	if (so.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col)
 		so.width = ws.ws_col;
@@ -358,6 +385,7 @@ static int send_main(int argc, char **argv)
 				migd__event__free_unpacked(last_ev, NULL);
 			last_ev = ev;
 			last = ev->migration->migration;
+			say_paused(last, &paused);
 			if (!last->finished)
 				show(&so, last, false);
 		}

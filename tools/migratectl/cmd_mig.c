@@ -394,9 +394,10 @@ static int mig_postcopy(struct ctl *ctl, const char *which)
 	if (ret)
 		return ret;
 	fprintf(stderr, "migratectl: warning: after the postcopy switch the "
-			"VM's memory is split between the two hosts; if either "
-			"host or the link fails before every page arrived, the "
-			"VM is lost\n");
+			"VM's memory is split between the two hosts; if the "
+			"source or destination process dies before every page "
+			"arrived, the VM is lost (a broken link pauses it: "
+			"migratectl migration recover)\n");
 	if (ctl->json)
 		ctl_print_json(&resp->base);
 	else
@@ -428,6 +429,38 @@ static int mig_switchover(struct ctl *ctl, const char *which)
 	return 0;
 }
 
+/* migration recover ID|VM [HOST:PORT] */
+static int mig_recover(struct ctl *ctl, int argc, char **argv)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigRecoverRequest rr = MIGD__MIG_RECOVER_REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "migratectl: usage: migration recover ID|VM "
+				"[HOST:PORT]\n");
+		return 2;
+	}
+	set_ref(&ref, argv[1]);
+	rr.ref = &ref;
+	rr.address = argc == 3 ? argv[2] : "";
+	req.call_case = MIGD__REQUEST__CALL_MIG_RECOVER;
+	req.mig_recover = &rr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->base);
+	else
+		printf("recovery started: the migration reconnects (phase "
+		       "postcopy again, or postcopy_paused with the reason: "
+		       "see migration status)\n");
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
 int ctl_mig(struct ctl *ctl, int argc, char **argv)
 {
 	const char *sub = argc >= 2 ? argv[1] : "";
@@ -446,11 +479,14 @@ int ctl_mig(struct ctl *ctl, int argc, char **argv)
 		return mig_switchover(ctl, argv[2]);
 	if (!strcmp(sub, "tune"))
 		return mig_tune(ctl, argc - 1, argv + 1);
+	if (!strcmp(sub, "recover"))
+		return mig_recover(ctl, argc - 1, argv + 1);
 	if (!strcmp(sub, "resolve"))
 		return mig_resolve(ctl, argc - 1, argv + 1);
 	fprintf(stderr, "migratectl: usage: migration list | status [ID|VM] "
 			"| watch ID|VM | cancel ID|VM | postcopy ID|VM "
 			"| switchover ID|VM "
+			"| recover ID|VM [HOST:PORT] "
 			"| tune ID|VM ... "
 			"| resolve ID|VM --resume-source|--confirm-destination"
 			"\n");

@@ -49,6 +49,9 @@ static const struct {
 	  "                       pages it lacks; lost if a host dies)\n"
 	  "  migration switchover ID|VM  (pause and finish a running\n"
 	  "                       migration now, whatever the downtime)" },
+	  "  migration recover ID|VM [HOST:PORT]  (a postcopy paused by a\n"
+	  "                       broken link: reconnect, to the original\n"
+	  "                       address or HOST:PORT)" },
 	{ "events", ctl_events,
 	  "events [--vm NAME] [--kind vm|phase|progress|dirty]... "
 	  "[--interval MS] [--count N]" },

@@ -20,6 +20,8 @@ const char *migd_mig_phase_text(Migd__MigPhase p)
 		[MIGD__MIG_PHASE__MIG_PHASE_CANCELLED] = "cancelled",
 		[MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED] = "unresolved",
 		[MIGD__MIG_PHASE__MIG_PHASE_POSTCOPY] = "postcopy",
+		[MIGD__MIG_PHASE__MIG_PHASE_POSTCOPY_PAUSED] =
+			"postcopy_paused",
 	};
 
 	if ((unsigned)p < sizeof(names) / sizeof(names[0]))

@@ -183,7 +183,46 @@ static void test_every_page_handed_out_exactly_once(void)
 	mig_pc_sched_destroy(c.s);
 }
 
+/* A recovery: whatever was handed out or queued before, the pending set
+ * becomes exactly what the destination says it lacks. */
+static void test_reset_then_mark_is_exactly_the_new_set(void)
+{
+	struct mig_pc_sched *s = sched_all(1000);
+	struct mig_pc_sched_stats st;
+	uint64_t bits[2] = { 0 }, out[64];
+	size_t n, total = 0;
+
+	CU_ASSERT_EQUAL(mig_pc_sched_next_push(s, out, 10), 10); /* 0..9 */
+	CU_ASSERT_EQUAL(mig_pc_sched_request(s, 500), 1);
+	mig_pc_sched_reset(s);
+	mig_pc_sched_get_stats(s, &st);
+	CU_ASSERT_EQUAL(st.pending, 0);
+	CU_ASSERT_EQUAL(mig_pc_sched_next_urgent(s, out, 64), 0);
+	CU_ASSERT_EQUAL(mig_pc_sched_next_push(s, out, 64), 0);
+	CU_ASSERT_EQUAL(st.requested + st.pushed, 10); /* counters go on */
+	/* The destination lacks 3 (pushed before: lost in flight), 500
+	 * (asked for, never answered) and 70, in the range at 450. */
+	bits[0] = 1ull << 3;
+	CU_ASSERT_EQUAL(mig_pc_sched_mark(s, 0, bits, 64), 0);
+	bits[0] = 1ull << 50 | 1ull << 20;
+	CU_ASSERT_EQUAL(mig_pc_sched_mark(s, 450, bits, 64), 0);
+	/* Asked again after the recovery: queued (it is pending again). */
+	CU_ASSERT_EQUAL(mig_pc_sched_request(s, 500), 1);
+	CU_ASSERT_EQUAL(mig_pc_sched_next_urgent(s, out, 64), 1);
+	CU_ASSERT_EQUAL(out[0], 500);
+	while ((n = mig_pc_sched_next_push(s, out + total, 64 - total)))
+		total += n;
+	CU_ASSERT_EQUAL(total, 2);
+	CU_ASSERT(total == 2 && ((out[0] == 3 && out[1] == 470) ||
+				 (out[0] == 470 && out[1] == 3)));
+	mig_pc_sched_get_stats(s, &st);
+	CU_ASSERT_EQUAL(st.pending, 0);
+	mig_pc_sched_destroy(s);
+}
+
 static CU_TestInfo tests[] = {
+	{ "reset_then_mark_is_exactly_the_new_set",
+	  test_reset_then_mark_is_exactly_the_new_set },
 	{ "requests_go_first_in_order", test_requests_go_first_in_order },
 	{ "push_continues_after_the_last_request",
 	  test_push_continues_after_the_last_request },
