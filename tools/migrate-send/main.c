@@ -173,7 +173,6 @@ static int send_main(int argc, char **argv)
 	static struct migd_cli_conn cc;
 	int oi = 0;
 	bool paused = false;
-	const char *socket_path = NULL;
 	Migd__MigInfo *last = NULL;
 	Migd__Event *last_ev = NULL;
 	struct migd_client *c;

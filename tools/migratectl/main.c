@@ -48,7 +48,7 @@ static const struct {
 	  "                       postcopy: the VM moves now and pulls the\n"
 	  "                       pages it lacks; lost if a host dies)\n"
 	  "  migration switchover ID|VM  (pause and finish a running\n"
-	  "                       migration now, whatever the downtime)" },
+	  "                       migration now, whatever the downtime)\n"
 	  "  migration recover ID|VM [HOST:PORT]  (a postcopy paused by a\n"
 	  "                       broken link: reconnect, to the original\n"
 	  "                       address or HOST:PORT)" },
