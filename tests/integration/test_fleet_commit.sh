@@ -15,7 +15,10 @@
 #      (dst.commit=sleep:1500): whichever way etcd and the timeouts decide,
 #      the VM runs on exactly one host, the one its key names, every page
 #      intact;
-#   5. the at-most-one-copy oracle over the whole run (fleet_timeline.py):
+#   5. two of three etcd members down during the commit (no quorum), back
+#      6 s later: the transactions are tried again until etcd answers, and
+#      the VM runs on exactly one host, the one its key names;
+#   6. the at-most-one-copy oracle over the whole run (fleet_timeline.py):
 #      each VM's running intervals, rebuilt from every daemon's log, never
 #      overlap across hosts, and its key's history (watched from revision
 #      1) has the generation grow by one at each write.
@@ -148,12 +151,61 @@ else
 	fi
 fi
 
-# --- 5. at most one copy, at every moment --------------------------------------
+# --- 5. etcd without a quorum during the commit ---------------------------------
+# Two of three members down while the destination holds at the Commit:
+# neither side's transaction can get an answer; both must keep trying
+# (not give up after one try) until the members are back, and then the
+# VM runs on exactly one host, the one its key names.
+SOCK=$SOCK_src expect_rc 0 "create f5 on src" ctl vm create f5 --mem 32M --vcpus 1 --rate 2000
+DOWN=()
+for i in 1 2 3; do [ "$i" = "${LI:-0}" ] && DOWN+=("$i"); done
+for i in 1 2 3; do
+	[ "$i" != "${LI:-0}" ] && [ ${#DOWN[@]} -lt 2 ] && ALIVE_KILL=$i && DOWN+=("$i")
+done
+N0=$(grep -c "faultpoint name=dst.commit action=sleep" "$TMP/dstslow.log")
+migrate f5 "$SOCK_src" "$SOCK_dstslow" &
+MPID=$!
+for _ in $(seq 300); do
+	[ "$(grep -c "faultpoint name=dst.commit action=sleep" "$TMP/dstslow.log")" -gt "$N0" ] && break
+	sleep 0.1
+done
+etcd_kill "$ALIVE_KILL"
+ok "etcd members ${DOWN[*]} down during f5's commit: no quorum"
+sleep 6
+for i in "${DOWN[@]}"; do etcd_restart "$i"; done
+unset ECTL_ENDPOINTS
+etcd_wait_healthy && ok "etcd members back" || fail "etcd not healthy again"
+wait "$MPID"
+for _ in $(seq 80); do
+	S=$(vm_state "$SOCK_src" f5)
+	D=$(vm_state "$SOCK_dstslow" f5)
+	O=$(etcd_get ${P}vms/f5 2>/dev/null | jq -r .owner 2>/dev/null)
+	{ [ "$S" = VM_STATE_RUNNING ] || [ "$D" = VM_STATE_RUNNING ]; } &&
+		[ -n "$O" ] && break
+	sleep 0.5
+done
+echo "after the commit: src=$S dst=$D key owner=$O"
+if [ "$S" = VM_STATE_RUNNING ] && [ "$D" = VM_STATE_RUNNING ]; then
+	fail "f5 runs on BOTH hosts"
+elif [ "$S" = VM_STATE_RUNNING ] && [ "$O" = src ]; then
+	ok "f5 runs on src only, and its key says src"
+	expect_intact "f5 on src, every page" "$SOCK_src" f5
+elif [ "$D" = VM_STATE_RUNNING ] && [ "$O" = dstslow ]; then
+	ok "f5 runs on dstslow only, and its key says dstslow"
+	expect_intact "f5 on dstslow, every page" "$SOCK_dstslow" f5
+else
+	fail "f5: src=$S dst=$D owner=$O (lost, or where it runs is not its key's)"
+fi
+grep -hq "event=fleet_txn_retry .*vm=f5" "$TMP/src.log" "$TMP/dstslow.log" &&
+	ok "a transaction met no quorum and was tried again" ||
+	fail "no fleet_txn_retry for f5 (was quorum really lost?)"
+
+# --- 6. at most one copy, at every moment --------------------------------------
 etcd_history ${P}vms/ >"$TMP/history.json" 2>"$TMP/history.err"
 if python3 "$DIR/fleet_timeline.py" --history "$TMP/history.json" \
 	--prefix ${P}vms/ src="$TMP/src.log" dst="$TMP/dst.log" \
 	dstowned="$TMP/dstowned.log" dstcommit="$TMP/dstcommit.log" \
-	dstslow="$TMP/dstslow.log" -- f1 f2 f3 f4 >"$TMP/oracle.out" 2>&1; then
+	dstslow="$TMP/dstslow.log" -- f1 f2 f3 f4 f5 >"$TMP/oracle.out" 2>&1; then
 	sed 's/^/  /' "$TMP/oracle.out"
 	ok "timelines: never two copies running, generations +1 per write"
 else

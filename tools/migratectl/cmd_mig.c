@@ -211,7 +211,14 @@ static int mig_watch(struct ctl *ctl, const char *which)
 	return last == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED ? 0 : 1;
 }
 
-static int mig_cancel(struct ctl *ctl, const char *which)
+/*
+ * A call that takes only a migration (cancel, postcopy, switchover):
+ * print @warn (if any) on stderr once the daemon took it, then the
+ * response as JSON or @done.
+ */
+static int mig_ref_call(struct ctl *ctl, const char *which,
+			Migd__Request__CallCase call, const char *warn,
+			const char *done)
 {
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__MigRef ref = MIGD__MIG_REF__INIT;
@@ -219,15 +226,27 @@ static int mig_cancel(struct ctl *ctl, const char *which)
 	int ret;
 
 	set_ref(&ref, which);
-	req.call_case = MIGD__REQUEST__CALL_MIG_CANCEL;
-	req.mig_cancel = &ref;
+	req.call_case = call;
+	switch (call) {
+	case MIGD__REQUEST__CALL_MIG_CANCEL:
+		req.mig_cancel = &ref;
+		break;
+	case MIGD__REQUEST__CALL_MIG_POSTCOPY:
+		req.mig_postcopy = &ref;
+		break;
+	default:
+		req.mig_switchover = &ref;
+		break;
+	}
 	ret = ctl_call(ctl, &req, &resp);
 	if (ret)
 		return ret;
+	if (warn)
+		fprintf(stderr, "migratectl: warning: %s\n", warn);
 	if (ctl->json)
 		ctl_print_json(&resp->base);
 	else
-		printf("cancel requested\n");
+		printf("%s\n", done);
 	migd__response__free_unpacked(resp, NULL);
 	return 0;
 }
@@ -380,55 +399,6 @@ bad:
 	}
 }
 
-static int mig_postcopy(struct ctl *ctl, const char *which)
-{
-	Migd__Request req = MIGD__REQUEST__INIT;
-	Migd__MigRef ref = MIGD__MIG_REF__INIT;
-	Migd__Response *resp;
-	int ret;
-
-	set_ref(&ref, which);
-	req.call_case = MIGD__REQUEST__CALL_MIG_POSTCOPY;
-	req.mig_postcopy = &ref;
-	ret = ctl_call(ctl, &req, &resp);
-	if (ret)
-		return ret;
-	fprintf(stderr, "migratectl: warning: after the postcopy switch the "
-			"VM's memory is split between the two hosts; if the "
-			"source or destination process dies before every page "
-			"arrived, the VM is lost (a broken link pauses it: "
-			"migratectl migration recover)\n");
-	if (ctl->json)
-		ctl_print_json(&resp->base);
-	else
-		printf("postcopy requested: it switches when the current pass "
-		       "ends\n");
-	migd__response__free_unpacked(resp, NULL);
-	return 0;
-}
-
-static int mig_switchover(struct ctl *ctl, const char *which)
-{
-	Migd__Request req = MIGD__REQUEST__INIT;
-	Migd__MigRef ref = MIGD__MIG_REF__INIT;
-	Migd__Response *resp;
-	int ret;
-
-	set_ref(&ref, which);
-	req.call_case = MIGD__REQUEST__CALL_MIG_SWITCHOVER;
-	req.mig_switchover = &ref;
-	ret = ctl_call(ctl, &req, &resp);
-	if (ret)
-		return ret;
-	if (ctl->json)
-		ctl_print_json(&resp->base);
-	else
-		printf("switchover forced: the VM pauses when the current "
-		       "batch is out, whatever the downtime\n");
-	migd__response__free_unpacked(resp, NULL);
-	return 0;
-}
-
 /* migration recover ID|VM [HOST:PORT] */
 static int mig_recover(struct ctl *ctl, int argc, char **argv)
 {
@@ -472,11 +442,26 @@ int ctl_mig(struct ctl *ctl, int argc, char **argv)
 	if (!strcmp(sub, "watch") && argc == 3)
 		return mig_watch(ctl, argv[2]);
 	if (!strcmp(sub, "cancel") && argc == 3)
-		return mig_cancel(ctl, argv[2]);
+		return mig_ref_call(ctl, argv[2],
+				    MIGD__REQUEST__CALL_MIG_CANCEL, NULL,
+				    "cancel requested");
 	if (!strcmp(sub, "postcopy") && argc == 3)
-		return mig_postcopy(ctl, argv[2]);
+		return mig_ref_call(ctl, argv[2],
+				    MIGD__REQUEST__CALL_MIG_POSTCOPY,
+				    "after the postcopy switch the VM's memory "
+				    "is split between the two hosts; if the "
+				    "source or destination process dies before "
+				    "every page arrived, the VM is lost (a "
+				    "broken link pauses it: migratectl "
+				    "migration recover)",
+				    "postcopy requested: it switches when the "
+				    "current pass ends");
 	if (!strcmp(sub, "switchover") && argc == 3)
-		return mig_switchover(ctl, argv[2]);
+		return mig_ref_call(ctl, argv[2],
+				    MIGD__REQUEST__CALL_MIG_SWITCHOVER, NULL,
+				    "switchover forced: the VM pauses when the "
+				    "current batch is out, whatever the "
+				    "downtime");
 	if (!strcmp(sub, "tune"))
 		return mig_tune(ctl, argc - 1, argv + 1);
 	if (!strcmp(sub, "recover"))

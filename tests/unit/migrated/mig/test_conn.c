@@ -404,8 +404,14 @@ static void test_connect_to_closed_port_is_refused(void)
 	CU_ASSERT_EQUAL(mig_conn_connect("127.0.0.1", port, NULL, 1000, &c),
 			-ECONNREFUSED);
 	CU_ASSERT_PTR_EQUAL(c, (struct mig_conn *)&lfd);
+	/* Host names resolve (addr.h): localhost is refused like its
+	 * address; a name that does not resolve says so. */
 	CU_ASSERT_EQUAL(mig_conn_connect("localhost", port, NULL, 1000, &c),
-			-EINVAL);
+			-ECONNREFUSED);
+	CU_ASSERT_EQUAL(mig_conn_connect("no-such-host.invalid", port, NULL,
+					 1000, &c),
+			-EHOSTUNREACH);
+	CU_ASSERT_PTR_EQUAL(c, (struct mig_conn *)&lfd);
 }
 
 /* The client trusts another CA than the server's: the user must read
