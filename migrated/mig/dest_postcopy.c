@@ -463,6 +463,10 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 	int ret;
 
 	*broken = true;
+	if (!d->pipe) { /* dropped with the channels: the link is down */
+		snprintf(why, why_len, "data channels: not connected");
+		return -ENOTCONN;
+	}
 	ret = mig_recv_pipe_join(d->pipe);
 	if (ret) {
 		snprintf(why, why_len, "data channels: %s", strerror(-ret));
@@ -552,6 +556,7 @@ int dst_pc_run(struct mig_dest *d)
 				      "while waiting for the source's last "
 				      "word");
 			ret = 0;
+			break; /* its channels are gone: nothing to serve */
 		}
 		if (ret)
 			break;
