@@ -339,7 +339,7 @@ static int request(struct migd_etcd *e, const char *path, const char *body,
 			continue;
 		}
 		all_unavailable = false;
-		snprintf(why[i], sizeof(why[i]), "%.110s%s",
+		snprintf(why[i], sizeof(why[i]), "%.100s%.59s",
 			 e->too_long ? "answer too long" :
 			 *cerr	     ? cerr :
 				       curl_easy_strerror(res),

@@ -358,7 +358,7 @@ int mig_conn_connect(const char *host, uint16_t port, struct mig_tls *tls,
 		     unsigned timeout_ms, struct mig_conn **out)
 {
 	struct mig_addr a[MIG_ADDR_MAX];
-	int n, fd = -1, ret;
+	int n, fd = -1, ret = -EHOSTUNREACH;
 
 	n = mig_addr_resolve(host, port, false, a, MIG_ADDR_MAX);
 	if (n < 0)
