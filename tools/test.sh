@@ -4,7 +4,7 @@
 # monitor, the migration library, the daemon and the integration tests
 # with their real daemons) again under ThreadSanitizer. A sanitizer report
 # in a daemon's log fails its integration test (tests/integration/lib.sh).
-# Last, every fuzz target runs for FUZZ_SECONDS (default 15) on its corpus
+# Last, every fuzz target runs for FUZZ_SECONDS (default 10) on its corpus
 # (tools/fuzz.sh, docs/fuzzing.md), so a decoder regression that one of the
 # corpus inputs or a short run finds fails the tests.
 # Installs and builds what it needs first (tools/setup.sh).
@@ -30,8 +30,8 @@ echo "== tests: ThreadSanitizer build (label tsan)"
 	TSAN_OPTIONS="suppressions=$top/tests/tsan.supp history_size=7 halt_on_error=0 $TSAN_OPTIONS_EXTRA" \
 	ctest --output-on-failure -L tsan "$@") || rc=1
 if [ $# -eq 0 ]; then
-	echo "== fuzz: every target for ${FUZZ_SECONDS:-15} s (tools/fuzz.sh)"
-	"$top/tools/fuzz.sh" "${FUZZ_SECONDS:-15}" || rc=1
+	echo "== fuzz: every target for ${FUZZ_SECONDS:-10} s (tools/fuzz.sh)"
+	"$top/tools/fuzz.sh" "${FUZZ_SECONDS:-10}" || rc=1
 else
 	echo "== fuzz: not run (tests filtered by $*)"
 fi

@@ -33,7 +33,7 @@ sleep 1
 before=$(seq_total "$SRC" pc1)
 port=$("$RECV" --socket "$DST" --name pc1 127.0.0.1:0) || fail "migrate-recv: $port"
 expect_rc 0 "migrate pc1 with --postcopy-after 0" \
-	"$SEND" --socket "$SRC" --postcopy-after 0 pc1 "127.0.0.1:$port"
+	"$SEND" --socket "$SRC" --postcopy-after 0 --downtime 1 pc1 "127.0.0.1:$port"
 echo "$LAST_OUT" | tail -12
 echo "$LAST_OUT" >"$TMP/pc1.out"
 grep -q "warning: postcopy enabled" "$TMP/pc1.out" &&
@@ -102,7 +102,7 @@ SOCK=$SRC expect_rc 0 "create pc2 (128M, random pages flat out)" \
 sleep 0.5
 sw=$(SOCK=$SRC ctl --json vm list | jq -r '.vms[] | select(.name == "pc2") | .worker_pid')
 port=$("$RECV" --socket "$DST" --name pc2 127.0.0.1:0) || fail "migrate-recv: $port"
-"$SEND" --socket "$SRC" --postcopy-after 0 pc2 "127.0.0.1:$port" >"$TMP/pc2.out" 2>&1 &
+"$SEND" --socket "$SRC" --postcopy-after 0 --downtime 1 pc2 "127.0.0.1:$port" >"$TMP/pc2.out" 2>&1 &
 send_pid=$!
 ph=
 for _ in $(seq 400); do

@@ -82,7 +82,7 @@ SOCK=$SRC expect_rc 0 "create pr1 (64M, random pages flat out)" \
 	--content random --heartbeat-us 2000
 port=$("$RECV" --socket "$DST" --name pr1 127.0.0.1:0) || fail "migrate-recv: $port"
 relay a "$port"
-"$SEND" --socket "$SRC" --postcopy-after 0 pr1 "127.0.0.1:$RPORT" \
+"$SEND" --socket "$SRC" --postcopy-after 0 --downtime 1 pr1 "127.0.0.1:$RPORT" \
 	>"$TMP/pr1.out" 2>&1 &
 send_pid=$!
 if ! wait_phase "$SRC" pr1 MIG_PHASE_POSTCOPY 400; then
@@ -187,7 +187,7 @@ SOCK=$SRC expect_rc 0 "create pr2 (64M)" ctl vm create pr2 --mem 64M \
 	--vcpus 2 --pattern random --rate 0 --content random --heartbeat-us 2000
 sw=$(SOCK=$SRC ctl --json vm list | jq -r '.vms[] | select(.name == "pr2") | .worker_pid')
 port=$("$RECV" --socket "$DST" --name pr2 127.0.0.1:0) || fail "migrate-recv: $port"
-"$SEND" --socket "$SRC" --postcopy-after 0 pr2 "127.0.0.1:$port" \
+"$SEND" --socket "$SRC" --postcopy-after 0 --downtime 1 pr2 "127.0.0.1:$port" \
 	>"$TMP/pr2.out" 2>&1 &
 send_pid=$!
 if wait_phase "$SRC" pr2 MIG_PHASE_POSTCOPY 400 && [ -n "$sw" ]; then
