@@ -43,8 +43,13 @@ etcd_need() {
 etcd_free_port() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 30000))
-		ss -Htln "sport = :$p" 2>/dev/null | grep -q . && continue
+		# Below the kernel's ephemeral range (32768 and up by
+		# default), where every outgoing connection and every
+		# listener bound to port 0 takes its port: a port picked there
+		# could be taken before etcd binds it ("address already in
+		# use" seen in CI). Any socket on it, not only a listener.
+		p=$((20000 + RANDOM % 12000))
+		ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
 		case " ${ETCD_CPORT[*]} ${ETCD_PPORT[*]} " in
 		*" $p "*) continue ;;
 		esac
