@@ -50,6 +50,34 @@ migrate() {
 	SEND_RC=$?
 }
 
+# one_copy VM: after a commit that etcd answered late (or not at all),
+# poll up to 40 s until VM runs somewhere and its key can be read (the
+# survivors elect a leader first; slow under TSan), then VM must run on
+# exactly one of src and dstslow, the one its key names, every page intact.
+one_copy() {
+	local S D O
+	for _ in $(seq 80); do
+		S=$(vm_state "$SOCK_src" "$1")
+		D=$(vm_state "$SOCK_dstslow" "$1")
+		O=$(etcd_get "${P}vms/$1" 2>/dev/null | jq -r .owner 2>/dev/null)
+		{ [ "$S" = VM_STATE_RUNNING ] || [ "$D" = VM_STATE_RUNNING ]; } &&
+			[ -n "$O" ] && break
+		sleep 0.5
+	done
+	echo "after the commit: src=$S dst=$D key owner=$O"
+	if [ "$S" = VM_STATE_RUNNING ] && [ "$D" = VM_STATE_RUNNING ]; then
+		fail "$1 runs on BOTH hosts"
+	elif [ "$S" = VM_STATE_RUNNING ] && [ "$O" = src ]; then
+		ok "$1 runs on src only, and its key says src"
+		expect_intact "$1 on src, every page" "$SOCK_src" "$1"
+	elif [ "$D" = VM_STATE_RUNNING ] && [ "$O" = dstslow ]; then
+		ok "$1 runs on dstslow only, and its key says dstslow"
+		expect_intact "$1 on dstslow, every page" "$SOCK_dstslow" "$1"
+	else
+		fail "$1: src=$S dst=$D owner=$O (lost, or where it runs is not its key's)"
+	fi
+}
+
 etcd_start 3
 # The first daemon makes the shared dev TLS material; wait for it.
 daemon src ""
@@ -126,29 +154,7 @@ else
 	wait "$MPID"
 	ECTL_ENDPOINTS=$(for i in 1 2 3; do [ "$i" != "$LI" ] && echo -n "http://127.0.0.1:${ETCD_CPORT[$i]},"; done)
 	export ECTL_ENDPOINTS=${ECTL_ENDPOINTS%,}
-	# The survivors elect a leader; until then neither the daemons nor
-	# etcdctl get an answer (slow under TSan). Poll until the VM runs
-	# somewhere and the record can be read, or 40 s.
-	for _ in $(seq 80); do
-		S=$(vm_state "$SOCK_src" f4)
-		D=$(vm_state "$SOCK_dstslow" f4)
-		O=$(etcd_get ${P}vms/f4 2>/dev/null | jq -r .owner 2>/dev/null)
-		{ [ "$S" = VM_STATE_RUNNING ] || [ "$D" = VM_STATE_RUNNING ]; } &&
-			[ -n "$O" ] && break
-		sleep 0.5
-	done
-	echo "after the commit: src=$S dst=$D key owner=$O"
-	if [ "$S" = VM_STATE_RUNNING ] && [ "$D" = VM_STATE_RUNNING ]; then
-		fail "f4 runs on BOTH hosts"
-	elif [ "$S" = VM_STATE_RUNNING ] && [ "$O" = src ]; then
-		ok "f4 runs on src only, and its key says src"
-		expect_intact "f4 on src, every page" "$SOCK_src" f4
-	elif [ "$D" = VM_STATE_RUNNING ] && [ "$O" = dstslow ]; then
-		ok "f4 runs on dstslow only, and its key says dstslow"
-		expect_intact "f4 on dstslow, every page" "$SOCK_dstslow" f4
-	else
-		fail "f4: src=$S dst=$D owner=$O (lost, or where it runs is not its key's)"
-	fi
+	one_copy f4
 fi
 
 # --- 5. etcd without a quorum during the commit ---------------------------------
@@ -185,26 +191,7 @@ for i in "${DOWN[@]}"; do etcd_restart "$i"; done
 unset ECTL_ENDPOINTS
 etcd_wait_healthy && ok "etcd members back" || fail "etcd not healthy again"
 wait "$MPID"
-for _ in $(seq 80); do
-	S=$(vm_state "$SOCK_src" f5)
-	D=$(vm_state "$SOCK_dstslow" f5)
-	O=$(etcd_get ${P}vms/f5 2>/dev/null | jq -r .owner 2>/dev/null)
-	{ [ "$S" = VM_STATE_RUNNING ] || [ "$D" = VM_STATE_RUNNING ]; } &&
-		[ -n "$O" ] && break
-	sleep 0.5
-done
-echo "after the commit: src=$S dst=$D key owner=$O"
-if [ "$S" = VM_STATE_RUNNING ] && [ "$D" = VM_STATE_RUNNING ]; then
-	fail "f5 runs on BOTH hosts"
-elif [ "$S" = VM_STATE_RUNNING ] && [ "$O" = src ]; then
-	ok "f5 runs on src only, and its key says src"
-	expect_intact "f5 on src, every page" "$SOCK_src" f5
-elif [ "$D" = VM_STATE_RUNNING ] && [ "$O" = dstslow ]; then
-	ok "f5 runs on dstslow only, and its key says dstslow"
-	expect_intact "f5 on dstslow, every page" "$SOCK_dstslow" f5
-else
-	fail "f5: src=$S dst=$D owner=$O (lost, or where it runs is not its key's)"
-fi
+one_copy f5
 grep -hq "event=fleet_txn_retry .*vm=f5" "$TMP/src.log" "$TMP/dstslow.log" &&
 	ok "a transaction met no quorum and was tried again" ||
 	fail "no fleet_txn_retry for f5 (was quorum really lost?)"
