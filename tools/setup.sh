@@ -18,7 +18,8 @@ shift || true
 # Build and test dependencies. Each is a Debian 12 package.
 pkgs=(
 	build-essential cmake pkg-config
-	libuv1-dev libprotobuf-c-dev protobuf-c-compiler libzstd-dev
+	libuv1-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
+	libzstd-dev
 	libssl-dev libcunit1-dev libcurl4-openssl-dev libjson-c-dev
 	etcd-server etcd-client
 	openssl iproute2 python3 python3-protobuf protobuf-compiler

@@ -55,6 +55,8 @@ void migd_call_capabilities(struct migd_call *call)
 		return;
 	migd__capabilities_result__init(r);
 	r->api_version = MIGD_API_VERSION;
+	r->api_package = (char *)migd__capabilities_result__descriptor
+				 .package_name;
 	r->version = (char *)MIGD_VERSION;
 	for (size_t i = 0; i < nb; i++)
 		feat[n++] = (char *)built_features[i];

@@ -30,6 +30,9 @@ caps=$(SOCK=$SRC ctl --json capabilities)
 [ "$(json_get "$caps" '.apiVersion // .api_version')" -ge 2 ] 2>/dev/null &&
 	ok "capabilities: api version $(json_get "$caps" '.apiVersion // .api_version')" ||
 	fail "capabilities: $caps"
+[ "$(json_get "$caps" '.apiPackage // .api_package')" = migd.v1 ] &&
+	ok "capabilities: api package migd.v1" ||
+	fail "capabilities: api package: $caps"
 for f in migration migration-uuid postcopy tls paused-migration; do
 	json_get "$caps" '.features[]' | grep -qx "$f" &&
 		ok "capabilities: feature $f" || fail "capabilities lacks $f: $caps"

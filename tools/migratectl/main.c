@@ -202,8 +202,8 @@ int ctl_capabilities(struct ctl *ctl, int argc, char **argv)
 	if (ctl->json) {
 		ctl_print_json(&r->base);
 	} else {
-		printf("api_version: %u\nversion: %s\n", r->api_version,
-		       r->version);
+		printf("api_version: %u\napi_package: %s\nversion: %s\n",
+		       r->api_version, r->api_package, r->version);
 		printf("features:");
 		for (size_t i = 0; i < r->n_features; i++)
 			printf(" %s", r->features[i]);
