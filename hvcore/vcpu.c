@@ -105,6 +105,50 @@ bool hv_vcpu_checkpoint(struct hv_vcpu *vcpu)
 	return stop;
 }
 
+/*
+ * A heartbeat at @t carried @seq: close the write-rate window when it is
+ * long enough, and judge whether the vCPU wrote flat out in it. Called
+ * under vcpu->lock, before last_heartbeat_ns moves to @t.
+ */
+static void rate_window(struct hv_vcpu *vcpu, struct hv_vcpu_stats *st,
+			uint64_t t, uint64_t seq)
+{
+	const volatile struct hv_wl_params *p;
+	uint64_t dt, rate, pace;
+	uint32_t throttle;
+
+	if (!st->rate_win_ns || seq < st->rate_win_seq ||
+	    t - st->last_heartbeat_ns > HV_VCPU_RATE_STALL_NS) {
+		st->rate_win_ns = t;
+		st->rate_win_seq = seq;
+		return;
+	}
+	dt = t - st->rate_win_ns;
+	if (dt < HV_VCPU_RATE_WINDOW_NS)
+		return;
+	rate = (uint64_t)((double)(seq - st->rate_win_seq) * 1e9 / (double)dt);
+	st->write_rate = rate;
+	st->rate_win_ns = t;
+	st->rate_win_seq = seq;
+	/* The pace and throttle as the guest sees them now. */
+	p = hv_vm_gpa_to_hva(vcpu->vm, HV_WL_PARAMS_GPA, sizeof(*p));
+	if (!p || vcpu->id >= HV_WL_MAX_VCPUS || !rate)
+		return;
+	pace = p->vcpu[vcpu->id].rate_pages;
+	throttle = p->vcpu[vcpu->id].throttle_pct;
+	if (throttle || (pace && rate * 10 >= pace * 9))
+		return;
+	st->write_ceiling = rate;
+	if (pace && pace != st->rate_warned) {
+		st->rate_warned = pace;
+		hv_warn("vcpu",
+			"vm=%s vcpu=%u op=rate_short asked=%llu reached=%llu "
+			"(page writes/s: the vCPU cannot write faster here)",
+			hv_vm_name(vcpu->vm), vcpu->id,
+			(unsigned long long)pace, (unsigned long long)rate);
+	}
+}
+
 /* Account one exit; returns true when the vCPU stops on its own. */
 static bool account_exit(struct hv_vcpu *vcpu, const struct hv_exit *ex)
 {
@@ -120,6 +164,7 @@ static bool account_exit(struct hv_vcpu *vcpu, const struct hv_exit *ex)
 	switch (ex->kind) {
 	case HV_EXIT_HEARTBEAT:
 		t = now_ns();
+		rate_window(vcpu, st, t, ex->args[0]);
 		if (st->last_heartbeat_ns &&
 		    t - st->last_heartbeat_ns > st->max_heartbeat_gap_ns)
 			st->max_heartbeat_gap_ns = t - st->last_heartbeat_ns;

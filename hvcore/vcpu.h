@@ -61,7 +61,29 @@ struct hv_vcpu_stats {
 	uint32_t assert_line;
 	uint64_t assert_args[HV_EXIT_MAX_ARGS];
 	const char *last_detail;
+	/*
+	 * The workload's page writes per second, from the seq its heartbeats
+	 * carry, over the last window of at least HV_VCPU_RATE_WINDOW_NS
+	 * without a stall (a pause restarts the window); 0 before the first.
+	 */
+	uint64_t write_rate;
+	/*
+	 * write_rate of the last window in which the vCPU wrote as fast as it
+	 * could: unpaced (rate_pages 0) or short of its pace by more than
+	 * 10 %, and not throttled. What this vCPU can do here and now (the
+	 * accelerator, the content, dirty logging, the host's load); 0 =
+	 * not seen yet.
+	 */
+	uint64_t write_ceiling;
+	uint64_t rate_win_ns;	/* the window's start (heartbeat time) */
+	uint64_t rate_win_seq;	/* seq at that start */
+	uint64_t rate_warned;	/* the pace last logged as out of reach */
 };
+
+#define HV_VCPU_RATE_WINDOW_NS 1000000000ull
+/* A gap between heartbeats longer than this (a pause, a migration's
+ * switchover) restarts the rate window instead of closing it. */
+#define HV_VCPU_RATE_STALL_NS 250000000ull
 
 struct hv_vcpu {
 	/* immutable after create */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hvcore/log.h"
+#include "hvcore/vcpu.h"
 #include "migrated/daemon/calls.h"
 #include "migrated/daemon/daemon.h"
 #include "migrated/daemon/estimate.h"
@@ -126,6 +127,31 @@ void migd_call_converge_estimate(struct migd_call *call)
 	call->resp->converge_estimate = e;
 }
 
+/*
+ * A pace above what vCPU @i was measured to reach (VcpuStatus.write_ceiling)
+ * is set, and warned about: the vCPU will write flat out, below it. 10 %
+ * of slack: the ceiling is one second's measurement.
+ */
+static void warn_pace(struct migd_call *call, struct migd_vm *v, uint32_t i,
+		      uint64_t pace)
+{
+	struct hv_vcpu_stats vs;
+
+	if (!pace || hv_vm_vcpu_stats(v->vm, i, &vs) || !vs.write_ceiling ||
+	    pace * 10 <= vs.write_ceiling * 11)
+		return;
+	migd_call_warn(call,
+		       "vCPU %u: %llu page writes/s asked, but it reached "
+		       "%llu/s writing flat out here (%s accelerator): it "
+		       "will run flat out, below the rate asked",
+		       i, (unsigned long long)pace,
+		       (unsigned long long)vs.write_ceiling,
+		       hv_accel_kind_name(v->vm->cfg.accel));
+	hv_warn(COMP, "event=vm_workload_unreachable vm=%s vcpu=%u asked=%llu "
+		"ceiling=%llu", v->name, i, (unsigned long long)pace,
+		(unsigned long long)vs.write_ceiling);
+}
+
 void migd_call_vm_set_workload(struct migd_call *call)
 {
 	const Migd__VmSetWorkloadRequest *r = call->req->vm_set_workload;
@@ -176,6 +202,8 @@ void migd_call_vm_set_workload(struct migd_call *call)
 			p.rate_pages = r->rate_pages;
 			ret = hv_vm_wl_set_vcpu(v->vm, i, &p);
 		}
+		if (!ret)
+			warn_pace(call, v, i, r->rate_pages);
 		if (ret) {
 			migd_call_fail(call, migd_status_from_errno(ret),
 				       "vCPU %u: %s", i, strerror(-ret));

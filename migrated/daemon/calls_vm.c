@@ -340,6 +340,8 @@ static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 	s->region_bytes = p->region_pages * HV_PAGE_SIZE;
 	if (hv_vm_vcpu_stats(v->vm, i, &vs) == 0) {
 		s->heartbeats = vs.heartbeats;
+		s->write_rate = vs.write_rate;
+		s->write_ceiling = vs.write_ceiling;
 		s->max_heartbeat_gap_us = vs.max_heartbeat_gap_ns / 1000;
 		if (vs.last_heartbeat_ns && now_ns > vs.last_heartbeat_ns)
 			s->last_heartbeat_age_ms =

@@ -122,6 +122,28 @@ Migd__Status migd_call_fail(struct migd_call *call, Migd__Status status,
 	return status;
 }
 
+int migd_call_warn(struct migd_call *call, const char *fmt, ...)
+{
+	Migd__Response *r = call->resp;
+	char **w = migd_call_alloc(call, (r->n_warnings + 1) * sizeof(*w));
+	char buf[256];
+	va_list ap;
+
+	if (!w)
+		return -ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (r->n_warnings)
+		memcpy(w, r->warnings, r->n_warnings * sizeof(*w));
+	w[r->n_warnings] = migd_call_strdup(call, buf);
+	if (!w[r->n_warnings])
+		return -ENOMEM;
+	r->warnings = w;
+	r->n_warnings++;
+	return 0;
+}
+
 Migd__Status migd_status_from_errno(int err)
 {
 	switch (err) {

@@ -171,6 +171,11 @@ char *migd_call_strdup(struct migd_call *call, const char *s);
 Migd__Status migd_call_fail(struct migd_call *call, Migd__Status status,
 			    const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Add a warning to the call's answer (Response.warnings): the call
+ * succeeds, and the client shows the text to the operator. Returns -ENOMEM
+ * (the call failed) when it cannot. */
+int migd_call_warn(struct migd_call *call, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Map a negative errno to a status (-ENOENT -> NOT_FOUND, ...). */
 Migd__Status migd_status_from_errno(int err);
 

@@ -161,4 +161,29 @@ if command -v rsvg-convert >/dev/null; then
 	[ -n "${DIRTYRATE_PNG:-}" ] && cp "$TMP/w.png" "$DIRTYRATE_PNG"
 fi
 [ -n "${DIRTYRATE_SVG:-}" ] && cp "$TMP/w.svg" "$DIRTYRATE_SVG"
+
+# A pace above what a vCPU can do is warned: a flat-out VM is measured
+# (its write ceiling) within a few seconds; set-rate far above it warns,
+# a pace below it does not.
+expect_rc 0 "create a flat-out VM" ctl vm create f --mem 64M --accel $accel
+ceil=0
+for _ in $(seq 100); do
+	ceil=$(ctl --json vm inspect f | jq '[.vcpus[].writeCeiling // .vcpus[].write_ceiling // 0 | tonumber] | min')
+	[ "${ceil:-0}" -gt 0 ] && break
+	sleep 0.2
+done
+[ "${ceil:-0}" -gt 0 ] && ok "flat-out vCPU measured at $ceil writes/s" ||
+	fail "no write ceiling measured: $(ctl vm inspect f)"
+expect_rc 0 "set-rate far above the ceiling" ctl vm set-rate f 100000000
+echo "$LAST_OUT" | grep -q "warning: vCPU 0: 100000000 page writes/s asked, but it reached" &&
+	ok "set-rate above the ceiling warns" || fail "no warning: $LAST_OUT"
+expect_rc 0 "inspect a VM paced above its ceiling" ctl vm inspect f
+echo "$LAST_OUT" | grep -q "note: vCPU 0 reached .* flat out, below its pace" &&
+	ok "inspect notes the unreachable pace" || fail "inspect: $LAST_OUT"
+expect_rc 0 "set-rate below the ceiling" ctl vm set-rate f 10
+echo "$LAST_OUT" | grep -q "warning" && fail "warned at 10/s: $LAST_OUT" ||
+	ok "set-rate below the ceiling: no warning"
+wr=$(ctl --json vm inspect w | jq '[.vcpus[].writeRate // .vcpus[].write_rate // 0 | tonumber] | min')
+[ "${wr:-0}" -gt 0 ] && ok "paced vCPU writes/s measured: $wr" ||
+	fail "no write rate for w"
 finish

@@ -253,6 +253,15 @@ static int vm_list(struct ctl *ctl)
 	return 0;
 }
 
+/* A vCPU's write ceiling, or "-" when not measured yet. */
+static const char *ceiling_text(char *buf, size_t n, uint64_t ceiling)
+{
+	if (!ceiling)
+		return "-";
+	snprintf(buf, n, "%llu", (unsigned long long)ceiling);
+	return buf;
+}
+
 static void print_inspect(const Migd__VmInspectResult *r)
 {
 	const Migd__VmInfo *v = r->info;
@@ -315,20 +324,35 @@ static void print_inspect(const Migd__VmInspectResult *r)
 			printf("prefill:   %s\n",
 			       r->prefill_done ? "done" : "in progress");
 	}
-	printf("%-5s %14s %10s %11s %8s %12s %-7s %s\n", "VCPU", "SEQ",
-	       "PASSES", "HEARTBEATS", "HB-AGE", "MAX-HB-GAP", "RUNNING",
-	       "ERROR");
+	printf("%-5s %14s %10s %11s %8s %12s %10s %10s %-7s %s\n", "VCPU",
+	       "SEQ", "PASSES", "HEARTBEATS", "HB-AGE", "MAX-HB-GAP",
+	       "WRITES/S", "CEILING/S", "RUNNING", "ERROR");
 	for (size_t i = 0; i < r->n_vcpus; i++) {
 		const Migd__VcpuStatus *s = r->vcpus[i];
 
-		printf("%-5u %14llu %10llu %11llu %6llums %10lluus %-7s %s\n",
+		printf("%-5u %14llu %10llu %11llu %6llums %10lluus %10llu "
+		       "%10s %-7s %s\n",
 		       s->index, (unsigned long long)s->seq,
 		       (unsigned long long)s->passes,
 		       (unsigned long long)s->heartbeats,
 		       (unsigned long long)s->last_heartbeat_age_ms,
 		       (unsigned long long)s->max_heartbeat_gap_us,
+		       (unsigned long long)s->write_rate,
+		       ceiling_text(a, sizeof(a), s->write_ceiling),
 		       s->running ? "yes" : "no", s->error ? s->error : "");
 	}
+	if (r->workload && r->workload->rate_pages)
+		for (size_t i = 0; i < r->n_vcpus; i++)
+			if (r->vcpus[i]->write_ceiling &&
+			    r->workload->rate_pages * 10 >
+				    r->vcpus[i]->write_ceiling * 11)
+				printf("note: vCPU %u reached %llu writes/s "
+				       "flat out, below its pace of %llu/s\n",
+				       r->vcpus[i]->index,
+				       (unsigned long long)
+					       r->vcpus[i]->write_ceiling,
+				       (unsigned long long)
+					       r->workload->rate_pages);
 }
 
 static int vm_simple(struct ctl *ctl, const char *sub, const char *name)

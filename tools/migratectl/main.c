@@ -134,8 +134,13 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 		return 5;
 	}
 	st = migd_resp_status(*resp);
-	if (st == MIGD__STATUS__STATUS_OK)
+	if (st == MIGD__STATUS__STATUS_OK) {
+		/* On stderr in both modes: stdout keeps the result alone. */
+		for (size_t i = 0; i < (*resp)->n_warnings; i++)
+			fprintf(stderr, "migratectl: warning: %s\n",
+				(*resp)->warnings[i]);
 		return 0;
+	}
 	if (ctl->json) {
 		ctl_print_json(&(*resp)->base);
 		migd_cli_json_printed();
