@@ -166,9 +166,13 @@ void src_rollback(struct mig_source *s, int err);
 /* The destination runs the VM: stop ours, verify. 0 or -EBADE. */
 int src_complete(struct mig_source *s);
 
-/* source.c: connect the control channel and the data channels to
+/* source_setup.c: connect the control channel and the data channels to
  * s->host:s->port and exchange Hellos (session id s->sid). */
 int src_connect_channels(struct mig_source *s);
+/* source_setup.c: the setup exchange after the channels are up (the
+ * layout offered, the destination's answer or refusal). 0 or negative
+ * errno, the failure recorded in s->prog. */
+int src_setup(struct mig_source *s);
 
 /* source_recover.c */
 /*
