@@ -169,6 +169,8 @@ static bool account_exit(struct hv_vcpu *vcpu, const struct hv_exit *ex)
 		    t - st->last_heartbeat_ns > st->max_heartbeat_gap_ns)
 			st->max_heartbeat_gap_ns = t - st->last_heartbeat_ns;
 		st->last_heartbeat_ns = t;
+		if (!st->heartbeats)
+			st->first_heartbeat_ns = t;
 		st->heartbeats++;
 		break;
 	case HV_EXIT_SYNC:

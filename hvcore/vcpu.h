@@ -53,6 +53,7 @@ struct hv_vcpu_stats {
 	uint64_t exits[HV_EXIT_COUNT];
 	uint64_t heartbeats;
 	uint64_t last_heartbeat_ns; /* CLOCK_MONOTONIC at the host */
+	uint64_t first_heartbeat_ns; /* the same, of its first heartbeat */
 	uint64_t max_heartbeat_gap_ns;
 	uint64_t last_sync_arg; /* args[0] of the last SYNC */
 	int error;		/* negative errno that stopped it, or 0 */

@@ -28,6 +28,7 @@
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "hvcore/types.h"
+#include "hvcore/vcpu.h"
 #include "migrated/mig/batch.h"
 #include "migrated/mig/dest_priv.h"
 #include "migrated/mig/memmap.h"
@@ -453,6 +454,26 @@ static int pc_serve(struct mig_dest *d, uint64_t *seq, bool *broken,
  * take the digest, hand the VM over (once), send PostcopyDone. 0; or an
  * error, *@broken as pc_serve().
  */
+/* CLOCK_REALTIME of the first heartbeat of the VM (any vCPU) since it
+ * started here; 0 when none came or the VM is gone. */
+static uint64_t first_heartbeat_real(struct mig_dest *d)
+{
+	struct hv_vm *vm = d->vm_out ? d->vm_out : d->vm;
+	uint64_t first = 0;
+
+	if (!vm)
+		return 0;
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct hv_vcpu_stats st;
+
+		if (hv_vm_vcpu_stats(vm, i, &st) || !st.first_heartbeat_ns)
+			continue;
+		if (!first || st.first_heartbeat_ns < first)
+			first = st.first_heartbeat_ns;
+	}
+	return first ? mig__mono_to_real(first) : 0;
+}
+
 static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 		     size_t why_len)
 {
@@ -488,6 +509,7 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 				    : 0;
 	done.digest.data = d->digest;
 	done.digest.len = MIG_DIGEST_LEN;
+	done.first_heartbeat_realtime_ns = first_heartbeat_real(d);
 	/* Complete: its owner learns it before the source does. */
 	if (d->opts.dst_running && d->vm_out) {
 		d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);

@@ -411,9 +411,9 @@ static void *src_thread(void *arg)
 				      "paused; the VM cannot complete",
 				      p.message[0] ? p.message
 						   : strerror(-ret));
-		hv_err("mig", "op=migrate_out vm=%p result=postcopy_broken "
+		hv_err("mig", "op=migrate_out vm=%s result=postcopy_broken "
 			      "err=%d",
-		       (void *)s->vm, ret);
+		       hv_vm_name(s->vm), ret);
 	} else if (ret == SRC_UNRESOLVED) {
 		struct mig_progress p;
 

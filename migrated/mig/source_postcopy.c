@@ -132,8 +132,8 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	int ret;
 
 	mig__prog_phase(&s->prog, MIG_PHASE_SWITCHOVER);
-	hv_info("mig", "op=postcopy_switch vm=%p iter=%u pending=%llu",
-		(void *)s->vm, iter, (unsigned long long)s->pending);
+	hv_info("mig", "op=postcopy_switch vm=%s iter=%u pending=%llu",
+		hv_vm_name(s->vm), iter, (unsigned long long)s->pending);
 	t[0] = mig__now_ns();
 	ret = src_pause(s);
 	if (ret)
@@ -141,6 +141,7 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	t[1] = mig__now_ns();
 	hv_info("mig", "op=vm_stopped vm=%s why=postcopy", hv_vm_name(s->vm));
 	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
+	s->pc_hb_src = *hb_src;
 	ret = mig_throttle_restore(&s->thr);
 	if (ret)
 		FAIL(s, ret, "unthrottle: %s", strerror(-ret));
@@ -512,6 +513,13 @@ static enum pc_end pc_serve(struct mig_source *s, struct mig_batch_enc *enc,
 			s->prog.p.pc_fault_p50_ns = pd->fault_p50_ns;
 			s->prog.p.pc_fault_p99_ns = pd->fault_p99_ns;
 			s->prog.p.pc_fault_max_ns = pd->fault_max_ns;
+			/* The guest's view of the switch: our last
+			 * heartbeat to its first there. */
+			if (pd->first_heartbeat_realtime_ns && s->pc_hb_src &&
+			    pd->first_heartbeat_realtime_ns > s->pc_hb_src)
+				s->prog.p.guest_downtime_ns =
+					pd->first_heartbeat_realtime_ns -
+					s->pc_hb_src;
 			pthread_mutex_unlock(&s->prog.lock);
 			*dst_last = pd->last_page_ns;
 		} else if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
@@ -589,9 +597,9 @@ int src_pc_run(struct mig_source *s)
 	 * resume), else ours, from the Resumed to its PostcopyDone. */
 	s->prog.p.pc_last_page_ns = dst_last ? dst_last : mig__now_ns() - t0;
 	pthread_mutex_unlock(&s->prog.lock);
-	hv_info("mig", "op=postcopy_done vm=%p err=%d requested=%llu "
+	hv_info("mig", "op=postcopy_done vm=%s err=%d requested=%llu "
 		       "pushed=%llu late=%llu recoveries=%u ms=%.1f",
-		(void *)s->vm, ret, (unsigned long long)st.requested,
+		hv_vm_name(s->vm), ret, (unsigned long long)st.requested,
 		(unsigned long long)st.pushed,
 		(unsigned long long)st.late_requests, s->pc_recoveries,
 		(double)(mig__now_ns() - t0) / 1e6);

@@ -117,6 +117,7 @@ struct mig_source {
 	atomic_bool pc_request;	 /* mig_source_postcopy() */
 	bool pc_go;		 /* iterate() ended for postcopy */
 	bool pc_switched;	 /* past the switch: the VM moved */
+	uint64_t pc_hb_src;	 /* realtime of our last heartbeat at it */
 	uint64_t *pc_unsent;	 /* page-table order, unsent at the switch */
 	uint64_t pc_unsent_pages;
 	struct mig_pc_sched *pc_sched;

@@ -214,8 +214,8 @@ int src_setup(struct mig_source *s)
 	atomic_store(&s->pc_offered, ((Mig__SetupAccept *)m)->features &
 					     MIG_FEATURE_POSTCOPY);
 	if (src_may_postcopy(s) && !atomic_load(&s->pc_offered))
-		hv_warn("mig", "op=setup vm=%p postcopy=unsupported_by_peer",
-			(void *)s->vm);
+		hv_warn("mig", "op=setup vm=%s postcopy=unsupported_by_peer",
+			hv_vm_name(s->vm));
 	mig_frame_msg_free(m);
 
 	ret = src_dirty_init(s);

@@ -45,6 +45,11 @@ unsent=$(sed -nE 's/^ *postcopy: +([0-9]+) pages missing.*/\1/p' <<<"$line")
 	ok "it switched to postcopy with $unsent pages missing ($line)" ||
 	fail "no postcopy in the report: $line"
 assert_verified_zero "$TMP/pc1.out" pc1
+# The switch as the guest saw it: the source's last heartbeat to the
+# destination's first, reported with the PostcopyDone.
+gs=$(sed -nE 's/^ *guest saw: +(.*) without a heartbeat/\1/p' "$TMP/pc1.out")
+[ -n "$gs" ] && ok "guest-seen switch downtime reported: $gs" ||
+	fail "no guest-seen downtime in the postcopy report"
 SOCK=$SRC expect_rc 3 "the source no longer has pc1" ctl vm inspect pc1
 # The destination daemon lists the VM when its worker's event arrives,
 # which may come just after migrate-send returned.
