@@ -547,8 +547,8 @@ static void cancel_all(struct migd_drain *dr, struct migd_client *self)
 		pthread_mutex_lock(&dr->lock);
 		r->committing = true;
 		snprintf(r->reason, sizeof(r->reason), "past its commit point "
-			 "when the drain was cancelled: left to finish (%.150s)",
-			 err);
+			 "when the drain was cancelled: left to finish "
+			 "(%.150s)", err);
 		pthread_mutex_unlock(&dr->lock);
 		committing++;
 		hv_info(COMP, "event=drain_cancel_left vm=%s migration=%" PRIu64
