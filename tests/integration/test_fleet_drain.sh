@@ -20,7 +20,7 @@
 #   5. undrain (through c) clears a's mark: host list shows it up and a
 #      VM can be created there again;
 #   6. cancel (through b) of e's drain while its first migration is in
-#      flight (held 4 s in its setup by a fault point): nothing more
+#      flight (held 6 s in its setup by a fault point): nothing more
 #      starts, the one in flight is cancelled; every VM still runs on e,
 #      checked page by page, on no other host; e stays draining;
 #   7. cancel of f's drain while its first migration is past its commit
@@ -156,13 +156,14 @@ expect_intact "u1 on a, every page" "$SOCK_a" u1
 expect_rc 0 "undrain of a host not draining: a no-op" on "$SOCK_a" host undrain a
 grep -q "was not draining" <<<"$LAST_OUT" || fail "second undrain: $LAST_OUT"
 
-# hosts_of VM: the hosts (of a b c e f) where VM runs, space-separated.
+# hosts_of VM: the hosts (of a b c e f) where VM runs, space-separated
+# (an incoming copy a cancelled migration left behind is not running).
 hosts_of() {
 	local h s out=
 	for h in a b c e f; do
 		s=SOCK_$h
 		[ -n "${!s:-}" ] || continue
-		[ "$(vm_state "${!s}" "$1")" = absent ] || out+="$h "
+		[ "$(vm_state "${!s}" "$1")" = VM_STATE_RUNNING ] && out+="$h "
 	done
 	echo "${out% }"
 }
@@ -177,7 +178,7 @@ wait_drain() {
 }
 
 # --- 6. cancel with a migration in flight -----------------------------------------
-daemon e "src.setup=sleep:4000"
+daemon e "src.setup=sleep:6000"
 for v in e1 e2 e3; do
 	SOCK=$SOCK_e expect_rc 0 "create $v on e" ctl vm create $v --mem 32M --vcpus 1 --rate 2000
 done
