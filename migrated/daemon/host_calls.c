@@ -727,6 +727,10 @@ static const struct host_handler host_handlers[] = {
 					     migd_host_drain_call },
 	[MIGD__REQUEST__CALL_HOST_DRAIN_STATUS] = {
 		"host_drain_status", migd_host_drain_status_call },
+	[MIGD__REQUEST__CALL_HOST_DRAIN_CANCEL] = {
+		"host_drain_cancel", migd_host_drain_cancel_call },
+	[MIGD__REQUEST__CALL_HOST_UNDRAIN] = { "host_undrain",
+					       migd_host_undrain_call },
 	[MIGD__REQUEST__CALL_WORKER_INFO] = { "worker_info", h_worker_only },
 	[MIGD__REQUEST__CALL_WORKER_NAME] = { "worker_name", h_worker_name },
 	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = { "worker_handover",

@@ -34,7 +34,7 @@
 const char *const migd_drain_row_names[] = {
 	[ROW_PENDING] = "pending", [ROW_MIGRATING] = "migrating",
 	[ROW_MIGRATED] = "migrated", [ROW_FAILED] = "failed",
-	[ROW_SKIPPED] = "skipped",
+	[ROW_SKIPPED] = "skipped", [ROW_CANCELLED] = "cancelled",
 };
 
 /* ---- rows ------------------------------------------------------------------ */
@@ -59,7 +59,8 @@ static void set_row(struct migd_drain *dr, struct migd_drain_row *r,
 	if (st == ROW_MIGRATED)
 		hv_info(COMP, "event=drain_vm_done vm=%s dst=%s migration=%"
 			PRIu64, r->vm, r->target, r->mig_id);
-	else if (st == ROW_FAILED || st == ROW_SKIPPED)
+	else if (st == ROW_FAILED || st == ROW_SKIPPED ||
+		 st == ROW_CANCELLED)
 		hv_warn(COMP, "event=drain_vm_%s vm=%s why=\"%s\"",
 			migd_drain_row_names[st], r->vm, r->reason);
 }
@@ -383,7 +384,8 @@ static void start_some(struct migd_drain *dr, struct migd_client *self)
 {
 	if (migd_fleet_lease_age_ms(dr->f) > dr->grace_ms)
 		return;
-	for (unsigned i = 0; i < dr->nr_rows && !atomic_load(&dr->stop);
+	for (unsigned i = 0; i < dr->nr_rows && !atomic_load(&dr->stop) &&
+			     !atomic_load(&dr->cancel);
 	     i++) {
 		struct migd_drain_row *r = &dr->rows[i];
 		char err[512];
@@ -488,6 +490,12 @@ static void poll_some(struct migd_drain *dr, struct migd_client *self)
 				r->percent = 100;
 				pthread_mutex_unlock(&dr->lock);
 				set_row(dr, r, ROW_MIGRATED, NULL);
+			} else if (dr->cancel_done && !r->committing) {
+				h->mem_used -= r->mem;
+				h->vcpus_used -= r->vcpus;
+				set_row(dr, r, ROW_CANCELLED,
+					"migration %" PRIu64 " cancelled with "
+					"the drain: it runs here", r->mig_id);
 			} else {
 				h->mem_used -= r->mem;
 				h->vcpus_used -= r->vcpus;
@@ -500,6 +508,56 @@ static void poll_some(struct migd_drain *dr, struct migd_client *self)
 		}
 		migd__response__free_unpacked(resp, NULL);
 	}
+}
+
+/* Cancelled: what has not started never will; each migration in flight
+ * is cancelled (its VM stays here, running), unless it is past its
+ * commit point: that one is left to finish (noted in its row). */
+static void cancel_all(struct migd_drain *dr, struct migd_client *self)
+{
+	unsigned pending = 0, cancelled = 0, committing = 0;
+
+	for (unsigned i = 0; i < dr->nr_rows; i++) {
+		Migd__Request req = MIGD__REQUEST__INIT;
+		Migd__MigRef ref = MIGD__MIG_REF__INIT;
+		struct migd_drain_row *r = &dr->rows[i];
+		Migd__Response *resp;
+		char err[512];
+		int ret;
+
+		if (r->state == ROW_PENDING) {
+			set_row(dr, r, ROW_CANCELLED, "the drain was cancelled "
+				"before its turn: it runs here");
+			pending++;
+			continue;
+		}
+		if (r->state != ROW_MIGRATING)
+			continue;
+		ref.id = r->mig_id;
+		req.call_case = MIGD__REQUEST__CALL_MIG_CANCEL;
+		req.mig_cancel = &ref;
+		ret = call(self, &req, &resp, err, sizeof(err));
+		if (!ret) {
+			migd__response__free_unpacked(resp, NULL);
+			cancelled++;
+			continue;
+		}
+		/* Past its commit point (or already over): it ends as it
+		 * ends; poll_some settles it. */
+		pthread_mutex_lock(&dr->lock);
+		r->committing = true;
+		snprintf(r->reason, sizeof(r->reason), "past its commit point "
+			 "when the drain was cancelled: left to finish "
+			 "(%.150s)", err);
+		pthread_mutex_unlock(&dr->lock);
+		committing++;
+		hv_info(COMP, "event=drain_cancel_left vm=%s migration=%" PRIu64
+			" why=\"%s\"", r->vm, r->mig_id, err);
+	}
+	dr->cancel_done = true;
+	hv_warn(COMP, "event=drain_cancelled host=%s not_started=%u "
+		"cancelling=%u left_to_finish=%u", dr->host, pending,
+		cancelled, committing);
 }
 
 static bool busy(const struct migd_drain *dr)
@@ -523,7 +581,7 @@ void *migd_drain_thread(void *arg)
 {
 	struct migd_drain *dr = arg;
 	struct migd_client *self = NULL;
-	unsigned moved = 0, failed = 0;
+	unsigned moved = 0, failed = 0, cancelled = 0;
 	int ret;
 
 	ret = migd_client_connect(dr->sock, &self);
@@ -537,7 +595,7 @@ void *migd_drain_thread(void *arg)
 	}
 	if (list_own(dr, self))
 		goto out;
-	if (busy(dr) && list_hosts(dr)) {
+	if (busy(dr) && !atomic_load(&dr->cancel) && list_hosts(dr)) {
 		for (unsigned i = 0; i < dr->nr_rows; i++)
 			if (dr->rows[i].state == ROW_PENDING)
 				set_row(dr, &dr->rows[i], ROW_FAILED,
@@ -545,7 +603,10 @@ void *migd_drain_thread(void *arg)
 		goto out;
 	}
 	while (busy(dr) && !atomic_load(&dr->stop)) {
-		start_some(dr, self);
+		if (!atomic_load(&dr->cancel))
+			start_some(dr, self);
+		else if (!dr->cancel_done)
+			cancel_all(dr, self);
 		poll_some(dr, self);
 		sleep_ms(POLL_MS);
 	}
@@ -566,6 +627,7 @@ out:
 		moved += dr->rows[i].state == ROW_MIGRATED;
 		failed += dr->rows[i].state == ROW_FAILED ||
 			  dr->rows[i].state == ROW_SKIPPED;
+		cancelled += dr->rows[i].state == ROW_CANCELLED;
 	}
 	for (unsigned i = 0; i < dr->nr_hosts; i++)
 		migd_client_close(dr->dests[i].c);
@@ -575,8 +637,9 @@ out:
 	dr->running = false;
 	pthread_mutex_unlock(&dr->lock);
 	hv_info(COMP, "event=drain_done host=%s vms=%u migrated=%u failed=%u "
-		"peak_fleet=%u peak_per_host=%u ms=%" PRIu64 "%s%s%s",
-		dr->host, dr->nr_rows, moved, failed, dr->peak_fleet,
+		"cancelled=%u peak_fleet=%u peak_per_host=%u ms=%" PRIu64
+		"%s%s%s", dr->host, dr->nr_rows, moved, failed, cancelled,
+		dr->peak_fleet,
 		dr->peak_per_host, dr->elapsed_ms, dr->error[0] ? " err=\"" :
 		"", dr->error, dr->error[0] ? "\"" : "");
 	return NULL;

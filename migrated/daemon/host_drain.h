@@ -18,9 +18,19 @@
  * migrations go into one host at once and at most max_fleet run in the
  * fleet (slots in etcd shared by every drain). A migration that fails
  * leaves its VM here, running (the engine's guarantee) and marks it
- * failed; nothing is retried. The host stays marked draining (in its
- * registration: no other drain sends it VMs; here: vm create and
- * incoming migrations are refused) until the daemon restarts.
+ * failed; nothing is retried. The host stays marked draining (cordoned:
+ * in its registration, so no other drain sends it VMs; here, vm create
+ * and incoming migrations are refused) until host_undrain or a restart.
+ *
+ * host_drain_cancel stops a running drain: no migration starts any more
+ * (pending VMs end "cancelled"), each one in flight is cancelled (its VM
+ * stays here, running: "cancelled") except one already past its commit
+ * point, which is left to finish (its row says so; it ends "migrated" or
+ * "failed"). The host stays draining.
+ *
+ * Each call may name another registered host: it is then forwarded to
+ * that host's daemon (host_drain_priv.h, migd_drain_forward) and its
+ * answer returned.
  *
  * Threads: the calls below run on the loop thread; the drain thread
  * shares only its status, under a lock.
@@ -38,12 +48,19 @@ struct migd_fleet;
 #define MIGD_DRAIN_FLEET_DEFAULT 4u
 #define MIGD_DRAIN_LIMIT_MAX 64u
 
-/* host_drain: start a drain (FAILED_PRECONDITION standalone,
- * INVALID_ARGUMENT for another host's id), or answer the running one's
- * status. */
+/* host_drain: start a drain (FAILED_PRECONDITION standalone), or answer
+ * the running one's status. */
 void migd_host_drain_call(struct migd_call *call);
 /* host_drain_status: the last drain's status (NOT_FOUND: none ran). */
 void migd_host_drain_status_call(struct migd_call *call);
+/* host_drain_cancel: ask the running drain to stop and answer its status
+ * (state "cancelling" until its migrations in flight ended); NOT_FOUND:
+ * none ran; FAILED_PRECONDITION: the last one already ended. */
+void migd_host_drain_cancel_call(struct migd_call *call);
+/* host_undrain: clear the draining mark (here and in the registration):
+ * the host takes VMs again. FAILED_PRECONDITION while a drain runs or
+ * standalone; a host not marked is a no-op (was_draining false). */
+void migd_host_undrain_call(struct migd_call *call);
 /* Shutdown, before the fleet stops: tell a running drain to stop
  * (migrations in flight go on in their workers); a finished one is
  * freed. true: its thread still runs and uses the fleet object @f: the

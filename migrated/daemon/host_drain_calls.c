@@ -23,6 +23,15 @@
 /* The last drain; kept (not freed) while its thread may still run. */
 static struct migd_drain *last_drain;
 
+const char *migd_drain_state_name(bool running, bool cancel, bool error)
+{
+	if (running)
+		return cancel ? "cancelling" : "running";
+	if (cancel)
+		return "cancelled";
+	return error ? "failed" : "finished";
+}
+
 static Migd__HostDrainStatus *status_fill(struct migd_call *call,
 					  struct migd_drain *dr)
 {
@@ -44,6 +53,8 @@ static Migd__HostDrainStatus *status_fill(struct migd_call *call,
 	s->started_unix_ms = dr->started_unix_ms;
 	s->elapsed_ms = dr->running ? (migd_now_ns() - dr->t0_ns) / 1000000
 				    : dr->elapsed_ms;
+	s->state = (char *)migd_drain_state_name(
+		dr->running, atomic_load(&dr->cancel), dr->error[0]);
 	v = dr->nr_rows ? migd_call_alloc(call, dr->nr_rows * sizeof(*v))
 			: NULL;
 	for (unsigned i = 0; v && i < dr->nr_rows; i++) {
@@ -61,10 +72,12 @@ static Migd__HostDrainStatus *status_fill(struct migd_call *call,
 		v[i]->mem_bytes = r->mem;
 		v[i]->nr_vcpus = r->vcpus;
 		v[i]->percent = r->percent;
+		v[i]->committing = r->committing;
 		s->n_vms++;
 		s->migrated += r->state == ROW_MIGRATED;
 		s->failed += r->state == ROW_FAILED ||
 			     r->state == ROW_SKIPPED;
+		s->cancelled += r->state == ROW_CANCELLED;
 	}
 	s->vms = v;
 	pthread_mutex_unlock(&dr->lock);
@@ -91,20 +104,29 @@ static void drain_free(struct migd_drain *dr)
 	free(dr);
 }
 
-static void answer(struct migd_call *call, struct migd_drain *dr,
-		   bool status_call)
+/* Answer @call (host_drain, host_drain_status or host_drain_cancel)
+ * with @dr's status. */
+static void answer(struct migd_call *call, struct migd_drain *dr)
 {
 	Migd__HostDrainStatus *s = status_fill(call, dr);
 
 	if (!s)
 		return;
-	if (status_call) {
+	switch (call->req->call_case) {
+	case MIGD__REQUEST__CALL_HOST_DRAIN_STATUS:
 		call->resp->result_case =
 			MIGD__RESPONSE__RESULT_HOST_DRAIN_STATUS;
 		call->resp->host_drain_status = s;
-	} else {
+		break;
+	case MIGD__REQUEST__CALL_HOST_DRAIN_CANCEL:
+		call->resp->result_case =
+			MIGD__RESPONSE__RESULT_HOST_DRAIN_CANCEL;
+		call->resp->host_drain_cancel = s;
+		break;
+	default:
 		call->resp->result_case = MIGD__RESPONSE__RESULT_HOST_DRAIN;
 		call->resp->host_drain = s;
+		break;
 	}
 }
 
@@ -133,18 +155,19 @@ void migd_host_drain_call(struct migd_call *call)
 			       "is no other host to drain to");
 		return;
 	}
-	if (!r->host || strcmp(r->host, id)) {
+	if (!r->host || !r->host[0]) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "this daemon is host '%s', not '%s': ask the "
-			       "daemon of the host to drain", id,
-			       r->host ? r->host : "");
+			       "name the host to drain (this daemon is host "
+			       "'%s')", id);
 		return;
 	}
+	if (migd_drain_forward(call, r->host, r->forwarded))
+		return;
 	if (!limit_ok(call, "max_per_host", r->max_per_host) ||
 	    !limit_ok(call, "max_fleet", r->max_fleet))
 		return;
 	if (last_drain && drain_running(last_drain)) {
-		answer(call, last_drain, false); /* the one running */
+		answer(call, last_drain); /* the one running */
 		return;
 	}
 	if (!d->tls_ready) {
@@ -196,26 +219,86 @@ void migd_host_drain_call(struct migd_call *call)
 	last_drain = dr;
 	hv_info(COMP, "event=drain_start host=%s max_per_host=%u "
 		"max_fleet=%u", id, dr->max_per_host, dr->max_fleet);
-	answer(call, dr, false);
+	answer(call, dr);
 }
 
 void migd_host_drain_status_call(struct migd_call *call)
 {
 	const Migd__HostDrainStatusRequest *r = call->req->host_drain_status;
-	const char *id = migd_host_fleet_id(call->d);
 
-	if (r->host && r->host[0] && (!id || strcmp(r->host, id))) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "this daemon is host '%s', not '%s'",
-			       id ? id : "(standalone)", r->host);
+	if (migd_drain_forward(call, r->host, false))
 		return;
-	}
 	if (!last_drain) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no drain ran on this host");
 		return;
 	}
-	answer(call, last_drain, true);
+	answer(call, last_drain);
+}
+
+void migd_host_drain_cancel_call(struct migd_call *call)
+{
+	const Migd__HostDrainCancelRequest *r = call->req->host_drain_cancel;
+	const char *id = migd_host_fleet_id(call->d);
+
+	if (migd_drain_forward(call, r->host, r->forwarded))
+		return;
+	if (!last_drain) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
+			       "no drain ran on host '%s'",
+			       id ? id : "(standalone)");
+		return;
+	}
+	if (!drain_running(last_drain)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "the drain of host '%s' already ended: nothing "
+			       "to cancel (host undrain lets the host take "
+			       "VMs again)", last_drain->host);
+		return;
+	}
+	if (!atomic_exchange(&last_drain->cancel, true))
+		hv_warn(COMP, "event=drain_cancel host=%s", last_drain->host);
+	answer(call, last_drain);
+}
+
+void migd_host_undrain_call(struct migd_call *call)
+{
+	const Migd__HostUndrainRequest *r = call->req->host_undrain;
+	struct migd *d = call->d;
+	const char *id = migd_host_fleet_id(d);
+	Migd__HostUndrainResult *res;
+	char err[512];
+	bool was;
+
+	if (migd_drain_forward(call, r->host, r->forwarded))
+		return;
+	if (!id) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "this daemon is not in a fleet (--etcd): it is "
+			       "never marked draining");
+		return;
+	}
+	if (last_drain && drain_running(last_drain)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "a drain of host '%s' is running: cancel it "
+			       "first (host drain-cancel %s), then undrain",
+			       id, id);
+		return;
+	}
+	res = migd_call_alloc(call, sizeof(*res));
+	if (!res)
+		return;
+	migd__host_undrain_result__init(res);
+	was = migd_host_fleet_draining(d);
+	if (was && migd_host_fleet_set_draining(d, false, err, sizeof(err)))
+		hv_warn(COMP, "event=undrain_put_failed host=%s err=\"%s\" "
+			"hint=\"cleared here; the record follows at the next "
+			"registration\"", id, err);
+	hv_info(COMP, "event=undrain host=%s was_draining=%d", id, was);
+	res->host = migd_call_strdup(call, id);
+	res->was_draining = was;
+	call->resp->result_case = MIGD__RESPONSE__RESULT_HOST_UNDRAIN;
+	call->resp->host_undrain = res;
 }
 
 bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,

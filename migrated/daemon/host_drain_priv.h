@@ -23,9 +23,10 @@
 
 struct migd;
 struct migd_fleet;
+struct migd_call;
 
 enum migd_drain_row_state { ROW_PENDING, ROW_MIGRATING, ROW_MIGRATED, ROW_FAILED,
-		 ROW_SKIPPED };
+		 ROW_SKIPPED, ROW_CANCELLED };
 
 extern const char *const migd_drain_row_names[];
 
@@ -38,6 +39,8 @@ struct migd_drain_row {
 	uint64_t mem;
 	uint32_t vcpus;
 	uint32_t percent;
+	/* the cancel found its migration past its commit point */
+	bool committing;
 	/* drain thread only */
 	int dst;
 	unsigned slot;
@@ -56,6 +59,8 @@ struct migd_drain {
 	pthread_t thread;
 	bool joinable;
 	_Atomic bool stop;
+	/* host_drain_cancel: start nothing more, cancel what is in flight */
+	_Atomic bool cancel;
 
 	/* the loop thread's copies, set before the thread starts */
 	char host[MIGD_DRAIN_ID_MAX + 1];
@@ -85,10 +90,30 @@ struct migd_drain {
 	struct migd_drain_dest dests[MIGD_DRAIN_HOSTS_MAX];
 	unsigned nr_hosts;
 	unsigned inflight;
+	bool cancel_done; /* the cancel was carried out */
 };
 
 /* The drain thread (host_drain.c): runs the drain @arg, a struct
  * migd_drain, to its end, then clears @running. */
 void *migd_drain_thread(void *arg);
+
+/* HostDrainStatus.state: "running", "cancelling", "cancelled",
+ * "finished" or "failed" (@error: the drain as a whole failed). */
+const char *migd_drain_state_name(bool running, bool cancel, bool error);
+
+/*
+ * host_drain_forward.c: a drain call (host_drain, host_drain_status,
+ * host_drain_cancel, host_undrain) naming @host. false: @host is "" or
+ * this daemon's id: the caller answers it. true: the call is handled:
+ * forwarded to @host's daemon over mutual TLS (answered later: deferred,
+ * server.h), or failed: standalone (FAILED_PRECONDITION), @forwarded
+ * (a forwarded call must name its receiver: INVALID_ARGUMENT), no such
+ * host registered (NOT_FOUND), no control RPC address in its record or
+ * no TLS files here (FAILED_PRECONDITION), etcd unreadable or the peer
+ * unreachable (UNAVAILABLE). The peer's refusals come back as it sent
+ * them, their message prefixed with the host's id and address.
+ */
+bool migd_drain_forward(struct migd_call *call, const char *host,
+			bool forwarded);
 
 #endif

@@ -6,7 +6,13 @@
  * changes, then a table (--json: the final HostDrainStatus as one JSON
  * line). The drain runs in the daemon: interrupting this command does not
  * stop it; `host drain-status` shows it again. Exit 0 when every VM
- * moved, 1 when one could not (failed or skipped) or the drain failed.
+ * moved, 1 when one could not (failed, skipped or cancelled) or the drain
+ * failed.
+ *
+ * host drain-cancel HOST: stop HOST's running drain, then follow it until
+ * its migrations in flight ended (exit 0 once it stopped). host undrain
+ * HOST: HOST takes VMs again. HOST may be any registered host: the daemon
+ * asked forwards the call to HOST's daemon.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -43,10 +49,11 @@ static void print_table(const Migd__HostDrainStatus *s)
 			       v->target[0] ? v->target : "-",
 			       (unsigned long long)v->migration_id);
 	}
-	printf("host %s: %u migrated, %u not moved, of %zu VM(s) in %.1f s; "
-	       "at most %u migration(s) at once (limit %u), %u into one "
-	       "host (limit %u)%s\n",
-	       s->host, s->migrated, s->failed, s->n_vms,
+	printf("host %s: drain %s: %u migrated, %u not moved, %u cancelled, "
+	       "of %zu VM(s) in %.1f s; at most %u migration(s) at once "
+	       "(limit %u), %u into one host (limit %u)%s\n",
+	       s->host, s->state && s->state[0] ? s->state : "?",
+	       s->migrated, s->failed, s->cancelled, s->n_vms,
 	       (double)s->elapsed_ms / 1000, s->peak_fleet, s->max_fleet,
 	       s->peak_per_host, s->max_per_host,
 	       s->draining ? "; the host stays draining" : "");
@@ -82,6 +89,8 @@ static void print_changes(const Migd__HostDrainStatus *s, char ***seen,
 			printf("%s: migrated to %s\n", v->vm, v->target);
 		else if (strcmp(v->state, "pending"))
 			printf("%s: %s: %s\n", v->vm, v->state, v->reason);
+		if (v->committing && !strcmp(v->state, "migrating"))
+			printf("%s: %s\n", v->vm, v->reason);
 		fflush(stdout);
 	}
 }
@@ -100,10 +109,13 @@ static int status_call(struct ctl *ctl, const char *host,
 
 static int outcome(const Migd__HostDrainStatus *s)
 {
-	return s->failed || (s->error && s->error[0]) ? 1 : 0;
+	return s->failed || s->cancelled || (s->error && s->error[0]) ? 1
+									 : 0;
 }
 
-static int follow(struct ctl *ctl, const char *host, bool wait)
+/* Poll @host's drain status (until it stops when @wait), print it;
+ * @cancel: the exit code says it stopped (0), not what it moved. */
+static int follow(struct ctl *ctl, const char *host, bool wait, bool cancel)
 {
 	Migd__Response *resp = NULL;
 	char **seen = NULL;
@@ -132,7 +144,7 @@ static int follow(struct ctl *ctl, const char *host, bool wait)
 		ctl_print_json(&resp->host_drain_status->base);
 	else
 		print_table(resp->host_drain_status);
-	ret = outcome(resp->host_drain_status);
+	ret = cancel ? 0 : outcome(resp->host_drain_status);
 	migd__response__free_unpacked(resp, NULL);
 	return ret;
 }
@@ -180,7 +192,7 @@ int ctl_host_drain(struct ctl *ctl, int argc, char **argv)
 	if (status_only)
 		return optind + 1 < argc ? 2
 		       : follow(ctl, optind < argc ? argv[optind] : NULL,
-				false);
+				false, false);
 	if (optind + 1 != argc) {
 		fprintf(stderr, "migratectl: host drain HOST [--max-per-host "
 			"N] [--max-fleet N] [--no-wait]\n");
@@ -193,5 +205,67 @@ int ctl_host_drain(struct ctl *ctl, int argc, char **argv)
 	if (ret)
 		return ret;
 	migd__response__free_unpacked(resp, NULL);
-	return follow(ctl, argv[optind], wait);
+	return follow(ctl, argv[optind], wait, false);
+}
+
+int ctl_host_drain_cancel(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "no-wait", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__HostDrainCancelRequest cr = MIGD__HOST_DRAIN_CANCEL_REQUEST__INIT;
+	Migd__Response *resp;
+	bool wait = true;
+	int c, ret;
+
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 'n')
+			return 2;
+		wait = false;
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "migratectl: host drain-cancel HOST "
+			"[--no-wait]\n");
+		return 2;
+	}
+	cr.host = argv[optind];
+	req.call_case = MIGD__REQUEST__CALL_HOST_DRAIN_CANCEL;
+	req.host_drain_cancel = &cr;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	migd__response__free_unpacked(resp, NULL);
+	return follow(ctl, argv[optind], wait, true);
+}
+
+int ctl_host_undrain(struct ctl *ctl, int argc, char **argv)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__HostUndrainRequest ur = MIGD__HOST_UNDRAIN_REQUEST__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	if (argc != 3 || argv[2][0] == '-') {
+		fprintf(stderr, "migratectl: host undrain HOST\n");
+		return 2;
+	}
+	ur.host = argv[2];
+	req.call_case = MIGD__REQUEST__CALL_HOST_UNDRAIN;
+	req.host_undrain = &ur;
+	ret = ctl_call(ctl, &req, &resp);
+	if (ret)
+		return ret;
+	if (ctl->json)
+		ctl_print_json(&resp->host_undrain->base);
+	else if (resp->host_undrain->was_draining)
+		printf("host %s: no longer draining, takes VMs again\n",
+		       resp->host_undrain->host);
+	else
+		printf("host %s was not draining: nothing to do\n",
+		       resp->host_undrain->host);
+	migd__response__free_unpacked(resp, NULL);
+	return 0;
 }

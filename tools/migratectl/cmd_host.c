@@ -3,7 +3,8 @@
  * migratectl host list: the fleet's hosts and the VMs each owns, read
  * from etcd (migrated/fleet/fleet.h has the key layout), not from a
  * daemon: it is the fleet's view, and works while a host is down.
- * host drain / drain-status are the daemon's calls (cmd_drain.c).
+ * host drain / drain-status / drain-cancel / undrain are the daemon's
+ * calls (cmd_drain.c).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -145,10 +146,15 @@ int ctl_host(struct ctl *ctl, int argc, char **argv)
 	if (argc >= 2 && (!strcmp(argv[1], "drain") ||
 			  !strcmp(argv[1], "drain-status")))
 		return ctl_host_drain(ctl, argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "drain-cancel"))
+		return ctl_host_drain_cancel(ctl, argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "undrain"))
+		return ctl_host_undrain(ctl, argc, argv);
 	if (argc < 2 || strcmp(argv[1], "list")) {
 		fprintf(stderr, "migratectl: host list --etcd URL[,URL...] "
 			"(or $MIGRATED_ETCD) | host drain HOST | host "
-			"drain-status [HOST]\n");
+			"drain-status [HOST] | host drain-cancel HOST | host "
+			"undrain HOST\n");
 		return 2;
 	}
 	optind = 2;

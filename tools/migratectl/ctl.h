@@ -41,6 +41,8 @@ int ctl_host(struct ctl *ctl, int argc, char **argv);
 /* cmd_drain.c: host drain HOST, host drain-status [HOST] (exit 1 when a
  * VM could not be moved) */
 int ctl_host_drain(struct ctl *ctl, int argc, char **argv);
+int ctl_host_drain_cancel(struct ctl *ctl, int argc, char **argv);
+int ctl_host_undrain(struct ctl *ctl, int argc, char **argv);
 /* cmd_dirty.c: dirty VM, estimate VM, vm set-rate VM RATE */
 int ctl_dirty(struct ctl *ctl, int argc, char **argv);
 int ctl_estimate(struct ctl *ctl, int argc, char **argv);

@@ -63,7 +63,14 @@ static const struct {
 	  "  host drain HOST [--max-per-host N] [--max-fleet N] [--no-wait]\n"
 	  "          (HOST's daemon moves every VM to the other hosts;\n"
 	  "          exit 1 when one could not be moved)\n"
-	  "  host drain-status [HOST]" },
+	  "  host drain-status [HOST]\n"
+	  "  host drain-cancel HOST [--no-wait]  (stop HOST's drain: nothing\n"
+	  "          more starts, migrations in flight are cancelled, one\n"
+	  "          past its commit point finishes; HOST stays draining)\n"
+	  "  host undrain HOST  (HOST takes VMs again; refused while a\n"
+	  "          drain runs)\n"
+	  "          HOST may be any registered host: the daemon asked\n"
+	  "          forwards the call to HOST's daemon over mutual TLS" },
 	{ "ping", ctl_ping, "ping" },
 	{ "capabilities", ctl_capabilities,
 	  "capabilities  (API version, features, accelerators)" },
