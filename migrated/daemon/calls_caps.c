@@ -46,7 +46,7 @@ void migd_call_capabilities(struct migd_call *call)
 {
 	const size_t nb = sizeof(built_features) / sizeof(built_features[0]);
 	Migd__CapabilitiesResult *r = migd_call_alloc(call, sizeof(*r));
-	char **feat = migd_call_alloc(call, (nb + 3) * sizeof(*feat));
+	char **feat = migd_call_alloc(call, (nb + 4) * sizeof(*feat));
 	char **acc = migd_call_alloc(call, HV_ACCEL_COUNT * sizeof(*acc));
 	struct migd *d = call->d;
 	size_t n = 0, na = 0;
@@ -64,8 +64,10 @@ void migd_call_capabilities(struct migd_call *call)
 		feat[n++] = "tls";
 	if (d->srv.tcp_listening)
 		feat[n++] = "rpc-tls";
-	if (d->fleet || d->fleet_keys)
+	if (d->fleet || d->fleet_keys) {
 		feat[n++] = "fleet";
+		feat[n++] = "drain-cancel"; /* and host_undrain */
+	}
 	r->n_features = n;
 	r->features = feat;
 	for (int k = HV_ACCEL_INVALID + 1; k < HV_ACCEL_COUNT; k++)
