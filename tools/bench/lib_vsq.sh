@@ -74,6 +74,35 @@ vsq_init() {
 	TSC_KHZ=$("$HVBENCH" tsc-khz)
 	trap vsq_cleanup EXIT
 	trap 'exit 130' INT TERM
+	case " $LINKS " in
+	*" 1g "*|*" 10g "*) vsq_tls "$TMP/tls" ;;
+	esac
+}
+
+# The daemons' --dev-tls host certificate names localhost and 127.0.0.1
+# only, so a migration to a veth address would fail its check: make the
+# CA and a host certificate that also names the link's addresses first
+# (--dev-tls keeps the files it finds and adds its client certificate).
+vsq_tls() { # dir
+	local d=$1
+	mkdir -p -m 700 "$d"
+	openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
+		-nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 \
+		-subj "/O=migrated dev/CN=migrated dev CA" \
+		-addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-keyout "$d/host.key" -out "$d/host.csr" \
+		-subj "/O=migrated dev/CN=localhost" 2>/dev/null
+	printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+		"keyUsage=critical,digitalSignature" \
+		"extendedKeyUsage=serverAuth,clientAuth" \
+		"subjectAltName=DNS:localhost,IP:127.0.0.1,IP:10.199.0.1,IP:10.199.0.2" \
+		>"$d/host.ext"
+	openssl x509 -req -in "$d/host.csr" -CA "$d/ca.pem" \
+		-CAkey "$d/ca.key" -CAcreateserial -days 2 \
+		-extfile "$d/host.ext" -out "$d/host.pem" 2>/dev/null
+	chmod 600 "$d/ca.key" "$d/host.key"
 }
 
 # What runs against what, for a table's header; @note follows "no

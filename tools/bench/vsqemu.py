@@ -21,7 +21,9 @@
       once the first pass is over (ram dirty-sync-count >= 2). Prints the
       last query-migrate as JSON, with t0-ns (migrate sent), t1-ns (seen
       completed) and switch-ns (migrate-start-postcopy sent; 0: none),
-      CLOCK_REALTIME like the heartbeat log.
+      CLOCK_REALTIME like the heartbeat log, and postcopy-seen (true if a
+      query-migrate said postcopy-active: the switch happened; a request
+      that comes as the last pass ends lets precopy complete instead).
   vsqemu.py gap LOG
       The guest-seen downtime from a heartbeat log: the time from the
       source's last heartbeat to the destination's first, in ms (the same
@@ -153,9 +155,11 @@ def migrate(src_path, dst_path, uri, setting, timeout, max_bw=None):
     src.cmd("migrate", uri=uri)
     last = {}
     switch_ns = 0
+    seen = False
     while True:
         last = src.cmd("query-migrate")
         st = last.get("status")
+        seen = seen or st == "postcopy-active"
         if st in ("completed", "failed", "cancelled"):
             break
         if setting == "postcopy" and not switch_ns and st == "active" and \
@@ -170,6 +174,8 @@ def migrate(src_path, dst_path, uri, setting, timeout, max_bw=None):
     last["t1-ns"] = time.time_ns()
     last["t0-ns"] = t0_ns
     last["switch-ns"] = switch_ns
+    last["postcopy-seen"] = seen or \
+        last.get("ram", {}).get("postcopy-bytes", 0) > 0
     last["wall-ms"] = round((time.time() - t0) * 1000, 1)
     if last["status"] == "completed":
         # The destination runs once it reports so.
