@@ -26,10 +26,12 @@
 #        QBW=10G          QEMU's max-bandwidth (bytes/s, K/M/G suffix; ours
 #                         has no cap by default; "default": QEMU's own)
 #        SETTLE=1 HB_US=2000 QTIMEOUT=120 PATTERN=sweep KEEP=1 as vs-qemu.sh
-# The defaults take about 25 min on a loaded 2-core machine.
+# The defaults took 38 min on a 2-core machine at load 6-12 (2026-12-02).
 #
 # Figures per run: total ms (ours: the engine's elapsed, to the last page
-# in postcopy; QEMU: query-migrate total-time); down = reported switch
+# in postcopy; QEMU: query-migrate total-time); pc ms = the postcopy
+# phase, from the switch to the last page (ours: pc_last_page_ns; QEMU:
+# from migrate-start-postcopy to completed seen by query-migrate); down = reported switch
 # downtime (ours: the engine's sum of parts; QEMU: query-migrate
 # downtime); guest = guest-seen switch downtime from host-timestamped
 # heartbeats, the source's last to the destination's first (ours: the
@@ -82,12 +84,12 @@ TRACE_EV+=" postcopy_place_page_zero"
 
 now_ns() { date +%s%N; }
 
-# Row fields: link mem content rate variant rep mode total down guest
-# fp50 fp99 fmax asked wr-before wr-during keep% maxgap wire check
-HDR='%-4s %-4s %-6s %-4s %-11s %2s %-3s | %8s %6s %6s | %7s %7s %8s %6s |'
-HDR+=' %7s %7s %5s %7s | %7s | %s\n'
+# Row fields: link mem content rate variant rep mode total pc-ms down
+# guest fp50 fp99 fmax asked wr-before wr-during keep% maxgap wire check
+HDR='%-4s %-4s %-6s %-4s %-11s %2s %-3s | %8s %7s %6s %6s |'
+HDR+=' %7s %7s %8s %6s | %7s %7s %5s %7s | %7s | %s\n'
 print_row() {
-	awk -v f="$HDR" '{ printf f, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20 }'
+	awk -v f="$HDR" '{ printf f, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21 }'
 }
 
 fail_row() { # words... -> one line in $TMP/failed and on stderr
@@ -168,7 +170,9 @@ ours() { # link mem content rate rep variant
 		def us: num / 1e3 | round;
 		.progress as $p | ($p.postcopy // false) as $pc |
 		[$pre, (if $pc then "pc" else "pre" end),
-		 ($p.elapsed_ns | ms), ($p.downtime.total_ns | ms),
+		 ($p.elapsed_ns | ms),
+		 (if $pc then ($p.pc_last_page_ns | ms) else "-" end),
+		 ($p.downtime.total_ns | ms),
 		 (if ($p.guest_downtime_ns | num) > 0
 		  then ($p.guest_downtime_ns | ms) else "-" end),
 		 (if $pc then ($p.pc_fault_p50_ns | us) else "-" end),
@@ -188,7 +192,7 @@ ours() { # link mem content rate rep variant
 # One QEMU migration -> a row in $TMP/rows.
 qemu_run() { # link mem content rate rep variant
 	local link=$1 mem=$2 content=$3 rate=$4 rep=$5 v=$6 set j rc=0
-	local gap chk wr du fl mode e
+	local gap chk wr du fl mode e pcms
 	RUNN=$((RUNN + 1))
 	QEXTRA_DST=()
 	case $v in
@@ -209,7 +213,9 @@ qemu_run() { # link mem content rate rep variant
 	if [ "$rc" != 0 ]; then
 		fail_row "$link $mem $content $rate $v $rep FAILED" \
 			"$(echo "$j" | jq -r '.status + " " +
-			(."error-desc" // "")' 2>/dev/null)"
+			(."error-desc" // "")' 2>/dev/null)" \
+			"$(tail -2 "$TMP/dst.serial" "$TMP/dst.qemu.log" \
+			2>/dev/null | grep -v '^==>' | grep . || true)"
 		stop_run_procs
 		return 0
 	fi
@@ -221,9 +227,12 @@ qemu_run() { # link mem content rate rep variant
 		echo "- -")
 	mode=pre
 	fl="- - - -"
+	pcms=-
 	[ -n "${KEEP:-}" ] && echo "$j" >"$TMP/q$RUNN.json"
 	if [ "$(echo "$j" | jq '."postcopy-seen"')" = true ]; then
 		mode=pc
+		pcms=$(echo "$j" | jq '(."t1-ns" - ."switch-ns") / 1e5 |
+			round / 10')
 		fl=$($PY faults "$TMP/dst.trace" 2>>"$TMP/faults.err" ||
 			echo "- - - -")
 		read -r _ f50 f99 fmax <<<"$fl"
@@ -233,9 +242,10 @@ qemu_run() { # link mem content rate rep variant
 	chk=$(qemu_check "$TMP/dst.qmp" "$TMP/src.serial")
 	echo "$j" | jq -r --arg pre "$link $mem $content $rate $v $rep $mode" \
 		--arg g "$gap" --arg fl "$fl" --arg wr "$wr" --arg du "$du" \
+		--arg pcms "$pcms" \
 		--arg keep "$(keep_pct "$wr" "$du")" --arg gap "$e" \
 		--arg chk "$chk" '
-		[$pre, ."total-time", .downtime, $g, $fl, $wr, $du, $keep,
+		[$pre, ."total-time", $pcms, .downtime, $g, $fl, $wr, $du, $keep,
 		 $gap, (.ram.transferred / 1048576 * 10 | round / 10), $chk] |
 		map(tostring) | join(" ")' >>"$TMP/rows"
 	tail -1 "$TMP/rows" | print_row
@@ -251,10 +261,10 @@ echo "$ME: $(vsq_what "not the KVM comparison"); $(git -C "$top" log -1 \
 	--format=%h 2>/dev/null || echo '?'); 1 vCPU; REPS=$REPS (medians" \
 	"of $REPS); heartbeat ${HB_US} us; QEMU max-bandwidth $QBW; load" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
-printf "$HDR" link mem cont MiB/s variant rep mod "total ms" "down" \
+printf "$HDR" link mem cont MiB/s variant rep mod "total ms" "pc ms" "down" \
 	"guest" "flt p50" "p99 us" "max us" "asked" "wr/s bf" "during" \
 	"keep%" "maxgap" "wire MB" check
-printf '%s\n' "$(printf '%.0s-' $(seq 140))"
+printf '%s\n' "$(printf '%.0s-' $(seq 148))"
 touch "$TMP/rows" "$TMP/failed"
 
 for link in $LINKS; do
@@ -297,9 +307,9 @@ $6 ~ /^[0-9]+$/ {
 	if (!(c in seen)) { seen[c] = 1; order[++nc] = c }
 	k = c SUBSEP $5
 	tot[k] = tot[k] " " $8
-	if ($12 != "-") p99[k] = p99[k] " " $12
-	if ($17 != "-") kp[k] = kp[k] " " $17
-	if ($20 !~ /^ok/) bad[k] = bad[k] " " $5
+	if ($13 != "-") p99[k] = p99[k] " " $13
+	if ($18 != "-") kp[k] = kp[k] " " $18
+	if ($21 !~ /^ok/) bad[k] = bad[k] " " $5
 	if ($7 != "pc" && $5 ~ /pc/) npc[k] = npc[k] " " $5
 }
 function ratio(a, b) { return (a != "-" && b != "-" && b > 0) ? sprintf("%.2f", a / b) : "-" }

@@ -180,9 +180,14 @@ def migrate(src_path, dst_path, uri, setting, timeout, max_bw=None):
     if last["status"] == "completed":
         # The destination runs once it reports so.
         end = time.time() + 10
-        while dst.cmd("query-status")["status"] != "running" and \
-                time.time() < end:
-            time.sleep(0.01)
+        try:
+            while dst.cmd("query-status")["status"] != "running" and \
+                    time.time() < end:
+                time.sleep(0.01)
+        except (OSError, EOFError):
+            last["status"] = "destination-gone"
+            last["error-desc"] = "the destination QEMU exited " \
+                "after the migration completed"
     print(json.dumps(last))
     return 0 if last["status"] == "completed" else 1
 
