@@ -244,7 +244,8 @@ def during(log, t0, t1):
 
 
 def pctl(v, p):
-    return v[min(len(v) - 1, int(p * len(v)))]
+    """Nearest-rank percentile of the sorted list v."""
+    return v[max(0, -(-int(p * 100) * len(v) // 100) - 1)]
 
 
 def faults(trace):
