@@ -1,3 +1,6 @@
+# shellcheck shell=bash disable=SC2034,SC2154
+# (globals set here are used by the sourcing script, which sets top, B,
+# ME and the cell variables used here.)
 # Shell functions shared by the benchmarks that run migrated and QEMU 7.2
 # side by side on the same guest image (tools/bench/vs-qemu.sh,
 # tools/bench/postcopy-vs-qemu.sh). Sourced, not run. The caller sets
@@ -85,7 +88,8 @@ vsq_init() {
 # (--dev-tls keeps the files it finds and adds its client certificate).
 vsq_tls() { # dir
 	local d=$1
-	mkdir -p -m 700 "$d"
+	mkdir -p "$d"
+	chmod 700 "$d"
 	openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
 		-nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 \
 		-subj "/O=migrated dev/CN=migrated dev CA" \
@@ -281,7 +285,7 @@ qemu_boot() { # mem content rate
 		[ -S "$TMP/dst.hb" ] && break
 		sleep 0.02
 	done
-	QINCOMING= qemu_start src "$mem" "$cl" "${NSX_S[@]}"
+	QINCOMING='' qemu_start src "$mem" "$cl" "${NSX_S[@]}"
 	QSP=$QPID
 	QINCOMING=1 qemu_start dst "$mem" "$cl" "${NSX_D[@]}"
 	QDP=$QPID

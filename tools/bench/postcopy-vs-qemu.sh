@@ -209,7 +209,7 @@ qemu_run() { # link mem content rate rep variant
 	wr=$($PY rate "$TMP/hb.log" "$SETTLE" || true)
 	j=$($PY migrate "$TMP/src.qmp" "$TMP/dst.qmp" \
 		"tcp:$DST_IP:$((47000 + RUNN % 1000))" "$set" "$QTIMEOUT" \
-		$QBW_B) || rc=$?
+		"$QBW_B") || rc=$?
 	if [ "$rc" != 0 ]; then
 		fail_row "$link $mem $content $rate $v $rep FAILED" \
 			"$(echo "$j" | jq -r '.status + " " +
