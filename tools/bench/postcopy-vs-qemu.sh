@@ -28,31 +28,38 @@
 #        SETTLE=1 HB_US=2000 QTIMEOUT=120 PATTERN=sweep KEEP=1 as vs-qemu.sh
 # The defaults took 38 min on a 2-core machine at load 6-12 (2026-12-02).
 #
-# Figures per run: total ms (ours: the engine's elapsed, to the last page
-# in postcopy; QEMU: query-migrate total-time); pc ms = the postcopy
-# phase, from the switch to the last page (ours: pc_last_page_ns; QEMU:
-# from migrate-start-postcopy to completed seen by query-migrate); down = reported switch
-# downtime (ours: the engine's sum of parts; QEMU: query-migrate
-# downtime); guest = guest-seen switch downtime from host-timestamped
-# heartbeats, the source's last to the destination's first (ours: the
-# engine's guest_downtime_ns, which it does not measure in postcopy: "-";
-# QEMU: vsqemu.py gap); fault p50/p99/max us = postcopy page-fault
-# latency, first fault of a page to its install (ours: the destination's
-# fault thread, migrate-send --json pc_fault_*; QEMU: the destination's
-# trace, a page's first postcopy_ram_fault_thread_request to its
-# postcopy_place_page[_zero], by host address; ours comes from a
-# histogram of 4 buckets per power of two); asked = pages the source sent
-# because the destination asked (ours: migrate-send's pc_pages_requested,
-# those not pushed already; QEMU: query-migrate postcopy-requests); wr/s before = page writes per second over SETTLE s before
-# the migration; wr/s during = page writes per second from the start of
-# the migration to its end (ours: vm inspect vcpus[0].seq on the source
-# before and on the destination after; QEMU: the seq in the heartbeat
-# lines, source's last before to destination's last before); keep% =
-# during / before; max gap = the largest gap between two heartbeats on
-# the destination (ours: vm inspect max_heartbeat_gap_us; QEMU: from the
-# heartbeat log): the guest's longest stall after the switch; wire MB;
-# check = every page's stamp on the destination (ours: migratectl vm
-# check; QEMU: pmemsave + hvbench wlcheck).
+# Figures per run:
+#  total ms   ours: the engine's elapsed (in postcopy to the last page);
+#             QEMU: query-migrate total-time.
+#  pc ms      the postcopy phase, switch to last page (ours:
+#             pc_last_page_ns; QEMU: migrate-start-postcopy to completed).
+#  down       the reported switch downtime (ours: the engine's sum of
+#             parts; QEMU: query-migrate downtime).
+#  guest      guest-seen switch downtime: the source's last heartbeat to
+#             the destination's first, host-timestamped (ours: the
+#             engine's guest_downtime_ns, not measured in postcopy: "-";
+#             QEMU: vsqemu.py gap).
+#  flt p50/p99/max us  postcopy page-fault latency, a page's first fault
+#             to its install (ours: the destination's fault thread,
+#             migrate-send --json pc_fault_*, from a histogram of 4
+#             buckets per power of two; QEMU: the destination's trace, a
+#             page's first postcopy_ram_fault_thread_request to its
+#             postcopy_place_page[_zero], by host address).
+#  asked      pages the destination asked the source for (ours: its
+#             worker's op=postcopy_in line in the daemon's log; QEMU:
+#             query-migrate postcopy-requests).
+#  wr/s bf    page writes per second over SETTLE s before the migration.
+#  during     page writes per second from the migration's start to its
+#             end (ours: vm inspect vcpus[0].seq on the source before and
+#             on the destination after; QEMU: the seq of the heartbeat
+#             lines, the source's last before to the destination's last
+#             before). keep% = during / bf.
+#  maxgap     the largest gap between two heartbeats on the destination
+#             (ours: vm inspect max_heartbeat_gap_us; QEMU: the heartbeat
+#             log): the guest's longest stall after the switch.
+#  wire MB    ours: bytes_wire; QEMU: ram transferred.
+#  check      every page's stamp on the destination (ours: migratectl vm
+#             check; QEMU: pmemsave + hvbench wlcheck).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -108,6 +115,7 @@ RUNN=0
 ours() { # link mem content rate rep variant
 	local link=$1 mem=$2 content=$3 rate=$4 rep=$5 v=$6 vm s d rc=0
 	local port f chk seq0 seq1 seq2 t0 t1 t2 wr during gapus flags=()
+	local dasked
 	RUNN=$((RUNN + 1))
 	vm=p$RUNN
 	s=$DSOCK_S d=$DSOCK_D
@@ -154,6 +162,18 @@ ours() { # link mem content rate rep variant
 	during=-
 	[ "$seq2" != - ] &&
 		during=$(( (seq2 - seq1) * 1000000000 / (t2 - t1) ))
+	# The destination's count of pages its faults asked for (the
+	# source's pc_pages_requested leaves out those it had pushed).
+	dasked=
+	if [ "$(echo "$f" | jq '.progress.postcopy // false')" = true ]; then
+		for _ in $(seq 50); do
+			dasked=$(grep "op=postcopy_in port=$port " \
+				"$TMP/dst-$link.log" | tail -1 |
+				sed -n 's/.* asked=\([0-9]*\) .*/\1/p' || true)
+			[ -n "$dasked" ] && break
+			sleep 0.1
+		done
+	fi
 	if "$CTL" --socket "$d" vm check "$vm" >"$TMP/check" 2>&1; then
 		chk=ok
 	else
@@ -164,21 +184,24 @@ ours() { # link mem content rate rep variant
 	echo "$f" | jq -r --arg pre "$link $mem $content $rate $v $rep" \
 		--arg wr "$wr" --arg du "$during" \
 		--arg keep "$(keep_pct "$wr" "$during")" --arg gap "$gapus" \
-		--arg chk "$chk" '
+		--arg chk "$chk" --arg dasked "$dasked" '
 		def num: tonumber? // 0;
 		def ms: num / 1e6 | . * 10 | round / 10;
 		def us: num / 1e3 | round;
 		.progress as $p | ($p.postcopy // false) as $pc |
+		# No fault at all: no latency figures (not zeros).
+		($pc and ($p.pc_fault_max_ns | num) > 0) as $flt |
 		[$pre, (if $pc then "pc" else "pre" end),
 		 ($p.elapsed_ns | ms),
 		 (if $pc then ($p.pc_last_page_ns | ms) else "-" end),
 		 ($p.downtime.total_ns | ms),
 		 (if ($p.guest_downtime_ns | num) > 0
 		  then ($p.guest_downtime_ns | ms) else "-" end),
-		 (if $pc then ($p.pc_fault_p50_ns | us) else "-" end),
-		 (if $pc then ($p.pc_fault_p99_ns | us) else "-" end),
-		 (if $pc then ($p.pc_fault_max_ns | us) else "-" end),
-		 (if $pc then ($p.pc_pages_requested | num) else "-" end),
+		 (if $flt then ($p.pc_fault_p50_ns | us) else "-" end),
+		 (if $flt then ($p.pc_fault_p99_ns | us) else "-" end),
+		 (if $flt then ($p.pc_fault_max_ns | us) else "-" end),
+		 (if $pc|not then "-" elif $dasked != "" then $dasked
+		  else ($p.pc_pages_requested | num) end),
 		 $wr, $du, $keep,
 		 (if $gap == "-" then "-"
 		  else ($gap | num / 100 | round / 10) end),
