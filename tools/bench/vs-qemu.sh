@@ -49,10 +49,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$top/build/release}
-if [ -z "${ACCEL:-}" ]; then
-	ACCEL=soft
-	[ -r /dev/kvm ] && [ -w /dev/kvm ] && ACCEL=kvm
-fi
+ME=vs-qemu
 REPS=${REPS:-3}
 MEMS=${MEMS:-1G}
 CONTENTS=${CONTENTS:-stamp text random}
@@ -63,186 +60,24 @@ SETTLE=${SETTLE:-1}
 HB_US=${HB_US:-2000}
 QTIMEOUT=${QTIMEOUT:-180}
 PATTERN=${PATTERN:-sweep}
-
-MIGRATED=$B/migrated/daemon/migrated
-CTL=$B/tools/migratectl/migratectl
-SEND=$B/tools/migrate-send/migrate-send
-RECV=$B/tools/migrate-recv/migrate-recv
-HVBENCH=$B/tools/hvbench
-GUEST=$B/arch/x86/guest/guest.elf
-PY="python3 $top/tools/bench/vsqemu.py"
-
-case $ACCEL in
-kvm) QACCEL=kvm ;;
-soft) QACCEL=tcg ;;
-*) echo "vs-qemu: ACCEL must be kvm or soft" >&2; exit 2 ;;
-esac
-if [ "$ACCEL" = kvm ] && ! [ -w /dev/kvm ]; then
-	echo "vs-qemu: ACCEL=kvm needs /dev/kvm (ACCEL=soft runs ours on the" \
-		"soft accelerator against QEMU TCG)" >&2
-	exit 2
-fi
-for t in "$MIGRATED" "$CTL" "$SEND" "$RECV" "$HVBENCH" "$GUEST"; do
-	[ -e "$t" ] || { echo "vs-qemu: missing $t (tools/setup.sh" \
-		"release first)" >&2; exit 1; }
-done
-need=()
-command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-command -v jq >/dev/null || need+=(jq)
-command -v bc >/dev/null || need+=(bc)
-command -v tc >/dev/null || need+=(iproute2)
-command -v python3 >/dev/null || need+=(python3)
-if [ ${#need[@]} -gt 0 ]; then
-	[ "$(id -u)" = 0 ] || { echo "vs-qemu: needs ${need[*]} (apt-get" \
-		"install as root)" >&2; exit 1; }
-	echo "vs-qemu: installing ${need[*]}" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		--no-install-recommends "${need[@]}" >/dev/null
-fi
-for l in $LINKS; do
-	case $l in
-	lo) ;;
-	1g|10g) [ "$(id -u)" = 0 ] || { echo "vs-qemu: link $l needs root" \
-		"(network namespaces)" >&2; exit 1; } ;;
-	*) echo "vs-qemu: unknown link '$l' (lo, 1g, 10g)" >&2; exit 2 ;;
-	esac
-done
-
-TMP=$(mktemp -d /tmp/vs-qemu.XXXXXX)
-NS_SRC=vsq-src-$$
-NS_DST=vsq-dst-$$
-PIDS=()  # daemons
-QPIDS=() # qemu processes and heartbeat readers of the current run
+# shellcheck source=tools/bench/lib_vsq.sh
+. "$top/tools/bench/lib_vsq.sh"
+vsq_init
 DSOCK_S= DSOCK_D=
-HZ=$(getconf CLK_TCK)
-
-stop_run_procs() {
-	for p in "${QPIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${QPIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	QPIDS=()
-}
-stop_daemons() {
-	# --stop-vms: a daemon's SIGTERM takes its VMs' workers along.
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	PIDS=()
-}
-link_down() {
-	ip netns del "$NS_SRC" 2>/dev/null || true
-	ip netns del "$NS_DST" 2>/dev/null || true
-}
-cleanup() {
-	stop_run_procs
-	stop_daemons
-	link_down
-	if [ -n "${KEEP:-}" ]; then
-		echo "vs-qemu: logs kept in $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# ---- links ---------------------------------------------------------------
-
-# The link's addresses and the command prefix of each side.
-link_up() { # lo|1g|10g
-	SRC_IP=127.0.0.1 DST_IP=127.0.0.1 NSX_S=() NSX_D=()
-	[ "$1" = lo ] && return 0
-	local rate=${1%g}gbit burst
-	burst=$(( ${1%g} * 1024 ))kb # ~8 ms at the rate: > a jiffy's worth
-	link_down
-	ip netns add "$NS_SRC"
-	ip netns add "$NS_DST"
-	ip link add vsq0 netns "$NS_SRC" type veth peer name vsq1 \
-		netns "$NS_DST"
-	ip -n "$NS_SRC" addr add 10.199.0.1/24 dev vsq0
-	ip -n "$NS_DST" addr add 10.199.0.2/24 dev vsq1
-	for n in "$NS_SRC:vsq0" "$NS_DST:vsq1"; do
-		ip -n "${n%%:*}" link set lo up
-		ip -n "${n%%:*}" link set "${n#*:}" up
-		tc -n "${n%%:*}" qdisc add dev "${n#*:}" root tbf rate "$rate" \
-			burst "$burst" latency 20ms
-	done
-	SRC_IP=10.199.0.1 DST_IP=10.199.0.2
-	NSX_S=(ip netns exec "$NS_SRC")
-	NSX_D=(ip netns exec "$NS_DST")
-}
-
-# ---- our side ------------------------------------------------------------
-
-start_daemon() { # name, netns prefix... -> DPID
-	local name=$1
-	shift
-	"$@" "$MIGRATED" --state-dir "$TMP/$name" --dev-tls \
-		--tls-dir "$TMP/tls" --accel "$ACCEL" --log-level info \
-		--stop-vms >"$TMP/$name.log" 2>&1 &
-	DPID=$!
-	PIDS+=("$DPID")
-	for _ in $(seq 200); do
-		[ -S "$TMP/$name/control.sock" ] && return 0
-		kill -0 "$DPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "vs-qemu: daemon $name did not start" >&2
-	cat "$TMP/$name.log" >&2
-	exit 1
-}
-
-cpu_ticks() { # pid -> utime+stime ticks ("" when gone)
-	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || true
-}
-
-# Sample the CPU time of @pid every 20 ms into @file until it exits or
-# @stopfile appears: the source's worker exits once its VM left.
-cpu_follow() { # pid file stopfile
-	local v
-	while [ ! -e "$3" ]; do
-		v=$(cpu_ticks "$1")
-		[ -n "$v" ] || break
-		echo "$v" >"$2"
-		sleep 0.02
-	done
-}
-
-secs() { echo "scale=2; ($2 - $1) / $HZ" | bc | sed 's/^\./0./'; }
-
-# pages/s of a cell's rate, and our vm create flags for it.
-rate_pages() { # idle|max|MiB/s
-	case $1 in
-	idle|max) echo 0 ;;
-	*) echo $(($1 * 256)) ;;
-	esac
-}
 
 # One migration of ours -> a row in $TMP/rows.
 RUNN=0
 ours() { # link mem content rate rep
-	local link=$1 mem=$2 content=$3 rate=$4 rep=$5 vm wl s d rc=0
-	local wpid dpid c0s c0d c1s c1d port f chk t0 seq0 seq1 wr before
+	local link=$1 mem=$2 content=$3 rate=$4 rep=$5 vm s d rc=0
+	local wpid dpid c0s c0d c1s c1d port f chk seq0 seq1 wr before
 	RUNN=$((RUNN + 1))
 	vm=q$RUNN
 	s=$DSOCK_S d=$DSOCK_D
-	case $rate in
-	idle) wl=(--pattern idle) ;;
-	max) wl=(--pattern "$PATTERN") ;;
-	*) wl=(--pattern "$PATTERN" --rate "$(rate_pages "$rate")") ;;
-	esac
+	# shellcheck disable=SC2046 # ours_wl's words
 	"$CTL" --socket "$s" vm create "$vm" --mem "$mem" --vcpus 1 \
-		--content "$content" "${wl[@]}" --heartbeat-us "$HB_US" \
+		--content "$content" $(ours_wl "$rate") --heartbeat-us "$HB_US" \
 		--prefill >/dev/null
-	t0=$(date +%s)
-	until "$CTL" --socket "$s" --json vm inspect "$vm" |
-		jq -e '.prefill_done == true' >/dev/null; do
-		if [ $(($(date +%s) - t0)) -gt 900 ]; then
-			echo "vs-qemu: $vm: prefill not done in 900 s" >&2
-			"$CTL" --socket "$s" vm destroy "$vm" >/dev/null || true
-			return 0
-		fi
-		sleep 0.2
-	done
+	ours_wait_prefill "$s" "$vm" || return 0
 	seq0=$("$CTL" --socket "$s" --json vm inspect "$vm" |
 		jq '.vcpus[0].seq | tonumber')
 	sleep "$SETTLE"
@@ -300,80 +135,12 @@ ours() { # link mem content rate rep
 
 # ---- QEMU's side ---------------------------------------------------------
 
-qemu_start() { # tag mem cmdline extra... -> QPID (netns prefix in NSX)
-	local tag=$1 mem=$2 cmdline=$3
-	shift 3
-	"$@" qemu-system-x86_64 -M microvm -accel "$QACCEL" -cpu qemu64 \
-		-m "$mem" -smp 1 -kernel "$GUEST" -append "$cmdline" \
-		-display none -monitor none -serial "file:$TMP/$tag.serial" \
-		-no-reboot -device isa-debug-exit,iobase=0xf4,iosize=4 \
-		-chardev "socket,id=hb,path=$TMP/$tag.hb" \
-		-device isa-debugcon,iobase=0x402,chardev=hb \
-		-qmp "unix:$TMP/$tag.qmp,server=on,wait=off" \
-		${QINCOMING:+-incoming defer} >"$TMP/$tag.qemu.log" 2>&1 &
-	QPID=$!
-	QPIDS+=("$QPID")
-}
-
-# The guest's RAM below 4 GiB and above (microvm), from its COM1 report,
-# dumped with pmemsave and checked page by page.
-qemu_check() { # qmp serial -> "ok/PAGES" or "BAD/..."
-	local args=() a s n=0 out
-	while read -r a s; do
-		[ "$s" -gt $((1 << 20)) ] || continue
-		n=$((n + 1))
-		if [ "$a" -lt $((1 << 32)) ]; then
-			# Low RAM from 0: the params and status pages too.
-			$PY qmp "$1" pmemsave "{\"val\": 0, \"size\": $((a + s)),
-				\"filename\": \"$TMP/ram$n.bin\"}" >/dev/null
-			args+=("$TMP/ram$n.bin")
-		else
-			$PY qmp "$1" pmemsave "{\"val\": $a, \"size\": $s,
-				\"filename\": \"$TMP/ram$n.bin\"}" >/dev/null
-			args+=("$TMP/ram$n.bin@$a")
-		fi
-	done < <(sed -n 's/^hvguest: ram \([0-9]*\) \([0-9]*\)$/\1 \2/p' "$2")
-	if out=$("$HVBENCH" wlcheck "${args[@]}" 2>&1); then
-		echo "ok/$(echo "$out" | sed -n 's/.* \([0-9]*\) pages checked.*/\1/p')"
-	else
-		echo "$out" >>"$TMP/qemu-check-failures"
-		echo "BAD/$(echo "$out" | sed -n 's/.*, \([0-9]*\) bad.*/\1/p')"
-	fi
-	rm -f "$TMP"/ram*.bin
-}
-
 qemu_run() { # link mem content rate rep setting
-	local link=$1 mem=$2 content=$3 rate=$4 rep=$5 set=$6 cl pat
-	local sp dp c0s c0d c1s c1d j rc=0 gap chk wr t0
+	local link=$1 mem=$2 content=$3 rate=$4 rep=$5 set=$6
+	local sp dp c0s c0d c1s c1d j rc=0 gap chk wr
 	RUNN=$((RUNN + 1))
-	rm -f "$TMP"/{src,dst}.{hb,qmp,serial} "$TMP/hb.log"
-	case $rate in
-	idle) pat=idle ;;
-	*) pat=$PATTERN ;;
-	esac
-	cl="hvwl pattern=$pat content=$content rate=$(rate_pages "$rate")"
-	cl+=" heartbeat_us=$HB_US prefill=1 tsc_khz=$TSC_KHZ"
-	$PY hb "$TMP/hb.log" "$TMP/src.hb" "$TMP/dst.hb" &
-	QPIDS+=("$!")
-	for _ in $(seq 100); do
-		[ -S "$TMP/dst.hb" ] && break
-		sleep 0.02
-	done
-	QINCOMING= qemu_start src "$mem" "$cl" "${NSX_S[@]}"
-	sp=$QPID
-	QINCOMING=1 qemu_start dst "$mem" "$cl" "${NSX_D[@]}"
-	dp=$QPID
-	t0=$(date +%s)
-	until grep -q '^[0-9]* src prefill done' "$TMP/hb.log" 2>/dev/null; do
-		if ! kill -0 "$sp" 2>/dev/null ||
-			[ $(($(date +%s) - t0)) -gt 900 ]; then
-			echo "vs-qemu: QEMU guest did not prefill:" \
-				"$(cat "$TMP/src.serial" "$TMP/src.qemu.log")" >&2
-			stop_run_procs
-			return 0
-		fi
-		sleep 0.2
-	done
+	qemu_boot "$mem" "$content" "$rate" || return 0
+	sp=$QSP dp=$QDP
 	sleep "$SETTLE"
 	wr=$($PY rate "$TMP/hb.log" "$SETTLE" || true)
 	c0s=$(cpu_ticks "$sp")
@@ -403,9 +170,7 @@ qemu_run() { # link mem content rate rep setting
 		 $chk] |
 		map(tostring) | join(" ")' >>"$TMP/rows"
 	tail -1 "$TMP/rows" | print_row
-	$PY qmp "$TMP/src.qmp" quit >/dev/null 2>&1 || true
-	$PY qmp "$TMP/dst.qmp" quit >/dev/null 2>&1 || true
-	stop_run_procs
+	qemu_end
 }
 
 # ---- table ---------------------------------------------------------------
@@ -417,14 +182,7 @@ print_row() {
 	awk -v f="$HDR" '{ printf f, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14 }'
 }
 
-TSC_KHZ=$("$HVBENCH" tsc-khz)
-qver=$(qemu-system-x86_64 --version | head -1 | sed 's/.*version \([^ ]*\).*/\1/')
-if [ "$ACCEL" = kvm ]; then
-	what="ours on KVM vs QEMU $qver -accel kvm"
-else
-	what="ours on the SOFT accelerator vs QEMU $qver TCG (no /dev/kvm:"
-	what+=" not the KVM comparison issue 12 asks for)"
-fi
+what=$(vsq_what "not the KVM comparison issue 12 asks for")
 echo "vs-qemu: $what; $(git -C "$top" log -1 --format=%h 2>/dev/null ||
 	echo '?'); 1 vCPU; REPS=$REPS; heartbeat ${HB_US} us; host TSC" \
 	"$TSC_KHZ kHz; load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -466,13 +224,7 @@ echo "per cell, medians of $REPS: ours vs QEMU's best total (over its" \
 printf '%-4s %-4s %-7s %-5s | %-17s | %-22s | %-22s | %6s %6s | %s\n' link \
 	mem content MiB/s "ours total/guest" "QEMU best total (set)" \
 	"QEMU min guest (set)" "t/best" "g/min" "goals 1 / 2 / wire"
-awk '
-function med(s,   n, a, i, j, x) {
-	n = split(s, a, " ")
-	if (!n) return "-"
-	for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$VSQ_AWK_MED"'
 $6 ~ /^[0-9]+$/ {
 	c = $1 " " $2 " " $3 " " $4
 	if (!(c in seen)) { seen[c] = 1; order[++nc] = c }
