@@ -37,7 +37,8 @@
 #             parts; QEMU: query-migrate downtime).
 #  guest      guest-seen switch downtime: the source's last heartbeat to
 #             the destination's first, host-timestamped (ours: the
-#             engine's guest_downtime_ns, not measured in postcopy: "-";
+#             engine's guest_downtime_ns, in postcopy from the
+#             destination's PostcopyDone; "-" when none;
 #             QEMU: vsqemu.py gap).
 #  flt p50/p99/max us  postcopy page-fault latency, a page's first fault
 #             to its install (ours: the destination's fault thread,
