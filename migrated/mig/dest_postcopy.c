@@ -143,8 +143,9 @@ static int install_pages(struct mig_dest *d, const struct mig_memmap *bmap,
 			first = (uint8_t *)page;
 	}
 	/* The bounce buffer is this channel's alone: free the batch's
-	 * window in one call (one TLB shootdown, not one a page). */
-	if (first)
+	 * window in one call (one TLB shootdown, not one a page); a ring
+	 * keeps its few pages for the next batch. */
+	if (first && !d->pc_bounce_ring)
 		madvise(first,
 			(size_t)(bh + ((uint64_t)b->npages << HV_PAGE_SHIFT) -
 				 first),
@@ -196,11 +197,50 @@ static void on_fault(void *arg, uint64_t idx)
 }
 
 /*
- * A bounce buffer: guest RAM's size, reserved, backed only while a batch
- * waits for its install. One per channel (data channels and control):
- * a page pushed and then asked for again comes twice, and a copy being
- * decoded on one channel must not be dropped from under it by another's
- * install; and each channel frees its batch's window in one call.
+ * A bounce ring: the range of guest RAM's size maps one small memfd of
+ * BOUNCE_RING_BYTES again and again, so that page i and page i + ring
+ * share memory. A batch (at most 64 consecutive pages, decoded and then
+ * installed by one channel thread before its next) never meets itself,
+ * and the ring's pages stay resident: no page fault, zeroed page, free
+ * and TLB shootdown per batch, which an anonymous buffer freed after
+ * each batch costs (a shootdown per fault for the control channel's
+ * single-page batches). RAM of BOUNCE_RING_MAPS rings or more (each
+ * mapping counts against vm.max_map_count) keeps the anonymous buffer.
+ * 0, 1 when not used, or a negative errno.
+ */
+#define BOUNCE_RING_BYTES (4ull << 20)
+#define BOUNCE_RING_MAPS 4096u
+
+static int bounce_ring(uint8_t *bounce, uint64_t bytes)
+{
+	int fd, ret = 0;
+
+	if (bytes / BOUNCE_RING_BYTES >= BOUNCE_RING_MAPS)
+		return 1;
+	fd = memfd_create("mig-bounce", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)BOUNCE_RING_BYTES) < 0)
+		ret = -errno;
+	for (uint64_t off = 0; !ret && off < bytes; off += BOUNCE_RING_BYTES) {
+		size_t len = (size_t)HV_MIN(BOUNCE_RING_BYTES, bytes - off);
+
+		if (mmap(bounce + off, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+			ret = -errno;
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * A bounce buffer per channel (data channels and control): a page pushed
+ * and then asked for again comes twice, and a copy being decoded on one
+ * channel must not be overwritten or dropped by another's install. Laid
+ * out as guest RAM (the decoder's memory map), backed by a ring
+ * (bounce_ring()) or, for very large RAM, by anonymous memory backed
+ * only while a batch waits for its install (each channel frees its
+ * batch's window in one call).
  */
 static int bounce_create(struct mig_dest *d, uint8_t **bounce,
 			 struct mig_memmap **bmap)
@@ -216,6 +256,10 @@ static int bounce_create(struct mig_dest *d, uint8_t **bounce,
 		*bounce = NULL;
 		return -errno;
 	}
+	ret = bounce_ring(*bounce, bytes);
+	if (ret < 0)
+		return ret;
+	d->pc_bounce_ring = ret == 0;
 	ms = calloc(HV_MAX(n, 1u), sizeof(*ms));
 	if (!ms)
 		return -ENOMEM;

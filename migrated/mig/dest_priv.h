@@ -103,6 +103,7 @@ struct mig_dest {
 	struct mig_pc_uffd *pc_uffd;
 	/* Bounce buffers: one per data channel, then the control's. */
 	uint8_t *pc_bounce[MIG_CHANNELS_MAX + 1];
+	bool pc_bounce_ring; /* each is a small ring of pages (bounce_ring) */
 	struct mig_memmap *pc_bmap[MIG_CHANNELS_MAX + 1]; /* layouts */
 	struct mig_memmap *pc_cbmap; /* = pc_bmap[nchan], the control's */
 	struct mig_batch_dec *pc_dec;
