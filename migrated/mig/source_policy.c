@@ -89,10 +89,10 @@ static const char *cause_name(enum mig_switch_cause c)
 	}
 }
 
-/* End precopy for @cause: postcopy or a switchover whatever it costs. */
-static int end_precopy(struct mig_source *s, enum mig_switch_cause cause,
-		       const struct mig_conv_in *in,
-		       const struct mig_conv_out *out, uint32_t iter)
+/* The auto-switch model (policy.h) on this pass's figures. */
+static struct mig_pc_auto_out pc_auto(const struct mig_source *s,
+				      const struct mig_conv_in *in,
+				      bool offered)
 {
 	struct mig_pc_auto_in ai = {
 		.remaining_bytes = in->remaining_bytes,
@@ -101,9 +101,18 @@ static int end_precopy(struct mig_source *s, enum mig_switch_cause cause,
 		.throttle_pct = in->throttle_pct,
 		.downtime_ms = in->downtime_ms,
 		.throttle_limit_pct = s->opts.postcopy_throttle_max_pct,
-		.pc_offered = true,
+		.pc_offered = offered,
 	};
-	struct mig_pc_auto_out ao = mig_pc_auto(&ai);
+
+	return mig_pc_auto(&ai);
+}
+
+/* End precopy for @cause: postcopy or a switchover whatever it costs. */
+static int end_precopy(struct mig_source *s, enum mig_switch_cause cause,
+		       const struct mig_conv_in *in,
+		       const struct mig_conv_out *out, uint32_t iter)
+{
+	struct mig_pc_auto_out ao = pc_auto(s, in, true);
 
 	record(s, cause, in, out->expected_downtime_ms, ao.needed_pct,
 	       ao.limit_pct, ao.unthrottled_rate);
@@ -143,16 +152,7 @@ int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
 					   : MIG_SWITCH_POSTCOPY_AFTER,
 				   in, out, iter);
 	if (s->opts.postcopy_auto) {
-		struct mig_pc_auto_in ai = {
-			.remaining_bytes = in->remaining_bytes,
-			.bandwidth = in->bandwidth,
-			.dirty_rate = in->dirty_rate,
-			.throttle_pct = in->throttle_pct,
-			.downtime_ms = in->downtime_ms,
-			.throttle_limit_pct = s->opts.postcopy_throttle_max_pct,
-			.pc_offered = offered,
-		};
-		struct mig_pc_auto_out ao = mig_pc_auto(&ai);
+		struct mig_pc_auto_out ao = pc_auto(s, in, offered);
 
 		if (ao.do_switch)
 			return end_precopy(s, MIG_SWITCH_POSTCOPY_AUTO, in,
