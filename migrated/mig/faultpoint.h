@@ -53,6 +53,10 @@
 #define MIG_FP_DST_SETUP "dst.setup"		  /* Setup accepted */
 #define MIG_FP_DST_ITER "dst.iter"		  /* each IterEnd received */
 #define MIG_FP_DST_BATCH "dst.batch" /* each batch read; drop: not written */
+/* Each batch read whose first page is in the top eighth of its slot (near
+ * the top of RAM, where a digest that covered only part of a slot would
+ * not look); drop: not written. */
+#define MIG_FP_DST_BATCH_TOP "dst.batch.top"
 #define MIG_FP_DST_LOADED "dst.loaded"		  /* verified, before Ack */
 #define MIG_FP_DST_ACK_SEND "dst.ack.send"	  /* Ack on the wire */
 #define MIG_FP_DST_COMMIT "dst.commit"		  /* Commit received */

@@ -95,6 +95,17 @@ static void hash_batch(struct mig_recv_pipe *p, const Mig__PageBatch *b)
 				p->zero_hash;
 }
 
+/* Test only (MIG_FP_DST_BATCH_TOP): @b starts in the top eighth of its
+ * slot. One lookup among a VM's few slots, per 256 KiB batch. */
+static bool batch_at_slot_top(const struct mig_memmap *map,
+			      const Mig__PageBatch *b)
+{
+	const struct mig_memmap_slot *sl = mig_memmap_find(map, b->slot);
+
+	return sl &&
+	       b->first_gfn - sl->base_gfn >= sl->npages - sl->npages / 8;
+}
+
 /* Apply one batch; its frame header and message were read already. */
 static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 		      struct mig_batch_info *info)
@@ -113,7 +124,9 @@ static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 	if (ret)
 		return ret;
 	/* Test only: the batch is lost after the wire (never written). */
-	if (mig_faultpoint(MIG_FP_DST_BATCH) == MIG_FAULT_DROP) {
+	if (mig_faultpoint(MIG_FP_DST_BATCH) == MIG_FAULT_DROP ||
+	    (batch_at_slot_top(map, b) &&
+	     mig_faultpoint(MIG_FP_DST_BATCH_TOP) == MIG_FAULT_DROP)) {
 		memset(info, 0, sizeof(*info));
 		return 0;
 	}

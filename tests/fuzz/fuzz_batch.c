@@ -10,7 +10,8 @@
  * only the pages of the batch's page mask (every other page keeps a
  * sentinel in its first and last word), a page of the zero mask reads back
  * as zero after success, a rejected header or a wrong size (-EMSGSIZE)
- * writes nothing, and mig_batch_decode() agrees with mig_batch_check().
+ * writes nothing, and mig_batch_decode() agrees with mig_batch_check(),
+ * which accepts no page mask bit at or beyond npages.
  * Deltas (PageBatch.delta_mask, delta.h): a batch with deltas is decoded
  * and checked whole before its first write, so any error of one
  * (-EBADMSG, -ESTALE: the base hash is not the page's) writes nothing.
@@ -132,6 +133,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	b = (const Mig__PageBatch *)msg;
 	chk = mig_batch_check(b, map);
+	/* The window, by the wire's definition rather than the decoder's:
+	 * no page at or beyond npages (seedgen.c's edge seeds). */
+	FUZZ_CHECK(chk || (b->npages >= 1 && b->npages <= 64 &&
+			   (b->npages == 64 || !(b->page_mask >> b->npages))));
 	ret = mig_batch_decode(dec, map, b, data + used, size - used, &info);
 	if (chk) {
 		/* A refused header is refused the same way, untouched. */

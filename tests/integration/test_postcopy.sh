@@ -11,6 +11,11 @@
 # during a postcopy: the destination must say so (paused, waiting for a
 # recovery that cannot come: test_postcopy_recover.sh) and never run the
 # VM as a finished migration.
+# Every migrate-send runs under its own deadline ($MIGD_IT_DEADLINE, 60 s):
+# a postcopy that stalls (a page installed at the wrong place leaves the
+# guest faulting on the one it needs, for ever) fails here, saying where
+# it stood, not at ctest's timeout. Every page's stamp is checked on the
+# destination after each completed postcopy.
 source "$(dirname "$0")/lib_faults.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
@@ -26,14 +31,34 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then
 fi
 
 MEM=${MIGD_IT_PC_MEM:-256M}
+# 60 s: more than six times what pc1 takes with the ASan build on two
+# busy cores (9 s, a build running alongside); the TSan build is slower.
+DEADLINE=60
+ldd "$MIGRATED" 2>/dev/null | grep -q libtsan && DEADLINE=110
+DEADLINE=${MIGD_IT_DEADLINE:-$DEADLINE}
+
+# deadline_hit NAME RC: RC is timeout(1)'s for a migrate-send that did
+# not end in time; then fail now, saying what each side was doing (the
+# checks after it would only wait on the same stall).
+deadline_hit() {
+	[ "$2" = 124 ] || [ "$2" = 137 ] || return 0
+	fail "$1: migrate-send still running after ${DEADLINE}s (postcopy stalled?)"
+	echo "  source: $(SOCK=$SRC ctl --json migration status "$1" 2>/dev/null |
+		jq -c '.migrations[0].progress | {phase, message}')"
+	echo "  destination: $(SOCK=$DST ctl --json migration status "$1" 2>/dev/null |
+		jq -c '.migrations[0].progress | with_entries(select(.key |
+			test("phase|pc_|postcopy|message")))')"
+	finish
+}
 SOCK=$SRC expect_rc 0 "create pc1 ($MEM, random pages flat out)" \
 	ctl vm create pc1 --mem "$MEM" --vcpus 2 --pattern random --rate 0 \
 	--content random --heartbeat-us 2000
 sleep 1
 before=$(seq_total "$SRC" pc1)
 port=$("$RECV" --socket "$DST" --name pc1 127.0.0.1:0) || fail "migrate-recv: $port"
-expect_rc 0 "migrate pc1 with --postcopy-after 0" \
+expect_rc 0 "migrate pc1 with --postcopy-after 0" timeout -k 5 "$DEADLINE" \
 	"$SEND" --socket "$SRC" --postcopy-after 0 --downtime 1 pc1 "127.0.0.1:$port"
+deadline_hit pc1 "$LAST_RC"
 echo "$LAST_OUT" | tail -12
 echo "$LAST_OUT" >"$TMP/pc1.out"
 grep -q "warning: postcopy enabled" "$TMP/pc1.out" &&
@@ -80,7 +105,8 @@ echo "destination: $(echo "$s" | jq -c '.migrations[0].progress | with_entries(s
 SOCK=$SRC expect_rc 0 "create pc3 (64M)" ctl vm create pc3 --mem 64M \
 	--vcpus 1 --pattern random --rate 0 --content random --heartbeat-us 2000
 port=$("$RECV" --socket "$DST" --name pc3 127.0.0.1:0) || fail "migrate-recv: $port"
-"$SEND" --socket "$SRC" --bandwidth 8M pc3 "127.0.0.1:$port" >"$TMP/pc3.out" 2>&1 &
+timeout -k 5 "$DEADLINE" "$SEND" --socket "$SRC" --bandwidth 8M pc3 \
+	"127.0.0.1:$port" >"$TMP/pc3.out" 2>&1 &
 send_pid=$!
 for _ in $(seq 200); do
 	ph=$(SOCK=$SRC ctl --json migration status pc3 2>/dev/null |
@@ -93,10 +119,14 @@ grep -q "warning: after the postcopy switch" <<<"$LAST_OUT" &&
 	ok "migratectl states the risk" || fail "no warning: $LAST_OUT"
 wait "$send_pid"
 rc=$?
+deadline_hit pc3 "$rc"
 [ "$rc" = 0 ] && ok "pc3 migrated (rc=0)" || fail "pc3: migrate-send rc=$rc: $(tail -5 "$TMP/pc3.out")"
 grep -qE '^ *postcopy: +[0-9]+ pages missing' "$TMP/pc3.out" &&
 	ok "pc3 switched to postcopy on request" || fail "pc3 did not switch: $(tail -8 "$TMP/pc3.out")"
 assert_verified_zero "$TMP/pc3.out" pc3
+wait_state "$DST" pc3 VM_STATE_RUNNING 100 ||
+	fail "pc3 not running on the destination: $(vm_state "$DST" pc3)"
+expect_intact "every page stamp of pc3 intact on the destination" "$DST" pc3
 SOCK=$SRC expect_rc 1 "postcopy of a finished migration is refused" ctl migration postcopy pc3
 echo "  ($LAST_OUT)"
 
@@ -107,7 +137,8 @@ SOCK=$SRC expect_rc 0 "create pc2 (128M, random pages flat out)" \
 sleep 0.5
 sw=$(SOCK=$SRC ctl --json vm list | jq -r '.vms[] | select(.name == "pc2") | .worker_pid')
 port=$("$RECV" --socket "$DST" --name pc2 127.0.0.1:0) || fail "migrate-recv: $port"
-"$SEND" --socket "$SRC" --postcopy-after 0 --downtime 1 pc2 "127.0.0.1:$port" >"$TMP/pc2.out" 2>&1 &
+timeout -k 5 "$DEADLINE" "$SEND" --socket "$SRC" --postcopy-after 0 \
+	--downtime 1 pc2 "127.0.0.1:$port" >"$TMP/pc2.out" 2>&1 &
 send_pid=$!
 ph=
 for _ in $(seq 400); do

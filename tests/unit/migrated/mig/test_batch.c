@@ -6,6 +6,7 @@
 #include "migrated/mig/delta.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -671,6 +672,143 @@ static void test_golden_delta_batch_is_stable(void)
 	side_fini(&dst);
 }
 
+/*
+ * The boundary of a batch's window: bit npages of the page mask is the
+ * first page after the window, and at the end of a slot the first page
+ * after the slot. The memory here is the slot plus one guard page in the
+ * same allocation, so that a decoder that accepted the bit would write
+ * into memory this test can see (not into a neighbour ASan might miss).
+ */
+struct edge {
+	uint8_t *mem; /* EDGE_PAGES + 1: the slot, then the guard page */
+	uint8_t *payload;
+	struct mig_memmap *map;
+	struct mig_batch_dec *dec;
+};
+
+#define EDGE_PAGES 128u
+#define EDGE_GFN 0x400u
+#define EDGE_DATA 0x3c
+
+static void edge_init(struct edge *e)
+{
+	struct mig_memmap_slot slot;
+
+	CU_ASSERT_EQUAL_FATAL(posix_memalign((void **)&e->mem, HV_PAGE_SIZE,
+					     (EDGE_PAGES + 1) * HV_PAGE_SIZE),
+			      0);
+	memset(e->mem, POISON, (EDGE_PAGES + 1) * HV_PAGE_SIZE);
+	e->payload = malloc(MIG_BATCH_PAYLOAD_MAX);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->payload);
+	memset(e->payload, EDGE_DATA, MIG_BATCH_PAYLOAD_MAX);
+	slot = (struct mig_memmap_slot){ 0, EDGE_GFN, EDGE_PAGES, e->mem };
+	CU_ASSERT_EQUAL_FATAL(mig_memmap_create(&slot, 1, &e->map), 0);
+	CU_ASSERT_EQUAL_FATAL(mig_batch_dec_create(&e->dec), 0);
+}
+
+static void edge_fini(struct edge *e)
+{
+	mig_batch_dec_destroy(e->dec);
+	mig_memmap_destroy(e->map);
+	free(e->payload);
+	free(e->mem);
+}
+
+/* Decode a raw batch of slot 0: window [@first, @first + @npages). */
+static int edge_decode(struct edge *e, unsigned first, unsigned npages,
+		       uint64_t mask, uint64_t zero)
+{
+	Mig__PageBatch b = MIG__PAGE_BATCH__INIT;
+	unsigned nonzero = (unsigned)__builtin_popcountll(mask & ~zero);
+
+	b.slot = 0;
+	b.first_gfn = EDGE_GFN + first;
+	b.npages = npages;
+	b.page_mask = mask;
+	b.zero_mask = zero;
+	b.encoding = MIG__ENCODING__ENCODING_RAW;
+	b.payload_len = nonzero * HV_PAGE_SIZE;
+	return mig_batch_decode(e->dec, e->map, &b, e->payload, b.payload_len,
+				NULL);
+}
+
+/* Page @i (EDGE_PAGES: the guard) still holds only POISON. */
+static bool edge_page_untouched(struct edge *e, unsigned i)
+{
+	const uint8_t *p = e->mem + (size_t)i * HV_PAGE_SIZE;
+
+	for (size_t k = 0; k < HV_PAGE_SIZE; k++)
+		if (p[k] != POISON)
+			return false;
+	return true;
+}
+
+/* Every page but @except (UINT_MAX: none), the guard included. */
+static bool edge_untouched_but(struct edge *e, unsigned except)
+{
+	for (unsigned i = 0; i <= EDGE_PAGES; i++)
+		if (i != except && !edge_page_untouched(e, i))
+			return false;
+	return true;
+}
+
+static void test_mask_bit_npages_is_refused_at_slot_end_and_writes_nothing(void)
+{
+	static const unsigned sizes[] = { 1, 4, 32, 63 };
+	struct edge e;
+
+	edge_init(&e);
+	for (unsigned k = 0; k < HV_ARRAY_SIZE(sizes); k++) {
+		unsigned n = sizes[k], first = EDGE_PAGES - n;
+		uint64_t bit = 1ULL << n, window = bit - 1;
+
+		/* The window ends with the slot: bit n is the guard page. */
+		CU_ASSERT_EQUAL(edge_decode(&e, first, n, bit, 0), -EPROTO);
+		CU_ASSERT_EQUAL(edge_decode(&e, first, n, bit, bit), -EPROTO);
+		CU_ASSERT_EQUAL(edge_decode(&e, first, n, window | bit, 0),
+				-EPROTO);
+		CU_ASSERT_EQUAL(edge_decode(&e, first, n, window | bit,
+					    window | bit),
+				-EPROTO);
+		/* Inside the slot, where the page after the window exists
+		 * and only the window check stands in the way. */
+		CU_ASSERT_EQUAL(edge_decode(&e, 8, n, bit, 0), -EPROTO);
+		if (!edge_untouched_but(&e, UINT_MAX)) {
+			fprintf(stderr, "  npages=%u: memory written by a "
+					"refused batch\n",
+				n);
+			CU_FAIL("a refused batch wrote guest memory");
+		}
+	}
+	CU_ASSERT(edge_page_untouched(&e, EDGE_PAGES));
+	edge_fini(&e);
+}
+
+static void test_mask_last_bit_of_window_lands_on_last_page_of_slot(void)
+{
+	static const unsigned sizes[] = { 1, 4, 32, 63, 64 };
+	uint8_t want[HV_PAGE_SIZE];
+	struct edge e;
+
+	memset(want, EDGE_DATA, sizeof(want));
+	for (unsigned k = 0; k < HV_ARRAY_SIZE(sizes); k++) {
+		unsigned n = sizes[k], last = EDGE_PAGES - 1;
+		uint64_t bit = 1ULL << (n - 1);
+
+		edge_init(&e);
+		CU_ASSERT_EQUAL(edge_decode(&e, EDGE_PAGES - n, n, bit, 0), 0);
+		CU_ASSERT(!memcmp(e.mem + (size_t)last * HV_PAGE_SIZE, want,
+				  HV_PAGE_SIZE));
+		CU_ASSERT(edge_untouched_but(&e, last));
+		/* The same bit as a zero page: cleared, nothing else. */
+		CU_ASSERT_EQUAL(edge_decode(&e, EDGE_PAGES - n, n, bit, bit),
+				0);
+		CU_ASSERT(mig_page_is_zero(e.mem + (size_t)last * HV_PAGE_SIZE));
+		CU_ASSERT(edge_untouched_but(&e, last));
+		edge_fini(&e);
+	}
+}
+
 static CU_TestInfo tests[] = {
 	{ "golden_delta_batch_is_stable",
 	  test_golden_delta_batch_is_stable },
@@ -685,6 +823,10 @@ static CU_TestInfo tests[] = {
 	  test_mixed_sparse_batches_land_on_their_gfns },
 	{ "encoder_refuses_pages_outside_slots",
 	  test_encoder_refuses_pages_outside_slots },
+	{ "mask_bit_npages_is_refused_at_slot_end_and_writes_nothing",
+	  test_mask_bit_npages_is_refused_at_slot_end_and_writes_nothing },
+	{ "mask_last_bit_of_window_lands_on_last_page_of_slot",
+	  test_mask_last_bit_of_window_lands_on_last_page_of_slot },
 	{ "bad_headers_are_refused_before_any_write",
 	  test_bad_headers_are_refused_before_any_write },
 	{ "wrong_lengths_are_refused_before_any_write",
