@@ -135,7 +135,7 @@ one() { # mode mem content rep
 
 echo "fresh-mem-ab: $ACCEL accelerator, loopback, REPS=$REPS;" \
 	"$(git -C "$top" log -1 --format=%h 2>/dev/null || echo '?');" \
-	SETTLE=${SETTLE}s; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	"SETTLE=${SETTLE}s; $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg)"
 echo "mem content mode rep | total ms | down ms | wire MiB | usr d | sys d" \
 	"| thp d MiB | check"
 for mem in $MEMS; do
