@@ -18,10 +18,8 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-/* The prefault helper's step (a huge page) and how far ahead of the
- * stream it may populate, in pages. */
+/* The prefault helper's step: a huge page. */
 #define PREFAULT_STEP_PAGES 512u
-#define PREFAULT_AHEAD_PAGES (64ull << (20 - HV_PAGE_SHIFT))
 
 /* All a data channel carries; anything else fails it by its header. */
 #define DATA_TYPES                                                           \
@@ -270,7 +268,7 @@ static void pipe_free(struct mig_recv_pipe *p)
  * memory that is already there instead of each taking the first-touch
  * fault (allocate and zero a page, which on a nested host also faults the
  * page in at the hypervisor below) inside its batch. It walks the map in
- * table order and stays at most PREFAULT_AHEAD_PAGES ahead of the
+ * table order and stays at most MIG_RECV_PREFAULT_AHEAD_PAGES ahead of the
  * furthest page any channel wrote, because the source sends only the
  * pages its guest wrote: memory the stream skips is populated only up to
  * that distance past each skipped run's start. Populating never changes
@@ -296,7 +294,7 @@ static void *prefault_thread(void *arg)
 
 			pthread_mutex_lock(&p->lock);
 			while (!p->pf_stop && !p->err &&
-			       idx + off >= p->front + PREFAULT_AHEAD_PAGES)
+			       idx + off >= p->front + MIG_RECV_PREFAULT_AHEAD_PAGES)
 				pthread_cond_wait(&p->cv, &p->lock);
 			stop = p->pf_stop || p->err;
 			pthread_mutex_unlock(&p->lock);

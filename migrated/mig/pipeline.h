@@ -176,6 +176,10 @@ void mig_recv_pipe_set_install(struct mig_recv_pipe *p,
 			       struct mig_memmap *const *maps,
 			       mig_recv_install_cb install, void *arg);
 
+/* How far ahead of the furthest page written the prefault helper may
+ * populate (64 MiB). */
+#define MIG_RECV_PREFAULT_AHEAD_PAGES (64ull << (20 - HV_PAGE_SHIFT))
+
 /*
  * Start a helper thread that populates @p's memory (MADV_POPULATE_WRITE,
  * a huge page at a time, in table order) a bounded distance ahead of the
