@@ -280,6 +280,7 @@ static void pipe_free(struct mig_recv_pipe *p)
  */
 static void *prefault_thread(void *arg)
 {
+	const uint64_t ahead = MIG_RECV_PREFAULT_AHEAD_PAGES;
 	struct mig_recv_pipe *p = arg;
 	uint64_t idx = 0, done = 0;
 
@@ -294,7 +295,7 @@ static void *prefault_thread(void *arg)
 
 			pthread_mutex_lock(&p->lock);
 			while (!p->pf_stop && !p->err &&
-			       idx + off >= p->front + MIG_RECV_PREFAULT_AHEAD_PAGES)
+			       idx + off >= p->front + ahead)
 				pthread_cond_wait(&p->cv, &p->lock);
 			stop = p->pf_stop || p->err;
 			pthread_mutex_unlock(&p->lock);

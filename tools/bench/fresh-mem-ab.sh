@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The destination's cost of fresh memory (issue 28), A/B in one run with
 # the same binaries: one source daemon and two destination daemons, "old"
-# with MIGRATED_DST_PREFAULT=off (each data channel faults in the pages it
-# writes) and "new" (the receive pipeline's prefault helper populates guest
-# memory ahead of the stream). Each rep migrates a freshly created, fully
+# with our defaults (each data channel faults in the pages it writes) and
+# "new" with MIGRATED_DST_PREFAULT=on (the receive pipeline's prefault
+# helper populates guest memory ahead of the stream). Each rep migrates a freshly created, fully
 # prefilled, idle VM to old, then another to new, on loopback with our
 # defaults, and checks every page on the destination (migratectl vm
 # check). Prints one row per migration, then the medians per cell. Not a
@@ -77,9 +77,9 @@ start_daemon() { # name, env assignments... -> DPID
 }
 # One after the other: the first makes the dev CA.
 start_daemon src
-start_daemon old MIGRATED_DST_PREFAULT=off
+start_daemon old
 DP_old=$DPID
-start_daemon new
+start_daemon new MIGRATED_DST_PREFAULT=on
 DP_new=$DPID
 S=$TMP/src/control.sock
 
