@@ -216,10 +216,11 @@ static int htab_create(struct mig_dest *d)
  * Populate guest memory ahead of the stream (mig_recv_pipe_prefault_start)
  * when $MIGRATED_DST_PREFAULT=on. Off by default: on the machine we
  * measure on, the first touch of fresh memory costs the same CPU time
- * whoever takes it and does not go faster from two threads, so the helper
- * only took CPU from the pipeline (docs/benchmarks.md, "Fresh memory on
- * the destination"). Without the helper the migration works as before,
- * so a failure to start it only logs.
+ * whoever takes it and does not go faster from two threads, and the
+ * helper's record was mixed, faster for stamp pages, slower for random
+ * ones, whose decoding needs the CPU it takes (docs/benchmarks.md, "Fresh
+ * memory on the destination"). Without the helper the migration works
+ * as before, so a failure to start it only logs.
  */
 static void prefault_start(struct mig_dest *d)
 {
