@@ -97,6 +97,7 @@ int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 	if (env->format != VMSTATE_FORMAT || !env->state.len)
 		FAIL(d, -EPROTO, "VM state format %u, %zu bytes", env->format,
 		     env->state.len);
+	mig_recv_pipe_prefault_stop(d->pipe);
 	/* The source sent DataEnd on every channel before the state. */
 	ret = mig_recv_pipe_join(d->pipe);
 	if (ret)

@@ -55,6 +55,12 @@ int dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m)
 	if (!d->pc) {
 		const struct hv_guest_mem *mem = d->vm->mem;
 
+		/* Nothing may populate guest memory from here on: the pages
+		 * the source did not send must stay missing for
+		 * userfaultfd (mig_pc_uffd_create drops them, then
+		 * registers). */
+		mig_recv_pipe_prefault_stop(d->pipe);
+
 		if (!mem)
 			FAIL(d, -EOPNOTSUPP, "postcopy: no guest memory map");
 		d->pc_hva = mem->hva;
@@ -292,6 +298,7 @@ int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 	memcpy(d->state.data, env->state.data, env->state.len);
 	d->state.len = env->state.len;
 	t0 = mig__now_ns();
+	mig_recv_pipe_prefault_stop(d->pipe);
 	pthread_mutex_init(&d->pc_lock, NULL);
 	d->pc_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->pc_efd < 0)

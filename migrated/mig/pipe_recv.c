@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,13 @@
 #include "hvcore/log.h"
 #include "migrated/mig/digest.h"
 #include "migrated/mig/faultpoint.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* The prefault helper's step: a huge page. */
+#define PREFAULT_STEP_PAGES 512u
 
 /* All a data channel carries; anything else fails it by its header. */
 #define DATA_TYPES                                                           \
@@ -27,6 +35,7 @@ struct recv_chan {
 	/* channel thread only */
 	struct mig_batch_dec *dec;
 	uint8_t *payload; /* MIG_BATCH_PAYLOAD_MAX */
+	uint64_t end;	  /* table index past the last batch written */
 	/* protected by pipe->lock */
 	uint64_t applied; /* batches written into memory */
 	bool ended;	  /* DATA_END seen, or failed */
@@ -51,6 +60,10 @@ struct mig_recv_pipe {
 	pthread_mutex_t lock;
 	pthread_cond_t cv; /* a batch applied, a channel ended or failed */
 	int err;
+	uint64_t front;	 /* highest channel end: where the stream is */
+	bool pf_started; /* the prefault helper runs (pf_thread) */
+	bool pf_stop;	 /* the helper is asked to stop */
+	pthread_t pf_thread;
 
 	struct recv_chan chans[];
 };
@@ -134,6 +147,9 @@ static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 			       info);
 	if (!ret && imap)
 		return c->pipe->install(c->pipe->install_arg, imap, b);
+	if (!ret)
+		c->end = table_index(c->pipe->map, b->slot, b->first_gfn) +
+			 b->npages;
 	if (!ret && c->pipe->htab)
 		hash_batch(c->pipe, b);
 	return ret;
@@ -228,6 +244,8 @@ static void *chan_thread(void *arg)
 		/* Publish after the pages are written: wait() orders on it. */
 		pthread_mutex_lock(&p->lock);
 		c->applied = applied;
+		if (c->end > p->front)
+			p->front = c->end;
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->lock);
 	}
@@ -244,8 +262,89 @@ static void pipe_free(struct mig_recv_pipe *p)
 	free(p);
 }
 
+/*
+ * The prefault helper: populate guest memory ahead of the stream, a huge
+ * page per madvise(MADV_POPULATE_WRITE), so that the channels write into
+ * memory that is already there instead of each taking the first-touch
+ * fault (allocate and zero a page, which on a nested host also faults the
+ * page in at the hypervisor below) inside its batch. It walks the map in
+ * table order and stays at most MIG_RECV_PREFAULT_AHEAD_PAGES ahead of the
+ * furthest page any channel wrote, because the source sends only the
+ * pages its guest wrote: memory the stream skips is populated only up to
+ * that distance past each skipped run's start. Populating never changes
+ * a page's content, so racing a channel that writes the same huge page
+ * is harmless. Timeline against postcopy: the engine stops the helper
+ * (mig_recv_pipe_prefault_stop) before it drops the missing pages and
+ * registers userfaultfd, so nothing populates a page postcopy expects
+ * missing.
+ */
+static void *prefault_thread(void *arg)
+{
+	const uint64_t ahead = MIG_RECV_PREFAULT_AHEAD_PAGES;
+	struct mig_recv_pipe *p = arg;
+	uint64_t idx = 0, done = 0;
+
+	for (unsigned i = 0; i < mig_memmap_count(p->map); i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(p->map, i);
+
+		for (uint64_t off = 0; off < sl->npages;
+		     off += PREFAULT_STEP_PAGES) {
+			uint64_t n = HV_MIN((uint64_t)PREFAULT_STEP_PAGES,
+					    sl->npages - off);
+			bool stop;
+
+			pthread_mutex_lock(&p->lock);
+			while (!p->pf_stop && !p->err &&
+			       idx + off >= p->front + ahead)
+				pthread_cond_wait(&p->cv, &p->lock);
+			stop = p->pf_stop || p->err;
+			pthread_mutex_unlock(&p->lock);
+			if (stop)
+				goto out;
+			if (madvise(sl->host + (off << HV_PAGE_SHIFT),
+				    n << HV_PAGE_SHIFT, MADV_POPULATE_WRITE)) {
+				/* Before Linux 5.14 (EINVAL), or out of
+				 * memory: the channels fault it themselves. */
+				hv_dbg("mig", "op=prefault pages=%llu err=%d",
+				       (unsigned long long)done, -errno);
+				goto out;
+			}
+			done += n;
+		}
+		idx += sl->npages;
+	}
+out:
+	hv_dbg("mig", "op=prefault_end pages=%llu", (unsigned long long)done);
+	return NULL;
+}
+
+int mig_recv_pipe_prefault_start(struct mig_recv_pipe *p)
+{
+	int ret;
+
+	if (p->pf_started)
+		return 0;
+	ret = -pthread_create(&p->pf_thread, NULL, prefault_thread, p);
+	if (!ret)
+		p->pf_started = true;
+	return ret;
+}
+
+void mig_recv_pipe_prefault_stop(struct mig_recv_pipe *p)
+{
+	if (!p || !p->pf_started)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->pf_stop = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->pf_thread, NULL);
+	p->pf_started = false;
+}
+
 static void pipe_stop(struct mig_recv_pipe *p, unsigned started)
 {
+	mig_recv_pipe_prefault_stop(p);
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; i < started; i++)
 		if (!p->chans[i].ended)

@@ -176,6 +176,26 @@ void mig_recv_pipe_set_install(struct mig_recv_pipe *p,
 			       struct mig_memmap *const *maps,
 			       mig_recv_install_cb install, void *arg);
 
+/* How far ahead of the furthest page written the prefault helper may
+ * populate (64 MiB). */
+#define MIG_RECV_PREFAULT_AHEAD_PAGES (64ull << (20 - HV_PAGE_SHIFT))
+
+/*
+ * Start a helper thread that populates @p's memory (MADV_POPULATE_WRITE,
+ * a huge page at a time, in table order) a bounded distance ahead of the
+ * furthest page the channels wrote, so that they do not take the
+ * first-touch faults themselves (pipe_recv.c says what it bounds and
+ * why). Precopy only: stop it before anything relies on pages being
+ * missing (postcopy's userfaultfd). 0 or a negative errno (no helper:
+ * the channels fault pages in as before). Engine thread.
+ */
+int mig_recv_pipe_prefault_start(struct mig_recv_pipe *p);
+
+/* Stop and join the prefault helper, if it runs; it populates nothing
+ * after this returns. NULL ok. Engine thread; mig_recv_pipe_destroy()
+ * calls it. */
+void mig_recv_pipe_prefault_stop(struct mig_recv_pipe *p);
+
 /*
  * Wait until channel i has applied @channel_batches[i] batches, for every
  * i, or no batch was applied for @timeout_ms (0: no limit): a long pass

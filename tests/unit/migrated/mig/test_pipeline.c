@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NCHAN 2u
@@ -424,6 +426,113 @@ static void test_source_error_ends_the_run_and_cancel_wakes_receivers(void)
 	mem_fini(&src);
 }
 
+/* The source's slot 0 only (32 MiB at gfn 0, the start of a 48 MiB
+ * slot 0 on the destination). */
+static int walk_next_slot0(void *ctx, struct mig_page_run *run)
+{
+	struct walk *w = ctx;
+
+	return w->win == SLOT_PAGES / 64 ? 0 : walk_next(ctx, run);
+}
+
+/* Resident 4 KiB pages of @len bytes at @p. */
+static uint64_t resident(uint8_t *p, uint64_t len)
+{
+	static unsigned char vec[(96u << 20) / 4096];
+	uint64_t n = 0;
+
+	CU_ASSERT_FATAL(len / 4096 <= sizeof(vec));
+	CU_ASSERT_EQUAL_FATAL(mincore(p, len, vec), 0);
+	for (uint64_t i = 0; i < len / 4096; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * The prefault helper populates fresh memory only up to its distance
+ * ahead of the stream (the source sends only written pages: a sparse
+ * guest must not become fully resident), and once stopped it populates
+ * nothing more (postcopy drops the missing pages and registers
+ * userfaultfd right after stopping it: a page populated then would read
+ * as zeros instead of faulting). Pages written while it runs arrive
+ * intact.
+ */
+static void test_prefault_stays_ahead_of_the_stream_and_stops(void)
+{
+	const uint64_t slot = 48ull << 20; /* 2 x 48 MiB > the window */
+	const uint64_t ahead = MIG_RECV_PREFAULT_AHEAD_PAGES;
+	struct mig_memmap_slot s[2];
+	struct mig_send_pipe *sp;
+	struct mig_recv_pipe *rp;
+	struct mig_memmap *map;
+	uint64_t counts[NCHAN], n = 0;
+	struct mem src;
+	struct chans c;
+	struct walk w;
+	uint8_t *m;
+
+	m = mmap(NULL, 2 * slot, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	s[0] = (struct mig_memmap_slot){ 0, 0, slot / 4096, m };
+	s[1] = (struct mig_memmap_slot){ 3, 0x100000, slot / 4096, m + slot };
+	CU_ASSERT_EQUAL_FATAL(mig_memmap_create(s, 2, &map), 0);
+	CU_ASSERT_FATAL(ahead * 4096 < 2 * slot);
+	chans_open(&c, false);
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_create(c.dst, NCHAN, map, &rp),
+			      0);
+
+	/* Nothing sent yet: the window from the start, and no further. */
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_prefault_start(rp), 0);
+	for (unsigned i = 0; i < 1000 && n < ahead; i++) {
+		sleep_ms(10);
+		n = resident(m, 2 * slot);
+	}
+	if (n < ahead) { /* Linux < 5.14: no MADV_POPULATE_WRITE */
+		CU_ASSERT_EQUAL(n, 0);
+	} else {
+		sleep_ms(100);
+		CU_ASSERT_EQUAL(resident(m, 2 * slot), ahead);
+		CU_ASSERT_EQUAL(resident(m + ahead * 4096,
+					 2 * slot - ahead * 4096),
+				0);
+	}
+
+	/* The stream's first 32 MiB, written while the helper runs. */
+	mem_init(&src);
+	fill(&src, 1);
+	CU_ASSERT_EQUAL_FATAL(mig_send_pipe_create(c.src, NCHAN, src.map,
+						   NULL, &sp),
+			      0);
+	w = (struct walk){ .sparse_mask = ~0ULL };
+	CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next_slot0, &w, counts),
+			0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_wait(rp, counts, 30000), 0);
+	CU_ASSERT(!memcmp(src.p[0], m, SLOT_PAGES * 4096ULL));
+
+	/* Stopped: drop everything; nothing comes back. */
+	mig_recv_pipe_prefault_stop(rp);
+	CU_ASSERT_EQUAL(madvise(m, 2 * slot, MADV_DONTNEED), 0);
+	sleep_ms(200);
+	CU_ASSERT_EQUAL(resident(m, 2 * slot), 0);
+
+	CU_ASSERT_EQUAL(mig_send_pipe_finish(sp), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_join(rp), 0);
+	mig_recv_pipe_destroy(rp);
+	mig_send_pipe_destroy(sp);
+	chans_close(&c);
+	mem_fini(&src);
+	mig_memmap_destroy(map);
+	munmap(m, 2 * slot);
+}
+
 static CU_TestInfo tests[] = {
 	{ "resent_pages_travel_as_deltas_intact",
 	  test_resent_pages_travel_as_deltas_intact },
@@ -431,6 +540,8 @@ static CU_TestInfo tests[] = {
 	  test_adaptive_sends_random_raw_and_text_compressed },
 	{ "64mib_mixed_pages_arrive_intact_over_2_tls_channels",
 	  test_64mib_mixed_pages_arrive_intact_over_2_tls_channels },
+	{ "prefault_stays_ahead_of_the_stream_and_stops",
+	  test_prefault_stays_ahead_of_the_stream_and_stops },
 	{ "bad_batch_on_the_wire_fails_the_receiver",
 	  test_bad_batch_on_the_wire_fails_the_receiver },
 	{ "source_error_ends_the_run_and_cancel_wakes_receivers",

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The destination's cost of fresh memory (issue 28), A/B in one run with
+# the same binaries: one source daemon and two destination daemons, "old"
+# with our defaults (each data channel faults in the pages it writes) and
+# "new" with MIGRATED_DST_PREFAULT=on (the receive pipeline's prefault
+# helper populates guest memory ahead of the stream). Each rep migrates a freshly created, fully
+# prefilled, idle VM to old, then another to new, on loopback with our
+# defaults, and checks every page on the destination (migratectl vm
+# check). Prints one row per migration, then the medians per cell. Not a
+# test: a benchmark (docs/benchmarks.md, "Fresh memory on the
+# destination").
+#
+# usage: tools/bench/fresh-mem-ab.sh [BUILD_DIR]   (default build/release)
+# env:   ACCEL=soft|kvm (soft where /dev/kvm is missing) MEMS="1G"
+#        CONTENTS="stamp random" REPS=3
+#        SETTLE=10 seconds between the prefill and the migration
+#
+# Fresh memory: on a nested host whose guest kernel hands free memory back
+# to the hypervisor (virtio-balloon free page reporting: free 2 MiB blocks
+# are reported after about 2 s and the host drops them), the first touch
+# of such memory faults at the hypervisor too, and memory freed a moment
+# ago (the previous run's VMs) is much cheaper than memory free for
+# seconds. SETTLE lets the previous run's memory go back, so that both
+# sides start from the same kind of memory, and the order alternates
+# (old first in odd reps, new first in even ones).
+#
+# Columns: total = the engine's elapsed; down = its downtime (sum of
+# parts); wire = MiB on the wire; usr d / sys d = user and system CPU
+# seconds of the destination's worker (migrated-vmm) over the migration,
+# the system time being mostly first-touch faults; thp d = the worker's
+# AnonHugePages (MiB) at the end; check = migratectl vm check.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+B=${1:-$top/build/release}
+MEMS=${MEMS:-1G}
+CONTENTS=${CONTENTS:-stamp random}
+REPS=${REPS:-3}
+SETTLE=${SETTLE:-10}
+if [ -z "${ACCEL:-}" ]; then
+	ACCEL=soft
+	[ -w /dev/kvm ] && ACCEL=kvm
+fi
+MIGRATED=$B/migrated/daemon/migrated
+CTL=$B/tools/migratectl/migratectl
+SEND=$B/tools/migrate-send/migrate-send
+RECV=$B/tools/migrate-recv/migrate-recv
+for t in "$MIGRATED" "$CTL" "$SEND" "$RECV"; do
+	[ -x "$t" ] || { echo "missing $t (build first)" >&2; exit 1; }
+done
+command -v jq >/dev/null || { echo "needs jq" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/fresh-mem-ab.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+start_daemon() { # name, env assignments... -> DPID
+	local name=$1
+	shift
+	env "$@" "$MIGRATED" --state-dir "$TMP/$name" --dev-tls \
+		--tls-dir "$TMP/tls" --accel "$ACCEL" --log-level info \
+		--stop-vms >"$TMP/$name.log" 2>&1 &
+	DPID=$!
+	PIDS+=("$DPID")
+	for _ in $(seq 200); do
+		[ -S "$TMP/$name/control.sock" ] && return 0
+		sleep 0.05
+	done
+	echo "daemon $name did not start" >&2
+	cat "$TMP/$name.log" >&2
+	exit 1
+}
+# One after the other: the first makes the dev CA.
+start_daemon src
+start_daemon old
+DP_old=$DPID
+start_daemon new MIGRATED_DST_PREFAULT=on
+DP_new=$DPID
+S=$TMP/src/control.sock
+
+HZ=$(getconf CLK_TCK)
+ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+thp_mib() { awk '/^AnonHugePages:/ { k += $2 } END { print int(k / 1024) }' \
+	"/proc/$1/smaps"; }
+
+RUNN=0
+one() { # mode mem content rep
+	local mode=$1 mem=$2 content=$3 rep=$4 vm dp d before port dpid
+	local u0 s0 u1 s1 thp chk f
+	RUNN=$((RUNN + 1))
+	vm=f$RUNN
+	dp=DP_$mode
+	dp=${!dp}
+	d=$TMP/$mode/control.sock
+	"$CTL" --socket "$S" vm create "$vm" --mem "$mem" --vcpus 1 \
+		--content "$content" --pattern idle --prefill >/dev/null
+	until "$CTL" --socket "$S" --json vm inspect "$vm" |
+		jq -e '.prefill_done == true' >/dev/null; do
+		sleep 0.2
+	done
+	sleep "$SETTLE"
+	before=$(pgrep -P "$dp" | sort || true)
+	port=$("$RECV" --socket "$d" --name "$vm" "127.0.0.1:0")
+	dpid=$(comm -13 <(echo "$before") <(pgrep -P "$dp" | sort || true) |
+		head -1)
+	read -r u0 s0 < <(ticks "$dpid")
+	"$SEND" --socket "$S" --json "$vm" "127.0.0.1:$port" >"$TMP/out.json"
+	read -r u1 s1 < <(ticks "$dpid")
+	thp=$(thp_mib "$dpid")
+	if "$CTL" --socket "$d" vm check "$vm" >"$TMP/check" 2>&1; then
+		chk=ok
+	else
+		chk=BAD
+	fi
+	chk="$chk/$(sed -n 's/.*: \([0-9]*\) pages checked.*/\1/p' \
+		"$TMP/check")"
+	f=$(tail -1 "$TMP/out.json")
+	echo "$f" | jq -r --arg pre "$mem $content $mode $rep" \
+		--arg ud "$(echo "scale=2; ($u1 - $u0) / $HZ" | bc)" \
+		--arg sd "$(echo "scale=2; ($s1 - $s0) / $HZ" | bc)" \
+		--arg thp "$thp" --arg chk "$chk" '
+		def ms: (tonumber? // 0) / 1e6 | . * 10 | round / 10;
+		.progress as $p |
+		[$pre, ($p.elapsed_ns | ms), ($p.downtime.total_ns | ms),
+		 (($p.bytes_wire | tonumber) / 1048576 * 10 | round / 10),
+		 $ud, $sd, $thp, $chk] | join(" ")' | tee -a "$TMP/rows"
+	"$CTL" --socket "$d" vm destroy "$vm" >/dev/null || true
+	"$CTL" --socket "$S" vm destroy "$vm" >/dev/null 2>&1 || true
+}
+
+echo "fresh-mem-ab: $ACCEL accelerator, loopback, REPS=$REPS;" \
+	"$(git -C "$top" log -1 --format=%h 2>/dev/null || echo '?');" \
+	"SETTLE=${SETTLE}s; $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg)"
+echo "mem content mode rep | total ms | down ms | wire MiB | usr d | sys d" \
+	"| thp d MiB | check"
+for mem in $MEMS; do
+	for content in $CONTENTS; do
+		for rep in $(seq "$REPS"); do
+			if [ $((rep % 2)) = 1 ]; then
+				one old "$mem" "$content" "$rep"
+				one new "$mem" "$content" "$rep"
+			else
+				one new "$mem" "$content" "$rep"
+				one old "$mem" "$content" "$rep"
+			fi
+		done
+	done
+done
+echo "load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "medians of $REPS: mem content | total old / new (new/old) | down" \
+	"old / new | sys d old / new"
+awk '
+function med(s,   n, a, i, j, x) {
+	n = split(s, a, " ")
+	for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
+	c = $1 " " $2
+	if (!(c in seen)) { seen[c] = 1; order[++nc] = c }
+	t[c, $3] = t[c, $3] " " $5; dn[c, $3] = dn[c, $3] " " $6
+	sy[c, $3] = sy[c, $3] " " $9
+}
+END {
+	for (i = 1; i <= nc; i++) {
+		c = order[i]
+		to = med(t[c, "old"]); tn = med(t[c, "new"])
+		printf "%s | %s / %s (%.2f) | %s / %s | %s / %s\n", c, to, tn,
+			(to > 0 ? tn / to : 0), med(dn[c, "old"]), med(dn[c, "new"]),
+			med(sy[c, "old"]), med(sy[c, "new"])
+	}
+}' "$TMP/rows"
