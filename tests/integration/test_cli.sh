@@ -199,4 +199,74 @@ jq -c 'select(.comp == "vm" and .op == "create" and .vm == "j1")' \
 	"$TMP/j.log" | grep -q . &&
 	ok "the worker logs JSON too, naming the VM" ||
 	fail "no worker op=create line: $(grep -m2 create "$TMP/j.log")"
+# ---- migrate-send on a terminal: the bar ---------------------------------
+# Two daemons; the tool runs on a pseudo-terminal (pty_run.py) of 80 and
+# 40 columns, as a user's. The bar redraws one line that fits the width
+# (a redraw that wraps would scroll the terminal), never reads 100% before
+# the end, and shows a rate during the first pass.
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft
+SRC=$SOCK
+start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft
+DST=$SOCK
+PTY=(python3 "$SRCDIR/tests/integration/pty_run.py")
+state_of() {
+	local s
+	s=$("$CTL" --socket "$1" --json vm inspect "$2" 2>/dev/null |
+		jq -r '.info.state // empty')
+	echo "${s:-absent}"
+}
+# wait_state SOCK VM STATE: up to 20 s.
+wait_state() {
+	for _ in $(seq 200); do
+		[ "$(state_of "$1" "$2")" = "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# guest NAME: 64 MiB writing 1000 random pages/s (4 MiB/s): converges
+# behind 16 MiB/s in a few seconds, not behind 2 MiB/s.
+guest() {
+	SOCK=$SRC ctl vm create "$1" --mem 64M --vcpus 1 --pattern random \
+		--rate 1000 --content random >/dev/null || fail "create $1"
+}
+recv_port() {
+	"$RECV" --socket "$DST" --name "$1" 127.0.0.1:0 ||
+		fail "migrate-recv for $1"
+}
+# bar_fits COLS FILE: what the tool drew before its report (the first
+# line feed) is redraws ('\r') that each fit COLS-1 columns; none but
+# the completed one says 100%; some shows a rate that is not 0 (at 80
+# columns, during the first pass).
+bar_fits() {
+	python3 - "$1" "$2" <<-'PY'
+	import re, sys
+	cols, data = int(sys.argv[1]), open(sys.argv[2], "rb").read().decode()
+	bar = data.split("\n")[0]
+	draws = [re.sub(r"\x1b\[K", "", d) for d in bar.split("\r") if d.strip()]
+	bad = [d for d in draws if len(d) > cols - 1]
+	full = [d for d in draws if "100%" in d and not d.startswith("completed")]
+	rate = [d for d in draws if re.search(r"[1-9][0-9.]* [KMG]iB/s", d)]
+	if cols >= 80:  # the pass is shown: a rate during the first one
+	    rate = [d for d in rate if re.search(r"\bp(ass )?0\b", d)]
+	print(f"{len(draws)} redraws, widest {max(map(len, draws), default=0)}"
+	      f", {len(rate)} with a rate: {draws[-1] if draws else ''}")
+	if not draws or bad or full or not rate:
+	    print("too wide:", bad[:2], "at 100%:", full[:2])
+	    sys.exit(1)
+	PY
+}
+if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
+	for cols in 80 40; do
+		guest "bar$cols"
+		port=$(recv_port "bar$cols")
+		"${PTY[@]}" "$cols" "$TMP/bar$cols.tty" -- "$SEND" --socket "$SRC" \
+			--bandwidth 16M --interval 100 "bar$cols" "127.0.0.1:$port"
+		rc=$?
+		[ "$rc" = 0 ] && ok "migrate-send on a $cols-column pty: rc 0" ||
+			fail "migrate-send on a $cols-column pty: rc $rc: $(tail -c 600 "$TMP/bar$cols.tty")"
+		out=$(bar_fits "$cols" "$TMP/bar$cols.tty") &&
+			ok "bar at $cols columns: $out" ||
+			fail "bar at $cols columns: $out"
+	done
+fi
 finish
