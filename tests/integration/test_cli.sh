@@ -199,11 +199,13 @@ jq -c 'select(.comp == "vm" and .op == "create" and .vm == "j1")' \
 	"$TMP/j.log" | grep -q . &&
 	ok "the worker logs JSON too, naming the VM" ||
 	fail "no worker op=create line: $(grep -m2 create "$TMP/j.log")"
-# ---- migrate-send on a terminal: the bar ---------------------------------
+# ---- migrate-send on a terminal: the bar, Ctrl-C, --detach --------------
 # Two daemons; the tool runs on a pseudo-terminal (pty_run.py) of 80 and
 # 40 columns, as a user's. The bar redraws one line that fits the width
 # (a redraw that wraps would scroll the terminal), never reads 100% before
-# the end, and shows a rate during the first pass.
+# the end, and shows a rate during the first pass. The first Ctrl-C
+# cancels the migration and says so; --detach returns at once and says
+# how to follow and cancel.
 start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft
 SRC=$SOCK
 start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft
@@ -268,5 +270,48 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 			ok "bar at $cols columns: $out" ||
 			fail "bar at $cols columns: $out"
 	done
+
+	guest intr
+	port=$(recv_port intr)
+	"${PTY[@]}" 80 "$TMP/intr.tty" --intr-on '\] +[1-9][0-9]?%' -- \
+		"$SEND" --socket "$SRC" --bandwidth 2M --interval 100 intr \
+		"127.0.0.1:$port"
+	rc=$?
+	tr '\r' '\n' <"$TMP/intr.tty" | grep -q "interrupted: cancelling migration.*stays on the source" &&
+		ok "Ctrl-C: migrate-send says it cancels" ||
+		fail "Ctrl-C: no cancel message: $(tail -c 600 "$TMP/intr.tty")"
+	[ "$rc" = 1 ] && grep -q "cancelled" "$TMP/intr.tty" &&
+		ok "Ctrl-C: exit 1 once the migration is cancelled" ||
+		fail "Ctrl-C: rc $rc: $(tail -c 600 "$TMP/intr.tty")"
+	[ "$(state_of "$SRC" intr)" = VM_STATE_RUNNING ] &&
+		ok "Ctrl-C: the VM runs on the source" ||
+		fail "Ctrl-C: intr on the source: $(state_of "$SRC" intr)"
+	wait_state "$DST" intr absent && ok "Ctrl-C: nothing left on the destination" ||
+		fail "Ctrl-C: intr on the destination: $(state_of "$DST" intr)"
+
+	guest det
+	port=$(recv_port det)
+	start=$(date +%s)
+	run_cli timeout 20 "$SEND" --socket "$SRC" --bandwidth 2M --detach det \
+		"127.0.0.1:$port"
+	id=$(echo "$OUT" | sed -nE 's/^migration ([0-9]+) of det started.*/\1/p')
+	if [ "$RC" = 0 ] && [ -n "$id" ] && [ $(($(date +%s) - start)) -lt 10 ] &&
+		echo "$OUT" | grep -q "migratectl migration watch $id" &&
+		echo "$OUT" | grep -q "migratectl migration cancel $id"; then
+		ok "--detach returns at once, saying how to follow and cancel"
+	else
+		fail "--detach: rc=$RC out=$OUT err=$ERR"
+	fi
+	phase=$(SOCK=$SRC ctl --json migration status "$id" | jq -r '.. | .phase? // empty' | head -1)
+	case "$phase" in
+	*SETUP | *ITERATE) ok "--detach: migration $id runs on ($phase)" ;;
+	*) fail "--detach: migration $id is $phase" ;;
+	esac
+	SOCK=$SRC expect_rc 0 "--detach: cancel it as told" \
+		ctl migration cancel "$id"
+	wait_state "$DST" det absent &&
+		[ "$(state_of "$SRC" det)" = VM_STATE_RUNNING ] &&
+		ok "--detach: cancelled, det runs on the source" ||
+		fail "--detach: det is $(state_of "$SRC" det) on the source"
 fi
 finish
