@@ -161,6 +161,9 @@ json_err() {
 json_err "migratectl --json bad --mem" 2 \
 	"$CTL" --json --socket "$NOSOCK" vm create x --mem 12XB
 json_err "migratectl --json no daemon" 5 "$CTL" --json --socket "$NOSOCK" ping
+json_err "migratectl --json after --socket" 5 "$CTL" --socket "$NOSOCK" --json ping
+json_err "migratectl --json after the command" 2 \
+	"$CTL" --socket "$NOSOCK" vm create x --mem 12XB --json
 json_err "migrate-send --json bad option" 2 \
 	"$SEND" --json --socket "$NOSOCK" --channels 99 vm1 127.0.0.1:1
 json_err "migrate-recv --json no daemon" 5 "$RECV" --json --socket "$NOSOCK" :0
@@ -180,6 +183,12 @@ refused "bad TLS file named with OpenSSL's reason" 2 \
 start_daemon j --accel soft --log-format json
 expect_rc 0 "create a VM under a JSON-logging daemon" \
 	ctl vm create j1 --mem 64M --pattern idle
+# --json anywhere: a result as JSON wherever it stands.
+for args in "--json vm list" "vm --json list" "vm list --json"; do
+	run_cli "$CTL" --socket "$SOCK" $args
+	[ "$RC" = 0 ] && echo "$OUT" | jq -e '.vms[0].name == "j1"' >/dev/null 2>&1 &&
+		ok "migratectl $args: JSON" || fail "migratectl $args: rc=$RC $OUT $ERR"
+done
 expect_rc 0 "destroy it" ctl vm destroy j1
 kill -TERM "$DPID"
 wait "$DPID" 2>/dev/null
