@@ -202,6 +202,8 @@ void migd_call_vm_set_workload(struct migd_call *call)
 			p.rate_pages = r->rate_pages;
 			ret = hv_vm_wl_set_vcpu(v->vm, i, &p);
 		}
+		if (!ret) /* what inspect shows of the vCPU */
+			v->vm->cfg.wl[i].rate_pages = r->rate_pages;
 		if (!ret)
 			warn_pace(call, v, i, r->rate_pages);
 		if (ret) {

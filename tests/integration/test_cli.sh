@@ -279,6 +279,16 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 			ok "bar at $cols columns: $out" ||
 			fail "bar at $cols columns: $out"
 	done
+	# The destination shows the workload the VM runs: the parameters
+	# came in guest memory (and a set-rate updates what inspect shows).
+	wl=$(SOCK=$DST ctl vm inspect bar80 | grep '^workload:')
+	[[ $wl == "workload:  random, random content, 1000 pages/s per vCPU,"* ]] &&
+		ok "inspect on the destination: $wl" ||
+		fail "inspect on the destination: $wl"
+	SOCK=$DST ctl vm set-rate bar80 700 >/dev/null
+	wl=$(SOCK=$DST ctl vm inspect bar80 | grep '^workload:')
+	[[ $wl == *" 700 pages/s per vCPU,"* ]] && ok "inspect after set-rate: $wl" ||
+		fail "inspect after set-rate: $wl"
 
 	guest intr
 	port=$(recv_port intr)
