@@ -307,6 +307,15 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 		fail "Ctrl-C: intr on the source: $(state_of "$SRC" intr)"
 	wait_state "$DST" intr absent && ok "Ctrl-C: nothing left on the destination" ||
 		fail "Ctrl-C: intr on the destination: $(state_of "$DST" intr)"
+	# SIGTERM (timeout(1)): the cancel asked for, exit at once.
+	port=$(recv_port intr)
+	run_cli timeout --preserve-status 3 "$SEND" --socket "$SRC" \
+		--bandwidth 2M intr "127.0.0.1:$port"
+	[ "$RC" = 143 ] && echo "$ERR" | tr '\n' ' ' |
+		grep -q "cancelling migration.*terminated: no longer following" &&
+		ok "SIGTERM: cancel asked, exit 143" || fail "SIGTERM: rc=$RC $ERR"
+	wait_state "$SRC" intr VM_STATE_RUNNING && ok "SIGTERM: intr runs on the source" ||
+		fail "SIGTERM: intr is $(state_of "$SRC" intr) on the source"
 
 	guest det
 	sleep 1.5 # a second of the monitor's measurement before it migrates

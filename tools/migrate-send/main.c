@@ -50,11 +50,12 @@ static void usage(FILE *f)
 		"--downtime 1..600000 ms;\n"
 		"--timeout-ms 0 (none) ..4294967295; --interval 0..60000 ms.\n"
 		"--json: progress, the final state and errors as JSON lines.\n"
-		"Ctrl-C (SIGINT) or SIGTERM cancels the migration: the VM\n"
-		"stays on the source and migrate-send exits 1 once the\n"
-		"cancel is done (a second Ctrl-C stops waiting for it). After\n"
-		"the commit or the postcopy switch a cancel is refused and\n"
-		"migrate-send keeps following the migration.\n"
+		"Ctrl-C (SIGINT) cancels the migration: the VM stays on the\n"
+		"source and migrate-send exits 1 once the cancel is done (a\n"
+		"second Ctrl-C stops waiting for it). After the commit or the\n"
+		"postcopy switch a cancel is refused and migrate-send keeps\n"
+		"following the migration. SIGTERM (kill, timeout(1)) asks\n"
+		"for the cancel too, then exits 143 without waiting.\n"
 		"--detach: start the migration, print its id and how to\n"
 		"follow it (migratectl migration watch ID) or cancel it\n"
 		"(migratectl migration cancel ID), and exit 0 at once.\n"
@@ -96,8 +97,9 @@ static void usage(FILE *f)
 		"9 postcopy ended broken after the switch (recovery given up,\n"
 		"  or a digest mismatch): the VM's memory is split between the\n"
 		"  hosts and it cannot complete,\n"
-		"130 interrupted twice: no longer following (a cancel was\n"
-		"  asked for; migratectl migration status ID tells the end).\n");
+		"130 interrupted twice, 143 terminated (SIGTERM): no longer\n"
+		"  following (a cancel was asked for; migratectl migration\n"
+		"  status ID tells the end).\n");
 }
 
 struct send_opts {
@@ -107,13 +109,16 @@ struct send_opts {
 	int width;
 };
 
-/* Ctrl-C and SIGTERM, counted: the first cancels, the second quits. */
-static volatile sig_atomic_t interrupts;
+/* Ctrl-C, counted: the first cancels, the second quits. SIGTERM: cancel
+ * and quit at once (whoever sends it will not wait for us). */
+static volatile sig_atomic_t interrupts, terminated;
 
 static void on_interrupt(int sig)
 {
-	(void)sig;
-	interrupts++;
+	if (sig == SIGTERM)
+		terminated = 1;
+	else
+		interrupts++;
 }
 
 /* No SA_RESTART: the client's waits are bounded and re-check the count. */
@@ -156,15 +161,18 @@ static void cancel_on_interrupt(const struct send_opts *o,
 	if (migd_resp_status(resp) == MIGD__STATUS__STATUS_OK)
 		fprintf(stderr,
 			"migrate-send: interrupted: cancelling migration %llu; "
-			"the VM stays on the source (Ctrl-C again to stop "
-			"waiting for the cancel)\n",
-			(unsigned long long)id);
+			"the VM stays on the source%s\n",
+			(unsigned long long)id,
+			terminated ? "" : " (Ctrl-C again to stop waiting "
+					  "for the cancel)");
 	else
 		fprintf(stderr,
 			"migrate-send: interrupted, but migration %llu cannot "
-			"be cancelled now (%s); following it to its end "
-			"(Ctrl-C again to stop following; it goes on)\n",
-			(unsigned long long)id, migd_resp_message(resp));
+			"be cancelled now (%s)%s\n",
+			(unsigned long long)id, migd_resp_message(resp),
+			terminated ? ""
+				   : "; following it to its end (Ctrl-C "
+				     "again to stop following; it goes on)");
 	migd__response__free_unpacked(resp, NULL);
 	fflush(stdout);
 }
@@ -474,6 +482,10 @@ static int send_main(int argc, char **argv)
 		for (int seen = 0;;) {
 			Migd__Event *ev;
 
+			if (terminated) {
+				cancel_on_interrupt(&so, c, ref.id);
+				goto quit;
+			}
 			if (interrupts > seen) {
 				seen = interrupts;
 				if (seen == 1)
@@ -527,16 +539,16 @@ static int send_main(int argc, char **argv)
 	return ret;
 quit:
 	fprintf(stderr,
-		"%smigrate-send: interrupted again: no longer following "
-		"migration %llu; check with: migratectl migration status "
-		"%llu\n",
-		so.tty ? "\n" : "", (unsigned long long)ref.id,
-		(unsigned long long)ref.id);
+		"%smigrate-send: %s: no longer following migration %llu; "
+		"check with: migratectl migration status %llu\n",
+		so.tty ? "\n" : "",
+		terminated ? "terminated" : "interrupted again",
+		(unsigned long long)ref.id, (unsigned long long)ref.id);
 	if (last_ev)
 		migd__event__free_unpacked(last_ev, NULL);
 	migd__response__free_unpacked(wresp, NULL);
 	migd_client_close(c);
-	return 130;
+	return terminated ? 143 : 130;
 lost:
 	fprintf(stderr,
 		"migrate-send: lost the daemon (%s); the migration may still "
