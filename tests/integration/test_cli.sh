@@ -215,7 +215,8 @@ jq -c 'select(.comp == "vm" and .op == "create" and .vm == "j1")' \
 # the end, and shows a rate during the first pass. The first Ctrl-C
 # cancels the migration and says so; --detach returns at once and says
 # how to follow and cancel.
-start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft \
+	--migration-io-timeout-ms 4000
 SRC=$SOCK
 start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel soft
 DST=$SOCK
@@ -348,5 +349,35 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 		[ "$(state_of "$SRC" det)" = VM_STATE_RUNNING ] &&
 		ok "--detach: cancelled, det runs on the source" ||
 		fail "--detach: det is $(state_of "$SRC" det) on the source"
+	# Failure reasons say what happened and what to do next.
+	# reason DESC PATTERN ARGS...: migrate det with ARGS, fails (rc 1)
+	# with a report whose reason matches PATTERN.
+	reason() {
+		local desc=$1 pat=$2
+		shift 2
+		run_cli "$SEND" --socket "$SRC" "$@"
+		local r
+		r=$(echo "$OUT" | sed -n 's/^ *reason: *//p')
+		[ "$RC" = 1 ] && echo "$r" | grep -qE -- "$pat" &&
+			ok "$desc: $r" || fail "$desc: rc=$RC reason '$r' $ERR"
+	}
+	wait_state "$SRC" det VM_STATE_RUNNING
+	reason "unresolvable host" "unknown host.*getent hosts" \
+		det nosuchhost.invalid:4000
+	python3 -c 'import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 0)); s.listen(8); print(s.getsockname()[1], flush=True); time.sleep(60)' >"$TMP/mute.port" &
+	mute=$!
+	for _ in $(seq 50); do [ -s "$TMP/mute.port" ] && break; sleep 0.1; done
+	reason "a port that is not a migration listener" \
+		"not a migration endpoint" det "127.0.0.1:$(cat "$TMP/mute.port")"
+	kill "$mute" 2>/dev/null
+	port=$(recv_port det)
+	reason "the time limit in the first pass names the next step" \
+		"could not converge within 1500 ms.*runs on the source.*--timeout-ms" \
+		--timeout-ms 1500 --bandwidth 2M det "127.0.0.1:$port"
+	# The cancels above ended TLS connections without a close_notify:
+	# not errors of the destination.
+	n=$(grep -c "level=err.*unexpected eof" "$TMP/dst.log")
+	[ "$n" = 0 ] && ok "no TLS error logged on the destination for a cancel" ||
+		fail "$n TLS errors logged for cancels: $(grep -m2 "unexpected eof" "$TMP/dst.log")"
 fi
 finish
