@@ -98,10 +98,16 @@ refused "--mem 12XB names the suffixes" 2 "--mem '12XB'.*$SIZE_RE" \
 	"$CTL" --socket "$NOSOCK" vm create x --mem 12XB
 refused "--mem -1 refused" 2 "--mem '-1'" \
 	"$CTL" --socket "$NOSOCK" vm create x --mem -1
-refused "--vcpus -1 refused, not wrapped" 2 "--vcpus '-1'.*1\.\.1024" \
+refused "--vcpus -1 refused, not wrapped" 2 "--vcpus '-1'.*1\.\.64" \
 	"$CTL" --socket "$NOSOCK" vm create x --vcpus -1
-refused "--vcpus 0 names the range" 2 "--vcpus '0'.*1\.\.1024" \
+refused "--vcpus 0 names the range" 2 "--vcpus '0'.*1\.\.64" \
 	"$CTL" --socket "$NOSOCK" vm create x --vcpus 0
+refused "--vcpus 1000: the daemon's limit, in the client" 2 \
+	"--vcpus '1000'.*1\.\.64" "$CTL" --socket "$NOSOCK" vm create x --vcpus 1000
+refused "vm frobnicate: an unknown command, not a missing NAME" 2 \
+	"unknown vm command 'frobnicate'" "$CTL" --socket "$NOSOCK" vm frobnicate
+refused "events --count 0 refused (it ran forever)" 2 "--count '0'.*1 or more" \
+	"$CTL" --socket "$NOSOCK" events --count 0
 refused "--write-pct 101 names the range" 2 "--write-pct '101'.*0\.\.100" \
 	"$CTL" --socket "$NOSOCK" vm create x --write-pct 101
 refused "--pattern names the choices" 2 "--pattern 'zig'.*sweep" \
@@ -183,6 +189,8 @@ refused "bad TLS file named with OpenSSL's reason" 2 \
 start_daemon j --accel soft --log-format json
 expect_rc 0 "create a VM under a JSON-logging daemon" \
 	ctl vm create j1 --mem 64M --pattern idle
+refused "--mem 15M: the option and the user's units" 2 \
+	"--mem 15.0 MiB.*multiple of 2 MiB" ctl vm create j2 --mem 15M
 # --json anywhere: a result as JSON wherever it stands.
 for args in "--json vm list" "vm --json list" "vm list --json"; do
 	run_cli "$CTL" --socket "$SOCK" $args
@@ -343,6 +351,13 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 	echo "$dr" | jq -e '.bytesPerS // .bytes_per_s | tonumber > 1048576' >/dev/null 2>&1 &&
 		ok "dirty rate in the first pass: $(echo "$dr" | jq -c "{source, bytes_per_s}")" ||
 		fail "dirty rate in the first pass: $dr"
+	# Paused and resumed while it migrates: said as such, not "migrating".
+	run_cli "$CTL" --socket "$SRC" vm pause det
+	[ "$OUT" = "det: paused; it migrates on and arrives paused" ] &&
+		ok "vm pause during a migration: $OUT" || fail "vm pause: $RC $OUT $ERR"
+	run_cli "$CTL" --socket "$SRC" vm resume det
+	[ "$OUT" = "det: resumed; it migrates on and arrives running" ] &&
+		ok "vm resume during a migration: $OUT" || fail "vm resume: $RC $OUT $ERR"
 	SOCK=$SRC expect_rc 0 "--detach: cancel it as told" \
 		ctl migration cancel "$id"
 	wait_state "$DST" det absent &&
