@@ -235,6 +235,24 @@ int migd_run(const struct migd_cfg *cfg)
 		return 1;
 	}
 	d->accel = resolve_accel(cfg->accel);
+	/* Asked for by name, KVM must be there: a daemon that starts and
+	 * then fails every VM it is asked for helps nobody. */
+	if (d->accel == HV_ACCEL_KVM && d->cfg.role == MIGD_ROLE_HOST) {
+		int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+		if (fd < 0) {
+			ret = -errno;
+			hv_err(COMP,
+			       "event=start_failed accel=kvm err=\"%s\" "
+			       "why=\"--accel kvm, but /dev/kvm does not open: "
+			       "load kvm_intel or kvm_amd, give the user the "
+			       "group kvm, or use --accel soft or auto\"",
+			       strerror(-ret));
+			free(d);
+			return 1;
+		}
+		close(fd);
+	}
 	if (setup_tls(d)) {
 		free(d);
 		return 1;

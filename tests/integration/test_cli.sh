@@ -149,6 +149,11 @@ refused "dirtyrate --interval 5" 2 "--interval '5'.*50\.\.60000" \
 	"$DR" --socket "$NOSOCK" --interval 5 vm1
 refused "migrated --dirty-interval-ms 5" 2 "dirty-interval-ms.*20\.\.1000" \
 	"$MIGRATED" --state-dir "$TMP/never" --dirty-interval-ms 5
+if [ ! -e /dev/kvm ]; then
+	refused "migrated --accel kvm without /dev/kvm does not start" 1 \
+		"--accel kvm, but /dev/kvm does not open" \
+		timeout 10 "$MIGRATED" --state-dir "$TMP/nokvm" --accel kvm
+fi
 
 # ---- --json: client-side errors as JSON on stdout -----------------------
 # json_err DESC RC CMD...: one JSON line with the status and exit code.
@@ -189,6 +194,13 @@ refused "bad TLS file named with OpenSSL's reason" 2 \
 start_daemon j --accel soft --log-format json
 expect_rc 0 "create a VM under a JSON-logging daemon" \
 	ctl vm create j1 --mem 64M --pattern idle
+# More guest RAM than the host has: created (sparse), with a warning.
+big=$(awk '/^MemTotal/ { print int($2 / 1048576) * 2 + 2 }' /proc/meminfo)G
+run_cli "$CTL" --socket "$SOCK" vm create big --mem "$big" --pattern idle
+[ "$RC" = 0 ] && echo "$ERR" | grep -q "warning: --mem .* more than this host's RAM" &&
+	ok "--mem $big on a smaller host: created, with a warning: $ERR" ||
+	fail "--mem $big: rc=$RC $ERR"
+ctl vm destroy big >/dev/null 2>&1
 refused "--mem 15M: the option and the user's units" 2 \
 	"--mem 15.0 MiB.*multiple of 2 MiB" ctl vm create j2 --mem 15M
 # --json anywhere: a result as JSON wherever it stands.

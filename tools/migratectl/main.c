@@ -32,7 +32,9 @@ static const struct {
 	  "  vm check NAME   (every page's stamp; exit 1 when one is bad)\n"
 	  "  vm update NAME  (local live update: a fresh worker process from\n"
 	  "                  the installed migrated-vmm takes the VM over,\n"
-	  "                  guest memory handed over, not copied)" },
+	  "                  guest memory handed over, not copied; only a\n"
+	  "                  VM created with --backing memfd or hugetlb:\n"
+	  "                  the default, anon, cannot be handed over)" },
 	{ "dirty", ctl_dirty, "dirty VM   (dirty rate, working set, hot/cold)" },
 	{ "estimate", ctl_estimate,
 	  "estimate VM --bandwidth SIZE/s [--downtime MS] [--throttle PCT]" },
