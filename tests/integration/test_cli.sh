@@ -92,6 +92,16 @@ for pair in "$MIGRATED:migrated/daemon/config.c" \
 		fail "$(basename "$bin") --help omits:$missing"
 done
 
+# Every subcommand migratectl --help names is in migratectl(1).
+man=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$SRCDIR/docs/man/migratectl.1")
+missing=
+for c in $("$CTL" --help | grep -oE '(^ {0,2}|\| )(vm|migration|host) [a-z][a-z-]+' |
+	sed -E 's/^[ |]*//' | sort -u | tr ' ' ':'); do
+	grep -qE "${c%%:*} ${c#*:}\b" <<<"$man" || missing="$missing ${c/:/ }"
+done
+[ -z "$missing" ] && ok "migratectl(1) has every subcommand of --help" ||
+	fail "migratectl(1) lacks:$missing"
+
 # ---- bad input -----------------------------------------------------------
 SIZE_RE="KiB.*MiB.*GiB"
 refused "--mem 12XB names the suffixes" 2 "--mem '12XB'.*$SIZE_RE" \
