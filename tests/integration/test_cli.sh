@@ -416,5 +416,25 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 	n=$(grep -c "level=err.*unexpected eof" "$TMP/dst.log")
 	[ "$n" = 0 ] && ok "no TLS error logged on the destination for a cancel" ||
 		fail "$n TLS errors logged for cancels: $(grep -m2 "unexpected eof" "$TMP/dst.log")"
+	# An armed receive says how to list and disarm it (on a terminal);
+	# disarmed, its worker goes.
+	nworkers() { pgrep -fc -- "migrated-vmm .*--state-dir $TMP/dst " || true; }
+	w0=$(nworkers)
+	"${PTY[@]}" 80 "$TMP/arm.tty" -- "$RECV" --socket "$DST" --name arm1 127.0.0.1:0
+	[ "$(nworkers)" -gt "$w0" ] || fail "armed, but no worker more than $w0"
+	id=$(tr -d '\r' <"$TMP/arm.tty" | sed -nE 's/.*migration ([0-9]+) armed on .*/\1/p')
+	if [ -n "$id" ] && grep -q "migratectl migration cancel $id" "$TMP/arm.tty"; then
+		ok "migrate-recv says how to list and disarm migration $id"
+	else
+		fail "migrate-recv on a terminal: $(cat "$TMP/arm.tty")"
+	fi
+	ph=$(SOCK=$DST ctl --json migration list | jq -r --argjson id "${id:-0}" \
+		'.migrations[] | select(.id == $id) | .progress.phase')
+	[ "$ph" = MIG_PHASE_SETUP ] && ok "migration list shows it armed ($ph)" ||
+		fail "armed migration $id in the list: '$ph'"
+	SOCK=$DST expect_rc 0 "disarm it: migration cancel $id" ctl migration cancel "$id"
+	for _ in $(seq 100); do [ "$(nworkers)" -le "$w0" ] && break; sleep 0.1; done
+	[ "$(nworkers)" -le "$w0" ] && ok "disarmed: its worker is gone ($(nworkers) left)" ||
+		fail "disarmed, but $(nworkers) workers (was $w0)"
 fi
 finish
