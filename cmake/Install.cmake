@@ -6,7 +6,8 @@
 #       bin/{migratectl,migrate-send,migrate-recv,dirtyrate,hvbench},
 #       etc/migrated/migrated.conf, lib/systemd/system/migrated.service,
 #       share/man/man{1,5,8}, share/doc/migrated,
-#       share/bash-completion/completions/migratectl
+#       share/bash-completion/completions/{migratectl,migrated,
+#       migrate-send,migrate-recv,dirtyrate,hvbench}
 #   tools/package.sh   the same into a .deb (prefix /usr, config in /etc)
 #
 # Every destination is relative to the prefix, so that --prefix and
@@ -63,6 +64,12 @@ foreach(sec 1 5 8)
 endforeach()
 install(FILES ${CMAKE_SOURCE_DIR}/tools/completion/migratectl
 	DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions)
+# bash-completion loads a command's file by its name: one copy each.
+foreach(t migrated migrate-send migrate-recv dirtyrate hvbench)
+	install(FILES ${CMAKE_SOURCE_DIR}/tools/completion/migrated-tools
+		DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions
+		RENAME ${t})
+endforeach()
 
 # --- Debian package ------------------------------------------------------
 set(CPACK_GENERATOR DEB)

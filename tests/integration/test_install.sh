@@ -190,6 +190,28 @@ done
 [ -z "$missing" ] && [ -n "$vm" ] &&
 	ok "completion matches --help: [$top] vm [$vm] migration [$mig]" ||
 	fail "completion and --help differ:$missing (top: $top; vm: $vm)"
+# The other tools: their own --help's options, hvbench's commands.
+tool_words() {
+	local t=$1
+	shift
+	PATH=$P/bin:$P/sbin:$PATH bash -c 'source "$1"; shift; COMP_WORDS=("$@");
+		COMP_CWORD=$(($# - 1)); _migd_tool; printf "%s\n" "${COMPREPLY[@]}"' _ \
+		"$P/share/bash-completion/completions/$t" "$t" "$@"
+}
+w=$(tool_words migrate-send --det)
+w2=$(tool_words migrated --socket-g)
+w3=$(tool_words migrate-recv --acc)
+w4=$(tool_words dirtyrate --int)
+w5=$(tool_words hvbench dirty-)
+if [ "$w" = --detach ] && [ "$w2" = --socket-group ] && [ "$w3" = --accel ] &&
+	[ "$w4" = --interval ] && [ "$w5" = dirty-log ]; then
+	ok "completion of migrated, migrate-send, migrate-recv, dirtyrate, hvbench from their --help"
+else
+	fail "tool completion: '$w' '$w2' '$w3' '$w4' '$w5'"
+fi
+for t in migrated migrate-send migrate-recv dirtyrate hvbench; do
+	[ -e "$P/share/bash-completion/completions/$t" ] || fail "no completion installed for $t"
+done
 opts=$(complete_words migratectl vm create v --)
 grep -qw -- --backing <<<"$opts" && grep -qw -- --prefill <<<"$opts" &&
 	ok "completion offers vm create options" || fail "vm create options: $opts"
