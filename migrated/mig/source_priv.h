@@ -155,8 +155,8 @@ struct mig_source {
 /* The destination cancelled: it says no more (an operator there, or its
  * daemon went away and its worker cancelled what it received). */
 #define SRC_DEST_CANCELLED                                                \
-	"the destination cancelled the migration (an operator there, or "  \
-	"its daemon stopped: see its log); the VM runs on the source"
+	MIG_PEER_CANCELLED " (the destination: an operator there, or its " \
+	"daemon stopped; see its log); the VM runs on the source"
 
 /* The commit had no answer: a distinct end, never success or rollback. */
 #define SRC_UNRESOLVED (-EINPROGRESS)
