@@ -6,9 +6,14 @@
 # refused with exit 2 and a message that names the option and what it
 # accepts (sizes with binary suffixes, ranges; a sign is refused, not
 # wrapped); --json turns client-side errors into one JSON line on stdout;
-# a TLS file that does not load is named with the reason. One daemon
-# runs, with --log-format json: every line it and its worker log is one
-# JSON object.
+# a TLS file that does not load is named with the reason; migratectl
+# takes --json anywhere and its man page names every subcommand. One
+# daemon runs, with --log-format json: every line it and its worker log
+# is one JSON object. Then two daemons and migrate-send as an operator
+# meets it: the progress bar on 80- and 40-column pseudo-terminals,
+# Ctrl-C, SIGTERM and --detach, the dirty rate and pause/resume during a
+# migration, the workload shown on the destination, failure reasons with
+# a next step, and an armed migrate-recv listed and disarmed.
 # Usage: test_cli.sh MIGRATED MIGRATECTL SEND RECV DIRTYRATE HVBENCH
 DR=$5
 HVB=$6
