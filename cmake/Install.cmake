@@ -6,7 +6,8 @@
 #       bin/{migratectl,migrate-send,migrate-recv,dirtyrate,hvbench},
 #       etc/migrated/migrated.conf, lib/systemd/system/migrated.service,
 #       share/man/man{1,5,8}, share/doc/migrated,
-#       share/bash-completion/completions/migratectl
+#       share/bash-completion/completions/{migratectl,migrated,
+#       migrate-send,migrate-recv,dirtyrate,hvbench}
 #   tools/package.sh   the same into a .deb (prefix /usr, config in /etc)
 #
 # Every destination is relative to the prefix, so that --prefix and
@@ -16,6 +17,9 @@
 # included): build what you install, as tools/package.sh does.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
+# The unit in the build tree (to copy by hand) names the configured
+# prefix; the installed one is written at install time, so that it names
+# where `cmake --install --prefix DIR` (or the package) puts the daemon.
 set(MIGD_SBINDIR ${CMAKE_INSTALL_FULL_SBINDIR})
 set(MIGD_SYSCONFDIR ${CMAKE_INSTALL_FULL_SYSCONFDIR})
 set(MIGD_DOCDIR ${CMAKE_INSTALL_FULL_DOCDIR})
@@ -33,8 +37,22 @@ endforeach()
 
 install(FILES ${CMAKE_SOURCE_DIR}/tools/systemd/migrated.conf
 	DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/migrated)
-install(FILES ${CMAKE_BINARY_DIR}/tools/systemd/migrated.service
-	DESTINATION lib/systemd/system)
+# At install time: ${CMAKE_INSTALL_PREFIX} is then --prefix's (or the
+# package's /usr); an absolute SYSCONFDIR (/etc) stays as it is.
+set(migd_unit_in ${CMAKE_SOURCE_DIR}/tools/systemd/migrated.service.in)
+set(migd_unit_out ${CMAKE_BINARY_DIR}/tools/systemd/install/migrated.service)
+install(CODE "
+	set(p \"\${CMAKE_INSTALL_PREFIX}\")
+	set(MIGD_SBINDIR \"\${p}/${CMAKE_INSTALL_SBINDIR}\")
+	set(MIGD_DOCDIR \"\${p}/${CMAKE_INSTALL_DOCDIR}\")
+	if(IS_ABSOLUTE \"${CMAKE_INSTALL_SYSCONFDIR}\")
+		set(MIGD_SYSCONFDIR \"${CMAKE_INSTALL_SYSCONFDIR}\")
+	else()
+		set(MIGD_SYSCONFDIR \"\${p}/${CMAKE_INSTALL_SYSCONFDIR}\")
+	endif()
+	configure_file(\"${migd_unit_in}\" \"${migd_unit_out}\" @ONLY)
+")
+install(FILES ${migd_unit_out} DESTINATION lib/systemd/system)
 
 install(FILES README.md LICENSE docs/api.md docs/architecture.md
 	docs/install.md docs/reliability.md
@@ -46,6 +64,12 @@ foreach(sec 1 5 8)
 endforeach()
 install(FILES ${CMAKE_SOURCE_DIR}/tools/completion/migratectl
 	DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions)
+# bash-completion loads a command's file by its name: one copy each.
+foreach(t migrated migrate-send migrate-recv dirtyrate hvbench)
+	install(FILES ${CMAKE_SOURCE_DIR}/tools/completion/migrated-tools
+		DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions
+		RENAME ${t})
+endforeach()
 
 # --- Debian package ------------------------------------------------------
 set(CPACK_GENERATOR DEB)

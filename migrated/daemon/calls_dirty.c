@@ -61,8 +61,8 @@ void migd_call_converge_estimate(struct migd_call *call)
 		return;
 	if (!r->bandwidth || r->throttle_max_pct > 99) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "bandwidth must be > 0 and throttle_max_pct "
-			       "at most 99");
+			       "--bandwidth (bandwidth) must be above 0 and "
+			       "--throttle (throttle_max_pct) at most 99%%");
 		return;
 	}
 	if (!v->mon) {
@@ -202,6 +202,8 @@ void migd_call_vm_set_workload(struct migd_call *call)
 			p.rate_pages = r->rate_pages;
 			ret = hv_vm_wl_set_vcpu(v->vm, i, &p);
 		}
+		if (!ret) /* what inspect shows of the vCPU */
+			v->vm->cfg.wl[i].rate_pages = r->rate_pages;
 		if (!ret)
 			warn_pace(call, v, i, r->rate_pages);
 		if (ret) {

@@ -453,7 +453,7 @@ void migd_call_mig_tune(struct migd_call *call)
 	}
 	if (r->throttle_max_pct > 99) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "throttle at most 99%%");
+			       "--throttle (throttle_max_pct) at most 99%%");
 		return;
 	}
 	t.max_bandwidth = r->bandwidth;

@@ -146,6 +146,28 @@ static const char *wl_name(const char *const *names, unsigned n,
 	return v < n ? names[v] : "unknown";
 }
 
+/*
+ * Guest RAM beyond the host's: allowed (memory is reserved lazily, and a
+ * sparse guest runs), but said, since a guest that writes it all gets the
+ * worker killed for want of memory.
+ */
+static void warn_host_ram(struct migd_call *call, uint64_t mem_bytes)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t host = pages > 0 && psz > 0
+				? (uint64_t)pages * (uint64_t)psz
+				: 0;
+
+	if (host && mem_bytes > host)
+		migd_call_warn(call,
+			       "--mem %.1f GiB is more than this host's RAM "
+			       "(%.1f GiB): the VM runs while it stays "
+			       "sparse; a guest that writes all of it is "
+			       "killed when memory runs out",
+			       (double)mem_bytes / (1 << 30),
+			       (double)host / (1 << 30));
+}
+
 void migd_call_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
@@ -236,6 +258,7 @@ void migd_call_vm_create(struct migd_call *call)
 			cfg.wl[0].content),
 		(unsigned long long)wl.rate_pages,
 		wl.prefill, !r->paused);
+	warn_host_ram(call, cfg.mem_bytes);
 	reply_vm(call, v);
 	d->vms_created++;
 	migd_monitor_attach(d, v);

@@ -26,6 +26,10 @@ void migd_config_usage(FILE *f)
 		"                         /tmp/migrated-UID)\n"
 		"  --socket PATH          control socket (default "
 		"STATE/control.sock)\n"
+		"  --socket-group GROUP   operators: the socket 0660 and the\n"
+		"                         state directory 0710 in GROUP, so\n"
+		"                         its members need no root (default:\n"
+		"                         owner only, 0600 and 0700)\n"
 		"  --accel kvm|soft|auto  default accelerator (auto)\n"
 		"  --backing anon|memfd|memfd-thp|hugetlb\n"
 		"                         default guest RAM backing (anon;\n"
@@ -153,11 +157,13 @@ enum { O_STATE = 256, O_SOCKET, O_ACCEL, O_LOG, O_LISTEN, O_TLSDIR,
        O_RPC_HS, O_RPC_IDLE, O_RING, O_CONFIG, O_VERSION, O_HELP, O_MIG_IO,
        O_STOP_VMS, O_VMM, O_BACKING, O_ETCD, O_ETCD_CA, O_ETCD_CERT,
        O_ETCD_KEY, O_ETCD_OPT, O_ETCD_PREFIX, O_ETCD_TTL, O_HOST_ID,
-       O_FENCE_GRACE, O_LOG_FORMAT, O_RPC_ROLE, O_RPC_DEFROLE };
+       O_FENCE_GRACE, O_LOG_FORMAT, O_RPC_ROLE, O_RPC_DEFROLE,
+       O_SOCKET_GROUP };
 
 static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
 	{ "socket", required_argument, NULL, O_SOCKET },
+	{ "socket-group", required_argument, NULL, O_SOCKET_GROUP },
 	{ "accel", required_argument, NULL, O_ACCEL },
 	{ "backing", required_argument, NULL, O_BACKING },
 	{ "log-level", required_argument, NULL, O_LOG },
@@ -212,6 +218,12 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 			return bad("--socket", arg,
 				   "empty or longer than 107 bytes");
 		strcpy(cfg->socket_path, arg);
+		break;
+	case O_SOCKET_GROUP:
+		if (strlen(arg) >= sizeof(cfg->socket_group) || !*arg)
+			return bad("--socket-group", arg,
+				   "a group name, 1..63 bytes");
+		strcpy(cfg->socket_group, arg);
 		break;
 	case O_ACCEL:
 		if (!strcmp(arg, "auto"))

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,19 @@ uint64_t migd_now_unix_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* mkdir -p with mode 0700 for the last component; an existing directory
- * owned by us is tightened to 0700 (it holds the socket and TLS keys). */
-static int make_private_dir(const char *path)
+/*
+ * mkdir -p with mode 0700 for the last component; an existing directory
+ * owned by us is tightened to 0700 (it holds the socket and TLS keys).
+ * With an operator group @gid (>= 0) it is 0710 in that group instead:
+ * members may reach the control socket by its path, not list the
+ * directory. Without one, a group's search bit already there is kept (a
+ * worker shares its daemon's directory and must not undo the daemon's
+ * choice).
+ */
+static int make_private_dir(const char *path, long gid)
 {
+	mode_t want;
+
 	char tmp[PATH_MAX];
 	struct stat st;
 	size_t n = strlen(path);
@@ -72,7 +82,11 @@ static int make_private_dir(const char *path)
 		return -ENOTDIR;
 	if (st.st_uid != getuid())
 		return -EPERM;
-	if ((st.st_mode & 0777) != 0700 && chmod(path, 0700))
+	if (gid >= 0 && st.st_gid != (gid_t)gid &&
+	    chown(path, (uid_t)-1, (gid_t)gid))
+		return -errno;
+	want = gid >= 0 ? 0710 : 0700 | (st.st_mode & 0010);
+	if ((st.st_mode & 0777) != want && chmod(path, want))
 		return -errno;
 	return 0;
 }
@@ -180,6 +194,7 @@ int migd_run(const struct migd_cfg *cfg)
 {
 	struct migd *d = calloc(1, sizeof(*d));
 	uv_loop_t loop;
+	long gid;
 	int ret;
 
 	if (!d)
@@ -197,7 +212,22 @@ int migd_run(const struct migd_cfg *cfg)
 	if (!d->cfg.tls_dir[0])
 		snprintf(d->cfg.tls_dir, sizeof(d->cfg.tls_dir), "%.*s/tls",
 			 (int)(sizeof(d->cfg.tls_dir) - 5), d->cfg.state_dir);
-	ret = make_private_dir(d->cfg.state_dir);
+	gid = -1;
+	if (d->cfg.socket_group[0]) {
+		struct group *g = getgrnam(d->cfg.socket_group);
+
+		if (!g) {
+			hv_err(COMP,
+			       "event=start_failed socket_group=%s "
+			       "why=\"no such group: create it (groupadd "
+			       "--system %s) or drop --socket-group\"",
+			       d->cfg.socket_group, d->cfg.socket_group);
+			free(d);
+			return 1;
+		}
+		gid = (long)g->gr_gid;
+	}
+	ret = make_private_dir(d->cfg.state_dir, gid);
 	if (ret) {
 		hv_err(COMP, "event=start_failed state_dir=%s err=\"%s\"",
 		       d->cfg.state_dir, strerror(-ret));
@@ -205,6 +235,24 @@ int migd_run(const struct migd_cfg *cfg)
 		return 1;
 	}
 	d->accel = resolve_accel(cfg->accel);
+	/* Asked for by name, KVM must be there: a daemon that starts and
+	 * then fails every VM it is asked for helps nobody. */
+	if (d->accel == HV_ACCEL_KVM && d->cfg.role == MIGD_ROLE_HOST) {
+		int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+		if (fd < 0) {
+			ret = -errno;
+			hv_err(COMP,
+			       "event=start_failed accel=kvm err=\"%s\" "
+			       "why=\"--accel kvm, but /dev/kvm does not open: "
+			       "load kvm_intel or kvm_amd, give the user the "
+			       "group kvm, or use --accel soft or auto\"",
+			       strerror(-ret));
+			free(d);
+			return 1;
+		}
+		close(fd);
+	}
 	if (setup_tls(d)) {
 		free(d);
 		return 1;

@@ -62,6 +62,9 @@ struct migd_cfg {
 	enum migd_role role;
 	char state_dir[PATH_MAX];
 	char socket_path[108]; /* sun_path; "" = <state_dir>/control.sock */
+	/* Operator group of the control socket ("" = owner only): the
+	 * socket 0660 and the state directory 0710 in that group. */
+	char socket_group[64];
 	enum hv_accel_kind accel; /* HV_ACCEL_INVALID = auto */
 	/* Default listen address of incoming migrations: the first free
 	 * port of mig_port..mig_port_max (equal: that port; 0: any). Host

@@ -280,6 +280,20 @@ static void settle_incoming(struct migd_mig *m)
 		return;
 	}
 	m->vm_in = NULL;
+	/* The workload's parameters came in guest memory, where the guest
+	 * reads them (hvcore/workload.h), as the source last set them; the
+	 * configuration of a VM made here for a stream holds none. Take
+	 * them from there, or inspect shows a default workload. */
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		if (hv_vm_read_guest(vm,
+				     HV_WL_PARAMS_GPA +
+					     offsetof(struct hv_wl_params,
+						      vcpu) +
+					     i * sizeof(vm->cfg.wl[i]),
+				     &vm->cfg.wl[i], sizeof(vm->cfg.wl[i])))
+			hv_warn(COMP, "event=incoming_workload_unread vm=%s "
+				      "vcpu=%u",
+				m->vm, i);
 	p = &vm->cfg.wl[0];
 	wl.pattern = p->pattern;
 	wl.content = p->content;

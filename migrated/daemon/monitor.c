@@ -32,6 +32,13 @@ int migd_monitor_attach(struct migd *d, struct migd_vm *v)
 
 void migd_monitor_detach(struct migd_vm *v)
 {
+	if (v->mon) {
+		struct hv_dirtyrate_snap sn;
+
+		hv_dirtyrate_get(v->mon, &sn);
+		v->mon_last_bps =
+			(uint64_t)(sn.win[HV_DR_1S].bytes_per_s + 0.5);
+	}
 	hv_dirtyrate_destroy(v->mon);
 	v->mon = NULL;
 }
@@ -59,6 +66,13 @@ void migd_dirty_fill(struct migd *d, struct migd_vm *v, struct migd_dr_msg *m)
 			pthread_mutex_lock(&mig->lock);
 			s->bytes_per_s = mig->latest.dirty_rate;
 			pthread_mutex_unlock(&mig->lock);
+			/* The first pass measures nothing until it ends (it
+			 * may take minutes): until then, the monitor's last
+			 * rate, named as such, rather than a false 0. */
+			if (!s->bytes_per_s && v->mon_last_bps) {
+				s->bytes_per_s = v->mon_last_bps;
+				s->source = (char *)"monitor-before-migration";
+			}
 			s->pages_per_s = s->bytes_per_s / 4096;
 			s->window_ms = 0; /* one migration iteration */
 		}

@@ -60,13 +60,14 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		FAIL("unknown accelerator '%s' (kvm or soft)", r->accel);
 	if (r->mem_bytes < HV_VM_MIN_MEM || r->mem_bytes > HV_VM_MAX_MEM ||
 	    r->mem_bytes % (2ULL << 20))
-		FAIL("mem_bytes %llu: must be a multiple of 2 MiB in "
-		     "[%llu MiB, %llu MiB]",
+		FAIL("--mem %.1f MiB (mem_bytes %llu): must be a multiple "
+		     "of 2 MiB, %llu MiB to %llu GiB",
+		     (double)r->mem_bytes / (1 << 20),
 		     (unsigned long long)r->mem_bytes,
 		     (unsigned long long)(HV_VM_MIN_MEM >> 20),
-		     (unsigned long long)(HV_VM_MAX_MEM >> 20));
+		     (unsigned long long)(HV_VM_MAX_MEM >> 30));
 	if (r->nr_vcpus < 1 || r->nr_vcpus > HV_VM_MAX_VCPUS)
-		FAIL("nr_vcpus %u: must be in [1, %u]", r->nr_vcpus,
+		FAIL("--vcpus %u (nr_vcpus): must be 1..%u", r->nr_vcpus,
 		     HV_VM_MAX_VCPUS);
 
 	o.pattern = w && w->pattern ? (uint32_t)w->pattern

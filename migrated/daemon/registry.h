@@ -66,6 +66,9 @@ struct migd_vm {
 	/* Dirty-rate monitor (monitor.h); NULL while a migration owns the
 	 * dirty log or when monitoring is off. Owned. */
 	struct hv_dirtyrate *mon;
+	/* The monitor's last 1 s rate (bytes/s), kept when it stops: what
+	 * a migration's first pass reports, before it measured its own. */
+	uint64_t mon_last_bps;
 	/* Local live updates it went through (vmm/update.c). */
 	uint32_t updates;
 };

@@ -29,7 +29,7 @@ enum rid {
 	R_STATE, R_SOCKET, R_ACCEL, R_LOG, R_MIG_LISTEN, R_MIG_IO, R_TLSDIR,
 	R_DEVTLS, R_RPC, R_RPC_HS, R_RPC_IDLE, R_METRICS, R_DMON, R_DINT,
 	R_DSHIFT, R_DEVENT, R_RING, R_STOP_VMS, R_VMM, R_BACKING, R_RPC_ROLES,
-	R_NR
+	R_SOCKET_GROUP, R_NR
 };
 
 static const struct {
@@ -59,6 +59,7 @@ static const struct {
 	/* Both role options as one: a revoked identity takes effect on the
 	 * next call of every connection, open ones included (server.c). */
 	[R_RPC_ROLES] = { "rpc-role", true },
+	[R_SOCKET_GROUP] = { "socket-group", false },
 };
 
 static const char *onoff(bool b)
@@ -160,6 +161,9 @@ static void fmt_opt(enum rid id, const struct migd_cfg *c, char *b, size_t n)
 						      c->rpc_rules[i].role));
 		break;
 	}
+	case R_SOCKET_GROUP:
+		snprintf(b, n, "%s", c->socket_group);
+		break;
 	case R_NR:
 		b[0] = '\0';
 		break;

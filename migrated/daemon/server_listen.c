@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,17 @@ int migd_server_start(struct migd_server *srv, struct migd *d,
 	umask(old);
 	if (!ret)
 		ret = chmod(path, 0600) ? -errno : 0;
+	/* --socket-group: its members are operators too (the daemon
+	 * checked at start that the group exists). */
+	if (!ret && d->cfg.socket_group[0]) {
+		struct group *g = getgrnam(d->cfg.socket_group);
+
+		if (!g)
+			ret = -ENOENT;
+		else if (chown(path, (uid_t)-1, g->gr_gid) ||
+			 chmod(path, 0660))
+			ret = -errno;
+	}
 	if (!ret)
 		ret = uv_listen((uv_stream_t *)&srv->listener, 128, migd__accept_cb);
 	if (ret) {

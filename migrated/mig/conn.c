@@ -133,6 +133,16 @@ int mig__conn_ssl_err(struct mig_conn *c, int r, const char *what)
 		ret = -ETIMEDOUT;
 		break;
 	default:
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+		/* The peer closed without a close_notify: it went away (a
+		 * cancel, its process ended), as a plain EOF; not an error
+		 * of TLS to log (a cancel logged four of them). */
+		if (ERR_GET_REASON(ERR_peek_error()) ==
+		    SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+			ret = -EPIPE;
+			break;
+		}
+#endif
 		ret = cert_refused(ERR_GET_REASON(ERR_peek_error()))
 			      ? -EACCES
 			      : -EPROTO;

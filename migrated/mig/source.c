@@ -95,7 +95,8 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 			    mig__now_ns() > s->deadline)
 				FAIL(s, ret,
 				     "could not converge within %u ms "
-				     "(iteration %u, throttle %u%%)",
+				     "(iteration %u, throttle %u%%): the VM "
+				     "runs on the source; " SRC_TIMEOUT_NEXT,
 				     s->opts.timeout_ms, iter,
 				     mig_throttle_max(&s->thr));
 			FAIL(s, ret, "iteration %u: %s", iter, strerror(-ret));
@@ -328,7 +329,7 @@ static int src_peer_reason(struct mig_source *s, int ret)
 					   : MIG_PHASE_FAILED;
 	if (pr == -ECANCELED)
 		snprintf(s->prog.p.message, sizeof(s->prog.p.message),
-			 MIG_PEER_CANCELLED " (the destination)");
+			 SRC_DEST_CANCELLED);
 	else
 		snprintf(s->prog.p.message, sizeof(s->prog.p.message),
 			 "destination aborted: %.160s", why);

@@ -176,7 +176,8 @@ int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
 	default:
 		FAIL(s, -ETIMEDOUT,
 		     "could not converge within %u ms (iteration %u, "
-		     "throttle %u%%)",
+		     "throttle %u%%): the VM runs on the source; "
+		     SRC_TIMEOUT_NEXT,
 		     s->opts.timeout_ms, iter, in->throttle_pct);
 	}
 }

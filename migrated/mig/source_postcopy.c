@@ -14,14 +14,16 @@
  *   engine thread: PageRequest in -> pages out on the control channel,
  *   before anything else; a pusher thread drives the data channels with
  *   the rest, from just after the last requested page (postcopy_sched.h
- *   hands each page out once). PostcopyDone: every page is in place; its
- *   digest must equal ours, taken over the frozen memory.
+ *   hands each page out once), held to the bandwidth cap as precopy is
+ *   (requested pages never wait for it). PostcopyDone: every page is in
+ *   place; its digest must equal ours, taken over the frozen memory.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hvcore/log.h"
 #include "hvcore/types.h"
@@ -238,10 +240,43 @@ struct pc_push {
 	struct mig_source *s;
 	uint64_t buf[MIG_BATCH_MAX_PAGES];
 	size_t head, len;
+	uint64_t t0_ns, wire0; /* the push's start, for the cap */
 	pthread_t thread;
 	int ret;
 	atomic_bool ended; /* ret is final */
 };
+
+/*
+ * The bandwidth cap (--bandwidth, tune) holds for the push as for
+ * precopy, as QEMU's max-postcopy-bandwidth: hold the pipe back until
+ * the bytes pushed since the push began fit it. Pages the guest faults
+ * on go out on the control channel and never wait for it.
+ */
+static int push_pace(struct pc_push *p)
+{
+	struct mig_source *s = p->s;
+
+	for (;;) {
+		uint64_t cap = atomic_load(&s->max_bw), allowed, over;
+		struct mig_pipe_stats st;
+		struct timespec ts;
+
+		if (!cap)
+			return 0;
+		if (atomic_load(&s->cancel))
+			return -ECANCELED;
+		mig_send_pipe_stats(s->pipe, &st);
+		allowed = (uint64_t)((double)cap *
+				     (double)(mig__now_ns() - p->t0_ns) / 1e9);
+		if (st.wire - p->wire0 <= allowed)
+			return 0;
+		over = (st.wire - p->wire0 - allowed) * 1000000000ull / cap;
+		over = HV_MIN(over, 20000000ull);
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)over;
+		nanosleep(&ts, NULL);
+	}
+}
 
 /* The pipe's page source (pipe lock held): the scheduler's push order. */
 static int push_next(void *ctx, struct mig_page_run *run)
@@ -253,6 +288,9 @@ static int push_next(void *ctx, struct mig_page_run *run)
 		/* Tests: a slow push (sleep), or a broken one (fail). */
 		int fp = mig_faultpoint(MIG_FP_SRC_PC_PUSH);
 
+		if (fp < 0)
+			return fp;
+		fp = push_pace(p);
 		if (fp < 0)
 			return fp;
 		p->head = 0;
@@ -269,7 +307,11 @@ static int push_next(void *ctx, struct mig_page_run *run)
 static void *push_thread(void *arg)
 {
 	struct pc_push *p = arg;
+	struct mig_pipe_stats st;
 
+	mig_send_pipe_stats(p->s->pipe, &st);
+	p->wire0 = st.wire;
+	p->t0_ns = mig__now_ns();
 	p->ret = mig_send_pipe_run(p->s->pipe, push_next, p, NULL);
 	if (!p->ret)
 		p->ret = mig_send_pipe_finish(p->s->pipe);

@@ -146,6 +146,18 @@ struct mig_source {
 		return (err);                                                \
 	} while (0)
 
+/* What to do when the time limit failed a migration (the message has
+ * 256 bytes in all). */
+#define SRC_TIMEOUT_NEXT                                                  \
+	"retry with a larger --timeout-ms or --bandwidth, a higher "     \
+	"--throttle-max, or --timeout-policy switchover|postcopy"
+
+/* The destination cancelled: it says no more (an operator there, or its
+ * daemon went away and its worker cancelled what it received). */
+#define SRC_DEST_CANCELLED                                                \
+	MIG_PEER_CANCELLED " (the destination: an operator there, or its " \
+	"daemon stopped; see its log); the VM runs on the source"
+
 /* The commit had no answer: a distinct end, never success or rollback. */
 #define SRC_UNRESOLVED (-EINPROGRESS)
 

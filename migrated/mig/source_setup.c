@@ -56,8 +56,7 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 	if (h.type == MIG__MSG_TYPE__MSG_ABORT &&
 	    ((Mig__Abort *)*m)->reason == MIG__ABORT_REASON__ABORT_CANCELLED) {
 		mig__prog_fail(&s->prog, -ECANCELED,
-			       "%s: " MIG_PEER_CANCELLED " (the destination)",
-			       what);
+			       "%s: " SRC_DEST_CANCELLED, what);
 		ret = -ECANCELED;
 	} else if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
 		Mig__Abort *a = (Mig__Abort *)*m;
@@ -68,8 +67,7 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 		ret = -ECONNABORTED;
 	} else if (h.type == MIG__MSG_TYPE__MSG_CANCEL) {
 		mig__prog_fail(&s->prog, -ECANCELED,
-			       "%s: " MIG_PEER_CANCELLED " (the destination)",
-			       what);
+			       "%s: " SRC_DEST_CANCELLED, what);
 		ret = -ECANCELED;
 	} else {
 		mig__prog_fail(&s->prog, -EPROTO,
@@ -83,6 +81,24 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 	return ret;
 }
 
+/* Why a connect failed, for an operator: what to check next. */
+static const char *connect_why(int err)
+{
+	switch (err) {
+	case -EHOSTUNREACH: /* also: the name did not resolve (addr.c) */
+		return "unknown host or no route to it: check the name "
+		       "(getent hosts) and the network";
+	case -ECONNREFUSED:
+		return "connection refused: nothing listens there (arm the "
+		       "destination with migrate-recv; it prints the port)";
+	case -ETIMEDOUT:
+		return "no TLS handshake in time: not a migration endpoint, "
+		       "or a firewall drops the connection";
+	default:
+		return mig_conn_strerror(err);
+	}
+}
+
 int src_connect_channels(struct mig_source *s)
 {
 	struct mig_hello_info hi;
@@ -92,7 +108,7 @@ int src_connect_channels(struct mig_source *s)
 	ret = mig_conn_connect(s->host, s->port, s->tls, s->io_ms, &c);
 	if (ret)
 		FAIL(s, ret, "connect %s:%u: %s", s->host, s->port,
-		     mig_conn_strerror(ret));
+		     connect_why(ret));
 	pthread_mutex_lock(&s->lock);
 	s->ctl = c;
 	pthread_mutex_unlock(&s->lock);
@@ -113,7 +129,11 @@ int src_connect_channels(struct mig_source *s)
 		ret = -EPROTO;
 	if (ret)
 		FAIL(s, ret, "hello on control channel: %s",
-		     mig_conn_strerror(ret));
+		     ret == -ETIMEDOUT || ret == -EPROTO
+			     ? "no migration answer: the peer is not a "
+			       "migration endpoint (migrate-recv there "
+			       "prints the port to use)"
+			     : mig_conn_strerror(ret));
 	for (unsigned i = 0; i < s->nchan; i++) {
 		ret = mig_conn_connect(s->host, s->port, s->tls, s->io_ms, &c);
 		if (ret)

@@ -7,7 +7,12 @@
 #     (page stamps) and destroys;
 #   - the man pages render without a warning (groff -ww, man --warnings);
 #   - the bash completion offers the subcommands migratectl --help lists;
-#   - the systemd unit rates <= 3.0 in systemd-analyze security (offline);
+#   - the systemd unit rates <= 3.0 in systemd-analyze security (offline)
+#     and its ExecStart names the daemon where --prefix put it;
+#   - the tools reach the system daemon's /run/migrated/control.sock with
+#     no --socket, and a member of the --socket-group reaches it without
+#     root while another user is refused with the remedy (as root, in a
+#     mount namespace with its own /run);
 #   - the .deb of this build (cpack) holds the expected files, and the
 #     daemon extracted from it (dpkg-deb -x) runs a VM too.
 #
@@ -100,6 +105,52 @@ V=$("$P/sbin/migrated" --version 2>&1)
 	ok "shipped migrated.conf parses" || fail "migrated.conf: $(cat "$TMP/conf.err")"
 run_vm "$P/sbin" "$P/bin" prefix "$P/libexec/migrated"
 
+# --- the unit names the installed daemon ---------------------------------
+grep -qx "ExecStart=$P/sbin/migrated --config $P/etc/migrated/migrated.conf" \
+	"$P/lib/systemd/system/migrated.service" &&
+	ok "unit: ExecStart=$P/sbin/migrated (the --prefix of the install)" ||
+	fail "unit: $(grep ExecStart "$P/lib/systemd/system/migrated.service")"
+
+# --- the system daemon, found by default, open to its operator group -----
+# As root only (setpriv to another user, a private /run): the daemon
+# listens on /run/migrated/control.sock of a mount namespace of its own.
+if [ "$(id -u)" = 0 ] && getent group users >/dev/null &&
+	unshare -m true 2>/dev/null; then
+	chmod 0711 "$TMP"
+	P=$P TMP=$TMP unshare -m bash -s >"$TMP/sys.out" 2>&1 <<-'SH'
+	mount -t tmpfs tmpfs /run || exit 1
+	"$P/sbin/migrated" --state-dir /run/migrated --socket-group users \
+		--accel soft >"$TMP/sys.log" 2>&1 &
+	d=$!
+	for _ in $(seq 200); do [ -S /run/migrated/control.sock ] && break; sleep 0.05; done
+	echo "modes: $(stat -c '%a %G' /run/migrated) $(stat -c '%a %G' /run/migrated/control.sock)"
+	unset MIGRATED_SOCKET MIGRATED_STATE_DIR
+	ctl=$P/bin/migratectl
+	"$ctl" ping >/dev/null 2>&1 && echo "default: ok"
+	setpriv --reuid=nobody --regid=nogroup --groups=users "$ctl" ping \
+		>/dev/null 2>&1 && echo "member: ok"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$ctl" ping 2>&1
+	echo "other: rc $?"
+	kill -TERM $d
+	wait $d
+	SH
+	out=$(cat "$TMP/sys.out")
+	grep -q "^modes: 710 users 660 users$" <<<"$out" &&
+		ok "--socket-group users: state dir 0710, socket 0660 in the group" ||
+		fail "socket group modes: $out $(tail -3 "$TMP/sys.log")"
+	grep -q "^default: ok" <<<"$out" &&
+		ok "migratectl without --socket reaches /run/migrated/control.sock" ||
+		fail "default socket: $out"
+	grep -q "^member: ok" <<<"$out" &&
+		ok "a member of the socket group (not root) uses the daemon" ||
+		fail "group member refused: $out"
+	grep -q "^other: rc 5" <<<"$out" && grep -q "Permission denied.*adduser" <<<"$out" &&
+		ok "another user is refused, told to join the group" ||
+		fail "non-member: $out"
+else
+	echo "note: not root or no mount namespaces: system socket not tested"
+fi
+
 # --- man pages ------------------------------------------------------------
 for m in "$P"/share/man/man*/*; do
 	w=$(groff -ww -man -z "$m" 2>&1)
@@ -139,6 +190,28 @@ done
 [ -z "$missing" ] && [ -n "$vm" ] &&
 	ok "completion matches --help: [$top] vm [$vm] migration [$mig]" ||
 	fail "completion and --help differ:$missing (top: $top; vm: $vm)"
+# The other tools: their own --help's options, hvbench's commands.
+tool_words() {
+	local t=$1
+	shift
+	PATH=$P/bin:$P/sbin:$PATH bash -c 'source "$1"; shift; COMP_WORDS=("$@");
+		COMP_CWORD=$(($# - 1)); _migd_tool; printf "%s\n" "${COMPREPLY[@]}"' _ \
+		"$P/share/bash-completion/completions/$t" "$t" "$@"
+}
+w=$(tool_words migrate-send --det)
+w2=$(tool_words migrated --socket-g)
+w3=$(tool_words migrate-recv --acc)
+w4=$(tool_words dirtyrate --int)
+w5=$(tool_words hvbench dirty-)
+if [ "$w" = --detach ] && [ "$w2" = --socket-group ] && [ "$w3" = --accel ] &&
+	[ "$w4" = --interval ] && [ "$w5" = dirty-log ]; then
+	ok "completion of migrated, migrate-send, migrate-recv, dirtyrate, hvbench from their --help"
+else
+	fail "tool completion: '$w' '$w2' '$w3' '$w4' '$w5'"
+fi
+for t in migrated migrate-send migrate-recv dirtyrate hvbench; do
+	[ -e "$P/share/bash-completion/completions/$t" ] || fail "no completion installed for $t"
+done
 opts=$(complete_words migratectl vm create v --)
 grep -qw -- --backing <<<"$opts" && grep -qw -- --prefill <<<"$opts" &&
 	ok "completion offers vm create options" || fail "vm create options: $opts"
@@ -155,7 +228,11 @@ if command -v systemd-analyze >/dev/null; then
 	fi
 	grep -q '^User=migrated' "$UNIT" && grep -q '^DevicePolicy=closed' "$UNIT" &&
 		grep -q '^RuntimeDirectoryPreserve=yes' "$UNIT" &&
-		ok "unit: non-root user, closed device policy, runtime dir kept for workers" ||
+		grep -q '^Group=migrated' "$UNIT" &&
+		grep -q '^SupplementaryGroups=kvm' "$UNIT" &&
+		grep -q '^RuntimeDirectoryMode=0710' "$UNIT" &&
+		grep -q '^socket-group = migrated' "$P/etc/migrated/migrated.conf" &&
+		ok "unit: non-root user in group migrated (+kvm), runtime dir 0710 kept for workers, closed device policy" ||
 		fail "unit lost User=, DevicePolicy= or RuntimeDirectoryPreserve="
 else
 	echo "note: no systemd-analyze: unit not rated"
@@ -189,9 +266,11 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null &&
 			ok "Depends from dpkg-shlibdeps: $(sed -n 's/^ Depends: //p' <<<"$ctl")" ||
 			fail "Depends: $(grep Depends <<<"$ctl")"
 		dpkg-deb -e "$DEB" "$TMP/ctrl"
-		grep -q 'adduser --system --ingroup kvm' "$TMP/ctrl/postinst" &&
+		grep -q 'addgroup --system migrated' "$TMP/ctrl/postinst" &&
+			grep -q 'adduser --system --ingroup migrated' "$TMP/ctrl/postinst" &&
+			grep -q 'adduser --quiet migrated kvm' "$TMP/ctrl/postinst" &&
 			grep -q '/migrated/migrated.conf' "$TMP/ctrl/conffiles" &&
-			ok "postinst makes the system user in kvm; config is a conffile" ||
+			ok "postinst makes the operator group and the system user (in kvm); config is a conffile" ||
 			fail "control files: $(ls "$TMP/ctrl")"
 		sh -n "$TMP/ctrl/postinst" && sh -n "$TMP/ctrl/postrm" &&
 			sh -n "$TMP/ctrl/prerm" || fail "maintainer scripts do not parse"

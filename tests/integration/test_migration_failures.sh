@@ -135,7 +135,7 @@ new_dst dst1b
 guest k1b
 if start_send k1b; then
 	kill -9 "$DST_PID"
-	after_failure k1b 0 'cancelled by the peer'
+	after_failure k1b 0 'cancelled by the peer \(the destination.*its daemon stopped'
 	for _ in $(seq 50); do
 		[ -z "$(pgrep -f -- "migrated-vmm .*--state-dir $TMP/dst1b/")" ] &&
 			break

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "migrated/daemon/parse.h"
 #include "tools/rpc/cli.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f)
 		"--connect (or $MIGRATED_CONNECT): the daemon's control RPC\n"
 		"over TCP + mutual TLS, as migratectl --connect.\n"
 		"--timeout-ms: the whole migration, 0 (none) ..4294967295.\n"
+		"An armed receive keeps its port and a worker until the\n"
+		"source comes: 'migratectl migration list' shows it (phase\n"
+		"setup), 'migratectl migration cancel ID' disarms it.\n"
 		"--json: the result and errors as JSON lines.\n");
 }
 
@@ -157,6 +161,21 @@ static int recv_main(int argc, char **argv)
 		putchar('\n');
 	} else {
 		printf("%u\n", resp->mig_incoming->port);
+		/* An armed receive holds a port and a worker until the
+		 * source comes: say how to find and drop it. On a terminal
+		 * only: stdout (the port) is what scripts read, and some
+		 * read stderr with it. */
+		if (isatty(STDERR_FILENO))
+			fprintf(stderr,
+				"migrate-recv: migration %llu armed on %s; it "
+				"waits for the source (migrate-send VM "
+				"HOST:%u there). See it: migratectl migration "
+				"list; disarm it: migratectl migration cancel "
+				"%llu\n",
+				(unsigned long long)resp->mig_incoming->id,
+				resp->mig_incoming->listen,
+				resp->mig_incoming->port,
+				(unsigned long long)resp->mig_incoming->id);
 	}
 	migd__response__free_unpacked(resp, NULL);
 	migd_client_close(c);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -35,12 +36,13 @@ static void usage(FILE *f)
 		"                    [--postcopy-throttle-max PCT]\n"
 		"                    [--timeout-policy abort|switchover|\n"
 		"                                      postcopy]\n"
-		"                    [--throttle-max PCT]\n"
+		"                    [--throttle-max PCT] [--detach]\n"
 		"                    VM DEST:PORT\n"
 		"       migrate-send --version | --help\n"
 		"SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB\n"
 		"(powers of 1024); --bandwidth SIZE/s likewise (100MiB/s;\n"
-		"0: no cap).\n"
+		"0: no cap); it holds for precopy and for the postcopy push\n"
+		"(pages the guest faults on are sent at once, uncapped).\n"
 		"--connect (or $MIGRATED_CONNECT): the daemon's control RPC\n"
 		"over TCP + mutual TLS, as migratectl --connect.\n"
 		"DEST: an IPv4 address, [IPv6] or a host name. A paused VM\n"
@@ -49,6 +51,15 @@ static void usage(FILE *f)
 		"--downtime 1..600000 ms;\n"
 		"--timeout-ms 0 (none) ..4294967295; --interval 0..60000 ms.\n"
 		"--json: progress, the final state and errors as JSON lines.\n"
+		"Ctrl-C (SIGINT) cancels the migration: the VM stays on the\n"
+		"source and migrate-send exits 1 once the cancel is done (a\n"
+		"second Ctrl-C stops waiting for it). After the commit or the\n"
+		"postcopy switch a cancel is refused and migrate-send keeps\n"
+		"following the migration. SIGTERM (kill, timeout(1)) asks\n"
+		"for the cancel too, then exits 143 without waiting.\n"
+		"--detach: start the migration, print its id and how to\n"
+		"follow it (migratectl migration watch ID) or cancel it\n"
+		"(migratectl migration cancel ID), and exit 0 at once.\n"
 		"--compress: adaptive (default) lets each data channel pick raw\n"
 		"or a zstd level from what limits it; LEVEL (1..22) pins zstd\n"
 		"at that level; off sends every non-zero page raw.\n"
@@ -86,14 +97,102 @@ static void usage(FILE *f)
 		"8 permission denied (the RPC role of this client),\n"
 		"9 postcopy ended broken after the switch (recovery given up,\n"
 		"  or a digest mismatch): the VM's memory is split between the\n"
-		"  hosts and it cannot complete.\n");
+		"  hosts and it cannot complete,\n"
+		"130 interrupted twice, 143 terminated (SIGTERM): no longer\n"
+		"  following (a cancel was asked for; migratectl migration\n"
+		"  status ID tells the end).\n");
 }
 
 struct send_opts {
 	bool json;
 	bool tty;
+	bool detach;
 	int width;
 };
+
+/* Ctrl-C, counted: the first cancels, the second quits. SIGTERM: cancel
+ * and quit at once (whoever sends it will not wait for us). */
+static volatile sig_atomic_t interrupts, terminated;
+
+static void on_interrupt(int sig)
+{
+	if (sig == SIGTERM)
+		terminated = 1;
+	else
+		interrupts++;
+}
+
+/* No SA_RESTART: the client's waits are bounded and re-check the count. */
+static void catch_interrupts(void)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
+ * The first interrupt: ask the daemon to cancel migration @id and say
+ * what happens now. Refused (past the commit or the postcopy switch, or
+ * already over), the tool keeps following the migration to its end.
+ */
+static void cancel_on_interrupt(const struct send_opts *o,
+				struct migd_client *c, uint64_t id)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__MigRef ref = MIGD__MIG_REF__INIT;
+	Migd__Response *resp;
+	int ret;
+
+	ref.id = id;
+	req.call_case = MIGD__REQUEST__CALL_MIG_CANCEL;
+	req.mig_cancel = &ref;
+	if (o->tty)
+		putchar('\n');
+	ret = migd_client_call(c, &req, 30000, &resp);
+	if (ret) {
+		fprintf(stderr,
+			"migrate-send: interrupted: could not ask for the "
+			"cancel (%s); check with: migratectl migration status "
+			"%llu\n",
+			strerror(-ret), (unsigned long long)id);
+		return;
+	}
+	if (migd_resp_status(resp) == MIGD__STATUS__STATUS_OK)
+		fprintf(stderr,
+			"migrate-send: interrupted: cancelling migration %llu; "
+			"the VM stays on the source%s\n",
+			(unsigned long long)id,
+			terminated ? "" : " (Ctrl-C again to stop waiting "
+					  "for the cancel)");
+	else
+		fprintf(stderr,
+			"migrate-send: interrupted, but migration %llu cannot "
+			"be cancelled now (%s)%s\n",
+			(unsigned long long)id, migd_resp_message(resp),
+			terminated ? ""
+				   : "; following it to its end (Ctrl-C "
+				     "again to stop following; it goes on)");
+	migd__response__free_unpacked(resp, NULL);
+	fflush(stdout);
+}
+
+/* --detach: the migration runs on; say how to follow or cancel it. */
+static void say_detached(const struct send_opts *o, const char *vm,
+			 uint64_t id)
+{
+	if (o->json) {
+		printf("{\"id\":%llu,\"vm\":\"%s\",\"detached\":true}\n",
+		       (unsigned long long)id, vm);
+		return;
+	}
+	printf("migration %llu of %s started; it runs in the daemon.\n"
+	       "  follow it: migratectl migration watch %llu\n"
+	       "  cancel it: migratectl migration cancel %llu\n",
+	       (unsigned long long)id, vm, (unsigned long long)id,
+	       (unsigned long long)id);
+}
 
 /* Once per pause: the postcopy waits for an operator's recover. */
 static void say_paused(const Migd__MigInfo *m, bool *said)
@@ -161,6 +260,7 @@ static int send_main(int argc, char **argv)
 		{ "timeout-policy", required_argument, NULL, 'O' },
 		{ "throttle-max", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "detach", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -281,6 +381,9 @@ static int send_main(int argc, char **argv)
 		case 'j':
 			so.json = true;
 			break;
+		case 'x':
+			so.detach = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -323,9 +426,17 @@ static int send_main(int argc, char **argv)
 	if (so.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col)
 		so.width = ws.ws_col;
 
+	if (!so.detach)
+		catch_interrupts();
 	ret = migd_cli_conn_open("migrate-send", &cc, 30000, &c);
 	if (ret)
 		return ret;
+	if (interrupts) { /* before anything started: nothing to cancel */
+		fprintf(stderr, "migrate-send: interrupted: no migration "
+				"started\n");
+		migd_client_close(c);
+		return 1;
+	}
 	req.call_case = MIGD__REQUEST__CALL_MIG_START;
 	req.mig_start = &sr;
 	ret = migd_client_call(c, &req, 30000, &resp);
@@ -342,6 +453,11 @@ static int send_main(int argc, char **argv)
 	}
 	ref.id = resp->mig_start->id;
 	migd__response__free_unpacked(resp, NULL);
+	if (so.detach) {
+		say_detached(&so, sr.vm, ref.id);
+		migd_client_close(c);
+		return 0;
+	}
 
 	/* Events of the migration may already be queued behind the start
 	 * response; the watch reply carries the state at subscription. */
@@ -364,10 +480,24 @@ static int send_main(int argc, char **argv)
 	} else {
 		if (wresp->subscribe->migration)
 			show(&so, wresp->subscribe->migration, false);
-		for (;;) {
+		for (int seen = 0;;) {
 			Migd__Event *ev;
 
-			ret = migd_client_next_event(c, -1, &ev);
+			if (terminated) {
+				cancel_on_interrupt(&so, c, ref.id);
+				goto quit;
+			}
+			if (interrupts > seen) {
+				seen = interrupts;
+				if (seen == 1)
+					cancel_on_interrupt(&so, c, ref.id);
+				else
+					goto quit;
+			}
+			/* Short waits: an interrupt is acted on within 0.2 s. */
+			ret = migd_client_next_event(c, 200, &ev);
+			if (ret == -ETIMEDOUT)
+				continue;
 			if (ret)
 				goto lost;
 			if (ev->kind == MIGD__EVENT_KIND__EVENT_KIND_END) {
@@ -408,6 +538,18 @@ static int send_main(int argc, char **argv)
 	migd__response__free_unpacked(wresp, NULL);
 	migd_client_close(c);
 	return ret;
+quit:
+	fprintf(stderr,
+		"%smigrate-send: %s: no longer following migration %llu; "
+		"check with: migratectl migration status %llu\n",
+		so.tty ? "\n" : "",
+		terminated ? "terminated" : "interrupted again",
+		(unsigned long long)ref.id, (unsigned long long)ref.id);
+	if (last_ev)
+		migd__event__free_unpacked(last_ev, NULL);
+	migd__response__free_unpacked(wresp, NULL);
+	migd_client_close(c);
+	return terminated ? 143 : 130;
 lost:
 	fprintf(stderr,
 		"migrate-send: lost the daemon (%s); the migration may still "

@@ -519,17 +519,20 @@ int ctl_events(struct ctl *ctl, int argc, char **argv)
 			break;
 		}
 		case 'i':
-			if (migd_parse_u64(optarg, 3600000, &v)) {
-				fprintf(stderr, "migratectl: bad --interval\n");
-				return 2;
-			}
+			if (migd_parse_u64(optarg, 3600000, &v))
+				return migd_cli_bad_range("migratectl",
+							  "--interval", optarg,
+							  0, 3600000);
 			sr.interval_ms = (uint32_t)v;
 			break;
 		case 'n':
-			if (migd_parse_u64(optarg, UINT64_MAX, &count)) {
-				fprintf(stderr, "migratectl: bad --count\n");
-				return 2;
-			}
+			/* 0 would read as "no limit": omit --count for that. */
+			if (migd_parse_u64(optarg, UINT64_MAX, &count) ||
+			    !count)
+				return migd_cli_bad(
+					"migratectl", "--count", optarg,
+					"a number of events, 1 or more (without "
+					"--count: until interrupted)");
 			break;
 		default:
 			return 2;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "hvcore/ram_layout.h"
+#include "hvcore/workload.h" /* HV_WL_MAX_VCPUS: the daemon's vCPU limit */
 #include "migrated/daemon/parse.h"
 #include "tools/migratectl/ctl.h"
 #include "tools/rpc/cli.h"
@@ -103,10 +104,10 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 				return bad("--mem", optarg, MIGD_CLI_SIZE_FMT);
 			break;
 		case O_VCPUS:
-			if (migd_parse_u64(optarg, 1024, &v) || !v)
+			if (migd_parse_u64(optarg, HV_WL_MAX_VCPUS, &v) || !v)
 				return migd_cli_bad_range("migratectl",
 							  "--vcpus", optarg, 1,
-							  1024);
+							  HV_WL_MAX_VCPUS);
 			cr.nr_vcpus = (uint32_t)v;
 			break;
 		case O_ACCEL:
@@ -406,8 +407,20 @@ static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
 		else
 			print_inspect(resp->vm_inspect);
 	} else if (resp->result_case == MIGD__RESPONSE__RESULT_VM) {
+		bool moving = resp->vm->state ==
+			      MIGD__VM_STATE__VM_STATE_MIGRATING;
+
 		if (ctl->json)
 			ctl_print_json(&resp->vm->base);
+		else if (moving && !strcmp(sub, "pause"))
+			/* Its state stays MIGRATING: say what changed. */
+			printf("%s: paused; it migrates on and arrives "
+			       "paused\n",
+			       resp->vm->name);
+		else if (moving && !strcmp(sub, "resume"))
+			printf("%s: resumed; it migrates on and arrives "
+			       "running\n",
+			       resp->vm->name);
 		else
 			printf("%s: %s\n", resp->vm->name,
 			       !strcmp(sub, "destroy")
@@ -419,12 +432,27 @@ static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
 	return 0;
 }
 
+/* The vm subcommands (the usage line of migratectl --help has them). */
+static const char *const vm_cmds[] = {
+	"create", "list",    "inspect", "pause",  "resume",
+	"destroy", "set-rate", "check",  "update",
+};
+
 int ctl_vm(struct ctl *ctl, int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "migratectl: vm needs a command (create, "
-				"list, inspect, pause, resume, destroy, "
-				"update)\n");
+	size_t k = 0;
+
+	while (argc >= 2 && k < sizeof(vm_cmds) / sizeof(vm_cmds[0]) &&
+	       strcmp(argv[1], vm_cmds[k]))
+		k++;
+	if (argc < 2 || k == sizeof(vm_cmds) / sizeof(vm_cmds[0])) {
+		if (argc >= 2)
+			fprintf(stderr, "migratectl: unknown vm command "
+					"'%s'\n", argv[1]);
+		fprintf(stderr, "migratectl: vm commands:");
+		for (k = 0; k < sizeof(vm_cmds) / sizeof(vm_cmds[0]); k++)
+			fprintf(stderr, " %s", vm_cmds[k]);
+		fprintf(stderr, " (migratectl vm --help)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "create"))

@@ -32,7 +32,9 @@ static const struct {
 	  "  vm check NAME   (every page's stamp; exit 1 when one is bad)\n"
 	  "  vm update NAME  (local live update: a fresh worker process from\n"
 	  "                  the installed migrated-vmm takes the VM over,\n"
-	  "                  guest memory handed over, not copied)" },
+	  "                  guest memory handed over, not copied; only a\n"
+	  "                  VM created with --backing memfd or hugetlb:\n"
+	  "                  the default, anon, cannot be handed over)" },
 	{ "dirty", ctl_dirty, "dirty VM   (dirty rate, working set, hot/cold)" },
 	{ "estimate", ctl_estimate,
 	  "estimate VM --bandwidth SIZE/s [--downtime MS] [--throttle PCT]" },
@@ -85,8 +87,11 @@ static void usage(FILE *f)
 		   "       migratectl --version | --help | COMMAND --help\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %s\n", cmds[i].help);
-	fprintf(f, "\nThe socket defaults to $MIGRATED_SOCKET or the "
-		   "daemon's default (STATE/control.sock).\n"
+	fprintf(f, "\nThe socket defaults to $MIGRATED_SOCKET, else "
+		   "$MIGRATED_STATE_DIR/control.sock, else the\nsystem "
+		   "service's " MIGD_SYSTEM_SOCKET " when it exists, else "
+		   "a daemon of your own\n($XDG_RUNTIME_DIR/migrated or "
+		   "/tmp/migrated-UID).\n"
 		   "Exit codes: 0 ok, 1 failure, 2 bad input, 3 not found, "
 		   "4 unavailable, 5 daemon not reachable,\n"
 		   "8 permission denied (the RPC role of this client).\n"
@@ -96,8 +101,8 @@ static void usage(FILE *f)
 		   "SIZE: bytes or binary units, K|KiB, M|MiB, G|GiB, T|TiB "
 		   "(powers of 1024);\nSIZE/s likewise per second "
 		   "(100MiB/s); output uses the same units.\n"
-		   "--json: results and errors (the daemon's and our own) as "
-		   "JSON lines on stdout.\n");
+		   "--json (anywhere on the line): results and errors (the "
+		   "daemon's and our own) as\nJSON lines on stdout.\n");
 }
 
 /* COMMAND --help (or -h) anywhere among its arguments. */
@@ -290,10 +295,26 @@ int main(int argc, char **argv)
 	int ret;
 
 	migd_cli_conn_init(&ctl.conn);
-	/* --json among the global options: client-side errors as JSON. */
-	for (int k = 1; k < argc && argv[k][0] == '-'; k++)
-		if (!strcmp(argv[k], "--json"))
+	/*
+	 * --json anywhere before "--", as the other tools take it (getopt
+	 * permutes there): before the command, between global options,
+	 * after the command's arguments. Taken out here, so neither the
+	 * global options nor a command's own parser sees it; from now on
+	 * client-side errors are JSON too.
+	 */
+	for (int k = 1; k < argc && strcmp(argv[k], "--");) {
+		if (strcmp(argv[k], "--json")) {
+			k++;
+			continue;
+		}
+		if (!ctl.json)
 			migd_cli_json_begin();
+		ctl.json = true;
+		/* argv[argc] (NULL) moves down too. */
+		memmove(&argv[k], &argv[k + 1],
+			(size_t)(argc - k) * sizeof(argv[0]));
+		argc--;
+	}
 	ret = run(&ctl, argc, argv);
 	migd_client_close(ctl.client);
 	return migd_cli_json_end(ret);

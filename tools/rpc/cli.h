@@ -61,7 +61,7 @@ int migd_cli_tls_why(const char *ca, const char *cert, const char *key,
 
 /*
  * Reaching the daemon, the same way in every tool (cli_conn.c): the
- * control socket (--socket PATH, default migd_default_socket()), or
+ * control socket (--socket PATH, default migd_client_default_socket()), or
  * --connect HOST:PORT (also $MIGRATED_CONNECT; a host name or [IPv6])
  * over TCP + mutual TLS with --tls-dir DIR (DIR/ca.pem, DIR/client.pem,
  * DIR/client.key) or --tls-ca/--tls-cert/--tls-key F.

@@ -51,6 +51,7 @@ int migd_cli_conn_open(const char *tool, struct migd_cli_conn *cc,
 		       int timeout_ms, struct migd_client **out)
 {
 	char host[MIGD_HOST_MAX + 1], def[108] = "";
+	const char *path;
 	uint16_t port;
 	int ret;
 
@@ -59,10 +60,20 @@ int migd_cli_conn_open(const char *tool, struct migd_cli_conn *cc,
 		if (!ret)
 			return 0;
 		if (!cc->socket)
-			migd_default_socket(def, sizeof(def));
+			migd_client_default_socket(def, sizeof(def));
+		path = cc->socket ? cc->socket : def;
 		fprintf(stderr, "%s: cannot reach the daemon at %s: %s%s\n",
-			tool, cc->socket ? cc->socket : def, strerror(-ret),
-			ret == -ENOENT || ret == -ECONNREFUSED
+			tool, path, strerror(-ret),
+			ret == -EACCES && !strcmp(path, MIGD_SYSTEM_SOCKET)
+				? " (the system service's socket is for the "
+				  "group that owns it: sudo adduser $USER "
+				  "migrated, then log in again; or use sudo)"
+			: ret == -ENOENT && !cc->socket
+				? " (neither the system service, "
+				  MIGD_SYSTEM_SOCKET ": systemctl start "
+				  "migrated, nor a daemon of yours runs; "
+				  "--socket PATH names another)"
+			: ret == -ENOENT || ret == -ECONNREFUSED
 				? " (is migrated running? --socket?)"
 				: "");
 		return 5;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +43,25 @@ static int64_t now_ms(void);
 static int tls_wait(struct migd_client *c, short events, int64_t deadline);
 static int tls_want(struct migd_client *c, int r, short *events);
 
+int migd_client_default_socket(char *buf, size_t size)
+{
+	const char *env = getenv("MIGRATED_SOCKET");
+	struct stat st;
+	int n;
+
+	/* What the user named wins; else the system service, as virsh
+	 * finds libvirtd; else a daemon of the user's own. A socket we
+	 * may not even look at (EACCES: not in its group) is the system's
+	 * too: the refusal then says how to join. */
+	if ((!env || !*env) && !getenv("MIGRATED_STATE_DIR") &&
+	    (lstat(MIGD_SYSTEM_SOCKET, &st) ? errno == EACCES
+					    : S_ISSOCK(st.st_mode))) {
+		n = snprintf(buf, size, "%s", MIGD_SYSTEM_SOCKET);
+		return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	}
+	return migd_default_socket(buf, size);
+}
+
 int migd_client_connect(const char *path, struct migd_client **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -50,7 +70,7 @@ int migd_client_connect(const char *path, struct migd_client **out)
 	int fd, ret;
 
 	if (!path) {
-		ret = migd_default_socket(def, sizeof(def));
+		ret = migd_client_default_socket(def, sizeof(def));
 		if (ret)
 			return ret;
 		path = def;

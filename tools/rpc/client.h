@@ -23,8 +23,20 @@
 
 struct migd_client;
 
+/* The system service's control socket (tools/systemd/migrated.conf). */
+#define MIGD_SYSTEM_SOCKET "/run/migrated/control.sock"
+
 /*
- * Connect to the daemon's socket @path (NULL: migd_default_socket()).
+ * The socket a tool reaches without --socket, first that applies:
+ * $MIGRATED_SOCKET; $MIGRATED_STATE_DIR/control.sock; the system
+ * service's MIGD_SYSTEM_SOCKET when it exists; else the per-user daemon's
+ * ($XDG_RUNTIME_DIR/migrated or /tmp/migrated-UID, as a daemon started
+ * by that user without --state-dir). 0 or -ENAMETOOLONG.
+ */
+int migd_client_default_socket(char *buf, size_t size);
+
+/*
+ * Connect to the daemon's socket @path (NULL: migd_client_default_socket()).
  * 0, or -ENOENT (no socket there), -ECONNREFUSED (no daemon behind it),
  * -EACCES, -ENAMETOOLONG, -ENOMEM. *@out untouched on failure.
  */

@@ -2,6 +2,7 @@
 /*
  * Human views of a migration (migview.h).
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "tools/rpc/fmt.h"
@@ -44,16 +45,42 @@ static const Migd__MigProgress *prog_of(const Migd__MigInfo *m)
 	return m->progress ? m->progress : &empty_progress;
 }
 
+/*
+ * Percent done, as shown. 100 only once the migration completed: in
+ * setup nothing is sent yet (0), and while it runs the guest can dirty
+ * again what was sent (at most 99).
+ */
 static unsigned pct_done(const Migd__MigProgress *p)
 {
+	unsigned pct;
+
 	if (p->phase == MIGD__MIG_PHASE__MIG_PHASE_COMPLETED)
 		return 100;
+	if (p->phase == MIGD__MIG_PHASE__MIG_PHASE_SETUP)
+		return 0;
 	/* The source's own estimate; an older daemon sends none. */
 	if (p->percent)
-		return p->percent;
-	if (!p->ram_bytes || p->remaining_bytes >= p->ram_bytes)
-		return 0;
-	return (unsigned)(100 - p->remaining_bytes * 100 / p->ram_bytes);
+		pct = p->percent;
+	else if (!p->ram_bytes || p->remaining_bytes >= p->ram_bytes ||
+		 !p->pages_sent)
+		pct = 0;
+	else
+		pct = (unsigned)(100 - p->remaining_bytes * 100 /
+					       p->ram_bytes);
+	return pct > 99 ? 99 : pct;
+}
+
+/*
+ * The rate to show: the daemon's last measured bandwidth, or, before it
+ * measured one (the whole first pass), the average since the start.
+ */
+static uint64_t shown_rate(const Migd__MigProgress *p)
+{
+	uint64_t bytes = p->bytes_wire ? p->bytes_wire : p->pages_sent * 4096;
+
+	if (p->bandwidth || !p->elapsed_ns)
+		return p->bandwidth;
+	return (uint64_t)((double)bytes * 1e9 / (double)p->elapsed_ns);
 }
 
 /* "12.0s", or "?" when the daemon does not know. */
@@ -100,7 +127,7 @@ void migd_mig_print_line(FILE *f, const Migd__MigInfo *m)
 		migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
 		migd_fmt_bytes(b, sizeof(b), p->pages_sent * 4096),
 		migd_fmt_bytes(c, sizeof(c), p->bytes_wire),
-		migd_fmt_rate(d, sizeof(d), p->bandwidth),
+		migd_fmt_rate(d, sizeof(d), shown_rate(p)),
 		migd_fmt_rate(e, sizeof(e), p->dirty_rate),
 		migd_fmt_bytes(g, sizeof(g), p->remaining_bytes),
 		p->throttle_pct, pct_done(p), fmt_eta(h, sizeof(h), p->eta_ns),
@@ -114,26 +141,97 @@ void migd_mig_print_line(FILE *f, const Migd__MigInfo *m)
 	fputc('\n', f);
 }
 
+/*
+ * The bar's fields, most important first: each has a long and a short
+ * form; what does not fit the terminal is shortened, then dropped from
+ * the least important up, then the bar itself narrows and goes.
+ */
+enum { BAR_FIELDS = 6, BAR_MIN = 5, BAR_MAX = 40, FIELD_MAX = 48 };
+
+struct bar_field {
+	char full[FIELD_MAX];
+	char brief[FIELD_MAX];
+};
+
+static void bar_fields(const Migd__MigProgress *p,
+		       struct bar_field f[BAR_FIELDS])
+{
+	char a[32], b[32], c[32], d[32], e[32];
+
+	migd_fmt_ns(a, sizeof(a), p->elapsed_ns);
+	migd_fmt_rate(b, sizeof(b), shown_rate(p));
+	migd_fmt_rate(c, sizeof(c), p->dirty_rate);
+	migd_fmt_bytes(d, sizeof(d), p->remaining_bytes);
+	fmt_eta(e, sizeof(e), p->eta_ns);
+	snprintf(f[0].full, FIELD_MAX, "%s", b);
+	snprintf(f[0].brief, FIELD_MAX, "%s", b);
+	snprintf(f[1].full, FIELD_MAX, "eta %s", e);
+	snprintf(f[1].brief, FIELD_MAX, "eta %s", e);
+	snprintf(f[2].full, FIELD_MAX, "left %s", d);
+	snprintf(f[2].brief, FIELD_MAX, "%s", d);
+	snprintf(f[3].full, FIELD_MAX, "dirty %s", c);
+	snprintf(f[3].brief, FIELD_MAX, "d %s", c);
+	snprintf(f[4].full, FIELD_MAX, "pass %u", p->iteration);
+	snprintf(f[4].brief, FIELD_MAX, "p%u", p->iteration);
+	snprintf(f[5].full, FIELD_MAX, "%s", a);
+	snprintf(f[5].brief, FIELD_MAX, "%s", a);
+}
+
+/* The fields' text: the first @n, long or short forms, two spaces apart. */
+static int bar_tail(char *buf, size_t size, const struct bar_field *f, int n,
+		    bool brief)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "  %s",
+					brief ? f[i].brief : f[i].full);
+	return (int)len;
+}
+
 void migd_mig_print_bar(FILE *f, const Migd__MigInfo *m, int width)
 {
 	const Migd__MigProgress *p = prog_of(m);
+	const char *phase = migd_mig_phase_text(p->phase);
 	unsigned pct = pct_done(p);
-	int bar = width - 70;
-	char a[32], b[32], c[32], d[32], e[32];
+	struct bar_field fld[BAR_FIELDS];
+	char tail[BAR_FIELDS * (FIELD_MAX + 2) + 1];
+	/* The last column stays free: a terminal that auto-wraps would
+	 * otherwise move the cursor to the next line. */
+	int room = (width > 1 ? width : 80) - 1;
+	int head = (int)strlen(phase) + 5; /* "PHASE" + " 42%" */
+	int n = BAR_FIELDS, bar = 0, len = 0;
+	bool brief = false;
 
-	if (bar < 10)
-		bar = 10;
-	if (bar > 40)
-		bar = 40;
-	fprintf(f, "\r%-10s [", migd_mig_phase_text(p->phase));
-	for (int i = 0; i < bar; i++)
-		fputc(i < (int)(pct * (unsigned)bar / 100) ? '#' : '.', f);
-	fprintf(f, "] %3u%% eta %s it %u %s  %s  dirty %s  left %s\033[K",
-		pct, fmt_eta(e, sizeof(e), p->eta_ns), p->iteration,
-		migd_fmt_ns(a, sizeof(a), p->elapsed_ns),
-		migd_fmt_rate(b, sizeof(b), p->bandwidth),
-		migd_fmt_rate(c, sizeof(c), p->dirty_rate),
-		migd_fmt_bytes(d, sizeof(d), p->remaining_bytes));
+	bar_fields(p, fld);
+	/* Shorten, then drop fields, while the bar stays at BAR_MIN+5. */
+	for (;;) {
+		len = bar_tail(tail, sizeof(tail), fld, n, brief);
+		bar = room - head - len - 3; /* " [" "]" */
+		if (bar >= BAR_MIN + 5 || (brief && !n))
+			break;
+		if (!brief)
+			brief = true;
+		else
+			n--;
+	}
+	if (bar > BAR_MAX)
+		bar = BAR_MAX;
+	if (bar < BAR_MIN)
+		bar = 0; /* no room for a bar: phase and percent only */
+	fprintf(f, "\r%s", phase);
+	if (bar) {
+		fputs(" [", f);
+		for (int i = 0; i < bar; i++)
+			fputc(i < (int)(pct * (unsigned)bar / 100) ? '#' : '.',
+			      f);
+		fputc(']', f);
+	}
+	fprintf(f, " %3u%%", pct);
+	if (head + (bar ? bar + 3 : 0) + len <= room)
+		fputs(tail, f);
+	fputs("\033[K", f);
 	fflush(f);
 }
 
