@@ -2,7 +2,7 @@
 #
 #   cmake --install build/release --prefix /tmp/x   a relocatable tree:
 #       sbin/migrated, libexec/migrated/migrated-vmm (found from sbin
-#       through MIGD_VMM_RELDIR, migrated/daemon/CMakeLists.txt),
+#       through MIGD_VMM_RELDIR, migrated/host/CMakeLists.txt),
 #       bin/{migratectl,migrate-send,migrate-recv,dirtyrate,hvbench},
 #       etc/migrated/migrated.conf, lib/systemd/system/migrated.service,
 #       share/man/man{1,5,8}, share/doc/migrated,

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/daemon/daemon.h"
-#include "migrated/daemon/parse.h"
-#include "migrated/daemon/registry.h"
+#include "migrated/host/daemon.h"
+#include "migrated/rpc/parse.h"
+#include "migrated/vmm/registry.h"
 
 enum { O_WID = 256, O_STATE, O_DSOCK, O_LFD, O_SOCK, O_ACCEL, O_TLS,
        O_LISTEN, O_IO, O_DMON, O_DINT, O_DSHIFT, O_DEVENT, O_RING, O_LOG,

@@ -24,11 +24,11 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
-#include "migrated/daemon/calls.h"
-#include "migrated/daemon/daemon.h"
-#include "migrated/daemon/monitor.h"
-#include "migrated/daemon/registry.h"
-#include "migrated/daemon/server.h"
+#include "migrated/vmm/calls.h"
+#include "migrated/host/daemon.h"
+#include "migrated/vmm/monitor.h"
+#include "migrated/vmm/registry.h"
+#include "migrated/rpc/server.h"
 #include "migrated/vmm/handover.h"
 #include "migrated/vmm/worker.h"
 

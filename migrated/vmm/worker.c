@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/daemon/calls.h"
-#include "migrated/daemon/ctl_frame.h"
-#include "migrated/daemon/daemon.h"
-#include "migrated/daemon/migration.h"
-#include "migrated/daemon/monitor.h"
-#include "migrated/daemon/server.h"
+#include "migrated/vmm/calls.h"
+#include "migrated/rpc/ctl_frame.h"
+#include "migrated/host/daemon.h"
+#include "migrated/vmm/migration.h"
+#include "migrated/vmm/monitor.h"
+#include "migrated/rpc/server.h"
 #include "migrated/vmm/worker.h"
 
 #define COMP "vmm"

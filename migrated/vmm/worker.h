@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker role of struct migd (daemon.h): one process per VM, started
- * by the daemon (migrated/daemon/host.h) as migrated-vmm.
+ * by the daemon (migrated/host/host.h) as migrated-vmm.
  *
  * A worker serves the control protocol on the socket its daemon bound
  * for it and runs the VM handlers of calls.h on its one VM. It lives on
