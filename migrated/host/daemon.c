@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"
 #include "migrated/host/host_drain.h"
@@ -28,22 +29,6 @@
 #define COMP "migd"
 
 uint64_t migd_self_worker_id;
-
-uint64_t migd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t migd_now_unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* mkdir -p with mode 0700 for the last component; an existing directory
  * owned by us is tightened to 0700 (it holds the socket and TLS keys). */
@@ -185,7 +170,7 @@ int migd_run(const struct migd_cfg *cfg)
 	if (!d)
 		return 1;
 	d->cfg = *cfg;
-	d->start_ns = migd_now_ns();
+	d->start_ns = hv_now_ns();
 	if (!d->cfg.socket_path[0] &&
 	    snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
 		     "%s/control.sock",

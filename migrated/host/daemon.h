@@ -210,8 +210,4 @@ int migd_run(const struct migd_cfg *cfg);
 /* Begin a clean shutdown (idempotent); migd_run() returns afterwards. */
 void migd_shutdown(struct migd *d);
 
-/* Monotonic nanoseconds. */
-uint64_t migd_now_ns(void);
-uint64_t migd_now_unix_ns(void);
-
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"
 #include "migrated/host/host_priv.h"
@@ -183,7 +184,7 @@ static void adopt_info(struct migd_worker *w, Migd__Response *resp, void *arg)
 	const Migd__WorkerInfo *wi;
 
 	if (d->host->adopt_pending && !--d->host->adopt_pending)
-		d->host->adopt_done_ns = migd_now_ns();
+		d->host->adopt_done_ns = hv_now_ns();
 	if (!resp || resp->result_case != MIGD__RESPONSE__RESULT_WORKER_INFO) {
 		hv_warn(COMP, "event=adopt_failed wid=%llu pid=%d",
 			(unsigned long long)w->wid, w->pid);
@@ -307,7 +308,7 @@ int migd_host_init(struct migd *d)
 			d->next_mig_id = id;
 		fclose(f);
 	}
-	h->adopt_start_ns = migd_now_ns();
+	h->adopt_start_ns = hv_now_ns();
 	dir = opendir(h->vms_dir);
 	if (!dir)
 		return -errno;
@@ -321,7 +322,7 @@ int migd_host_init(struct migd *d)
 	}
 	closedir(dir);
 	if (!h->adopt_pending)
-		h->adopt_done_ns = migd_now_ns();
+		h->adopt_done_ns = hv_now_ns();
 	hv_info(COMP, "event=host_ready vmm=%s adopting=%u", h->vmm_path,
 		h->adopt_pending);
 	return 0;

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/drain_place.h"
 #include "migrated/host/host_drain.h"
@@ -633,7 +634,7 @@ out:
 		migd_client_close(dr->dests[i].c);
 	migd_client_close(self);
 	pthread_mutex_lock(&dr->lock);
-	dr->elapsed_ms = (migd_now_ns() - dr->t0_ns) / 1000000;
+	dr->elapsed_ms = (hv_now_ns() - dr->t0_ns) / 1000000;
 	dr->running = false;
 	pthread_mutex_unlock(&dr->lock);
 	hv_info(COMP, "event=drain_done host=%s vms=%u migrated=%u failed=%u "

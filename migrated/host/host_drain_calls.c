@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host_drain.h"
 #include "migrated/host/host_drain_priv.h"
@@ -51,7 +52,7 @@ static Migd__HostDrainStatus *status_fill(struct migd_call *call,
 	s->peak_fleet = dr->peak_fleet;
 	s->peak_per_host = dr->peak_per_host;
 	s->started_unix_ms = dr->started_unix_ms;
-	s->elapsed_ms = dr->running ? (migd_now_ns() - dr->t0_ns) / 1000000
+	s->elapsed_ms = dr->running ? (hv_now_ns() - dr->t0_ns) / 1000000
 				    : dr->elapsed_ms;
 	s->state = (char *)migd_drain_state_name(
 		dr->running, atomic_load(&dr->cancel), dr->error[0]);
@@ -197,8 +198,8 @@ void migd_host_drain_call(struct migd_call *call)
 	dr->tls.key_file = dr->key;
 	dr->f = migd_host_fleet_keys(d);
 	dr->grace_ms = migd_host_fleet_grace_ms(d);
-	dr->started_unix_ms = migd_now_unix_ns() / 1000000;
-	dr->t0_ns = migd_now_ns();
+	dr->started_unix_ms = hv_now_unix_ns() / 1000000;
+	dr->t0_ns = hv_now_ns();
 	dr->running = true;
 	pthread_mutex_init(&dr->lock, NULL);
 	/* Refuse new VMs before the first one leaves. */

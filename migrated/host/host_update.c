@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"
 #include "migrated/host/host_priv.h"
@@ -43,7 +44,7 @@ static void finish(struct migd_update *u, struct migd_worker *nw)
 	migd__host_info_fill(nw, &info);
 	u->res.vm = &info;
 	u->res.new_pid = (uint64_t)nw->pid;
-	u->res.total_ns = migd_now_ns() - u->start_ns;
+	u->res.total_ns = hv_now_ns() - u->start_ns;
 	resp.result_case = MIGD__RESPONSE__RESULT_VM_UPDATE;
 	resp.vm_update = &u->res;
 	hv_info(COMP, "event=vm_updated vm=%s pid=%llu->%llu pause_us=%llu "
@@ -167,7 +168,7 @@ void migd_host_vm_update(struct migd_call *call)
 	migd__vm_update_result__init(&u->res);
 	u->d = call->d;
 	u->old_wid = ow->wid;
-	u->start_ns = migd_now_ns();
+	u->start_ns = hv_now_ns();
 	snprintf(u->name, sizeof(u->name), "%s", ow->name);
 	ret = migd_worker_spawn(call->d, true, &nw, err, sizeof(err));
 	if (ret) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/rpc/http_head.h"
 #include "migrated/host/metrics.h"
@@ -130,7 +131,7 @@ int migd_metrics_render(struct migd *d, char **out, size_t *len)
 	migd__mfamily(&b, "migd_uptime_seconds", "gauge",
 		      "Seconds since start.");
 	migd__mput(&b, "migd_uptime_seconds %s\n",
-		   migd__mnum((migd_now_ns() - d->start_ns) / 1e9, v));
+		   migd__mnum((hv_now_ns() - d->start_ns) / 1e9, v));
 	migd__metrics_vms(d, &b);
 	migd__metrics_workers(d, &b);
 	migd__metrics_migs(d, &b);

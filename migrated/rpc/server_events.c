@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/rpc/server_priv.h"
 
@@ -88,10 +89,10 @@ static void send_event(struct migd_conn *conn, struct migd_sub *s,
 void migd_server_publish(struct migd_server *srv, Migd__Event *ev,
 			 const char *vm, uint64_t mig_id, bool mig_final)
 {
-	uint64_t now = migd_now_ns();
+	uint64_t now = hv_now_ns();
 	struct migd_conn *conn, *cnext;
 
-	ev->time_unix_ns = migd_now_unix_ns();
+	ev->time_unix_ns = hv_now_unix_ns();
 	for (conn = srv->conns; conn; conn = cnext) {
 		struct migd_sub **pp = &conn->subs;
 

@@ -16,6 +16,7 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "hvcore/vm.h"
 #include "hvcore/wl_verify.h"
 #include "migrated/vmm/calls.h"
@@ -106,12 +107,12 @@ void migd_call_vm_check(struct migd_call *call)
 		}
 		paused = true;
 	}
-	t0 = migd_now_ns();
+	t0 = hv_now_ns();
 	/* The never-written RAM of a large sparse VM is skipped rather than
 	 * read (and, in a memfd, allocated) page by page. */
 	ret = hv_wl_verify_map(ram, v->vm->cfg.mem_bytes, data_map, v->vm->mem,
 			       &vr);
-	ns = migd_now_ns() - t0;
+	ns = hv_now_ns() - t0;
 	if (paused)
 		rret = hv_vm_resume(v->vm);
 	if (ret) {

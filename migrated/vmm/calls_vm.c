@@ -12,6 +12,7 @@
 #include "hvcore/guest_mem.h"
 #include "hvcore/kvm/kvm.h"
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "hvcore/vcpu.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/host/daemon.h"
@@ -87,7 +88,7 @@ void migd_call_ping(struct migd_call *call)
 #ifdef MIGD_HAVE_ENGINE
 	r->engine = true;
 #endif
-	r->uptime_ms = (migd_now_ns() - call->d->start_ns) / 1000000;
+	r->uptime_ms = (hv_now_ns() - call->d->start_ns) / 1000000;
 	r->requests_served = call->d->srv.requests;
 	r->tls_refused = call->d->srv.tls_refused;
 	r->rpc_tls = call->d->srv.tcp_listening;

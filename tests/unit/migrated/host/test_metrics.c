@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"
 #include "migrated/host/metrics.h"
@@ -102,7 +103,7 @@ static struct fake *fake_new(void)
 	if (!f)
 		return NULL;
 	f->d.host = &f->h;
-	f->d.start_ns = migd_now_ns();
+	f->d.start_ns = hv_now_ns();
 	return f;
 }
 
