@@ -83,8 +83,8 @@ KNOWN = {
     "migrated/host/daemon.h -> hvcore/guest_mem.h",
     "migrated/host/reload.c -> hvcore/guest_mem.h",
     # struct migd still serves both processes (migrated/host/daemon.h):
-    # the worker runs in it, the host starts through the worker's objects,
-    # and the server dispatches to the worker's handler table.
+    # the worker runs in it, and the host starts through the worker's
+    # objects (registry, migrations, monitor, shared calls).
     "migrated/host/daemon.c -> migrated/vmm/migration.h",
     "migrated/host/daemon.c -> migrated/vmm/monitor.h",
     "migrated/host/daemon.c -> migrated/vmm/worker.h",
@@ -93,11 +93,6 @@ KNOWN = {
     "migrated/host/host_calls.c -> migrated/vmm/migration.h",
     "migrated/host/host_drain_priv.h -> migrated/vmm/registry.h",
     "migrated/host/host_events.c -> migrated/vmm/migration.h",
-    "migrated/rpc/server.c -> migrated/host/daemon.h",
-    "migrated/rpc/server.c -> migrated/vmm/calls.h",
-    "migrated/rpc/server.c -> migrated/vmm/worker.h",
-    "migrated/rpc/server_events.c -> migrated/host/daemon.h",
-    "migrated/rpc/server_listen.c -> migrated/host/daemon.h",
     "migrated/vmm/calls_caps.c -> migrated/host/daemon.h",
     "migrated/vmm/calls_check.c -> migrated/host/daemon.h",
     "migrated/vmm/calls_dirty.c -> migrated/host/daemon.h",

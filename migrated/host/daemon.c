@@ -110,6 +110,24 @@ static int setup_tls(struct migd *d)
 	return 0;
 }
 
+/* The live policy of TCP clients: what a reload changed applies to the
+ * next call and the next timer of connections already open. */
+static void host_server_policy(void *owner, struct migd_server_policy *pol)
+{
+	const struct migd *d = owner;
+
+	pol->rules = d->cfg.rpc_rules;
+	pol->nr_rules = d->cfg.nr_rpc_rules;
+	pol->default_role = d->cfg.rpc_default_role;
+	pol->handshake_timeout_ms = d->cfg.rpc_handshake_timeout_ms;
+	pol->idle_timeout_ms = d->cfg.rpc_idle_timeout_ms;
+}
+
+static const struct migd_server_ops host_server_ops = {
+	.dispatch = migd_host_dispatch,
+	.policy = host_server_policy,
+};
+
 static void signal_cb(uv_signal_t *s, int signum)
 {
 	struct migd *d = s->data;
@@ -203,12 +221,11 @@ int migd_run(const struct migd_cfg *cfg)
 	migd_registry_init(&d->reg);
 	if (d->cfg.role == MIGD_ROLE_WORKER) {
 		migd_self_worker_id = d->cfg.worker_id;
-		ret = migd_server_start_fd(&d->srv, d, d->cfg.listen_fd,
-					   d->cfg.socket_path);
+		ret = migd_server_start_fd(&d->srv, d->loop,
+					   &migd_worker_server_ops, d,
+					   d->cfg.listen_fd, d->cfg.socket_path);
 		if (!ret)
 			ret = migd_worker_fleet_open(d);
-		if (!ret)
-			ret = migd_worker_init(d);
 		if (ret) {
 			hv_err(COMP, "event=start_failed worker=%llu err=%d",
 			       (unsigned long long)d->cfg.worker_id, ret);
@@ -217,7 +234,8 @@ int migd_run(const struct migd_cfg *cfg)
 		}
 		goto started;
 	}
-	ret = migd_server_start(&d->srv, d, d->cfg.socket_path);
+	ret = migd_server_start(&d->srv, d->loop, &host_server_ops, d,
+				d->cfg.socket_path);
 	if (ret) {
 		hv_err(COMP, "event=start_failed socket=%s err=\"%s\"",
 		       d->cfg.socket_path,
@@ -226,7 +244,6 @@ int migd_run(const struct migd_cfg *cfg)
 		d->exit_code = 1;
 		goto out_loop;
 	}
-	d->srv.host = migd_host_dispatch;
 	ret = migd_host_init(d);
 	if (ret) {
 		d->exit_code = 1;

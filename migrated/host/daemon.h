@@ -198,6 +198,12 @@ struct migd {
 	bool takeover_started;
 };
 
+/* The struct migd that serves @call: the owner of its server. */
+static inline struct migd *migd_of(const struct migd_call *call)
+{
+	return call->owner;
+}
+
 /* This process's worker id (0 in the daemon): VmInfo.worker_id. */
 extern uint64_t migd_self_worker_id;
 

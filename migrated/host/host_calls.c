@@ -108,7 +108,7 @@ static struct migd_worker *vm_worker(struct migd_call *call, const char *name)
 			       "VM name missing");
 		return NULL;
 	}
-	w = migd_host_find(call->d, name);
+	w = migd_host_find(migd_of(call), name);
 	if (!w || (!w->has_vm && !worker_askable(w))) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", name);
@@ -182,17 +182,17 @@ static int new_worker(struct migd_call *call, const char *name,
 	char err[512];
 	int ret;
 
-	if (name && *name && migd_host_name_taken(call->d, name)) {
+	if (name && *name && migd_host_name_taken(migd_of(call), name)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,
 			       "a VM named '%s' exists", name);
 		return -EEXIST;
 	}
-	if (call->d->host->nr_workers >= MIGD_VMS_MAX) {
+	if (migd_of(call)->host->nr_workers >= MIGD_VMS_MAX) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
 			       "at most %d VMs", MIGD_VMS_MAX);
 		return -ENOSPC;
 	}
-	ret = migd_worker_spawn(call->d, false, out, err, sizeof(err));
+	ret = migd_worker_spawn(migd_of(call), false, out, err, sizeof(err));
 	if (ret) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL, "%s", err);
 		return ret;
@@ -205,11 +205,11 @@ static int new_worker(struct migd_call *call, const char *name,
 /* A draining host takes no new VM (host_drain.h). */
 static bool refuse_draining(struct migd_call *call)
 {
-	if (!migd_host_fleet_draining(call->d))
+	if (!migd_host_fleet_draining(migd_of(call)))
 		return false;
 	migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 		       "host '%s' is draining: it takes no new VM",
-		       migd_host_fleet_id(call->d));
+		       migd_host_fleet_id(migd_of(call)));
 	return true;
 }
 
@@ -228,9 +228,9 @@ static void h_vm_create(struct migd_call *call)
 	if (refuse_draining(call))
 		return;
 	/* The name must be free in the fleet too (a no-op standalone). */
-	if (!migd_host_name_taken(call->d, r->name)) {
+	if (!migd_host_name_taken(migd_of(call), r->name)) {
 		char err[512];
-		int ret = migd_host_fleet_claim(call->d, r->name, err,
+		int ret = migd_host_fleet_claim(migd_of(call), r->name, err,
 						sizeof(err));
 
 		if (ret) {
@@ -242,8 +242,8 @@ static void h_vm_create(struct migd_call *call)
 		}
 	}
 	if (new_worker(call, r->name, &w)) {
-		if (!migd_host_name_taken(call->d, r->name))
-			migd_host_fleet_release(call->d, r->name);
+		if (!migd_host_name_taken(migd_of(call), r->name))
+			migd_host_fleet_release(migd_of(call), r->name);
 		return;
 	}
 	req = *call->req;
@@ -266,7 +266,7 @@ static void h_vm_destroy(struct migd_call *call)
 	Migd__VmInfo *info;
 	Migd__Request req;
 
-	w = ref && ref->name ? migd_host_find(call->d, ref->name) : NULL;
+	w = ref && ref->name ? migd_host_find(migd_of(call), ref->name) : NULL;
 	if (w && w->crashed) {
 		Migd__Event ev = MIGD__EVENT__INIT;
 		Migd__VmStateEvent body = MIGD__VM_STATE_EVENT__INIT;
@@ -283,7 +283,7 @@ static void h_vm_destroy(struct migd_call *call)
 		ev.kind = MIGD__EVENT_KIND__EVENT_KIND_VM_STATE;
 		ev.body_case = MIGD__EVENT__BODY_VM_STATE;
 		ev.vm_state = &body;
-		migd_server_publish(&call->d->srv, &ev, w->name, 0, false);
+		migd_server_publish(&migd_of(call)->srv, &ev, w->name, 0, false);
 		hv_info(COMP, "event=vm_removed vm=%s why=crashed", w->name);
 		/* info's other strings pointed into w->info */
 		info->accel = migd_call_strdup(call, info->accel ? info->accel
@@ -414,17 +414,17 @@ static void h_vm_list(struct migd_call *call)
 			       "out of memory");
 		return;
 	}
-	g->d = call->d;
+	g->d = migd_of(call);
 	g->df = migd_call_defer(call);
 	if (!g->df) {
 		free(g);
 		return;
 	}
-	uv_timer_init(call->d->loop, &g->timer);
+	uv_timer_init(migd_of(call)->loop, &g->timer);
 	g->timer.data = g;
 	g->left = 2; /* the timer's and ours, dropped below */
 	g->timer_ref = true;
-	for (struct migd_worker *w = call->d->host->workers; w; w = w->next) {
+	for (struct migd_worker *w = migd_of(call)->host->workers; w; w = w->next) {
 		Migd__Request req = MIGD__REQUEST__INIT;
 
 		if (!worker_askable(w))
@@ -474,7 +474,7 @@ static void h_mig_incoming(struct migd_call *call)
 		return;
 	if (new_worker(call, r->vm_name, &w))
 		return;
-	mi.id = migd_host_next_mig_id(call->d);
+	mi.id = migd_host_next_mig_id(migd_of(call));
 	req = *call->req;
 	req.mig_incoming = &mi;
 	forward(call, w, &req, started, mi.id);
@@ -489,7 +489,7 @@ static void h_mig_start(struct migd_call *call)
 
 	if (!w)
 		return;
-	ms.id = migd_host_next_mig_id(call->d);
+	ms.id = migd_host_next_mig_id(migd_of(call));
 	req = *call->req;
 	req.mig_start = &ms;
 	forward(call, w, &req, started, ms.id);
@@ -517,7 +517,7 @@ static struct migd_hmig *ref_hmig(struct migd_call *call,
 
 	if (!migd_mig_ref_check(call, r))
 		return NULL;
-	m = migd_hmig_find(call->d, r->id, r->vm);
+	m = migd_hmig_find(migd_of(call), r->id, r->vm);
 	if (!m)
 		migd_mig_ref_missing(call, r);
 	return m;
@@ -543,12 +543,12 @@ static void h_mig_status(struct migd_call *call)
 			return;
 		n = 1;
 	} else {
-		for (struct migd_hmig *m = call->d->host->migs; m; m = m->next)
+		for (struct migd_hmig *m = migd_of(call)->host->migs; m; m = m->next)
 			n++;
 		arr = n ? migd_call_alloc(call, n * sizeof(*arr)) : NULL;
 		if (n && !arr)
 			return;
-		for (struct migd_hmig *m = call->d->host->migs; m; m = m->next)
+		for (struct migd_hmig *m = migd_of(call)->host->migs; m; m = m->next)
 			if (!(arr[i++] = hmig_info(call, m)))
 				return;
 	}
@@ -618,7 +618,7 @@ static void h_migref(struct migd_call *call)
 
 	if (!m)
 		return;
-	w = migd_host_find_wid(call->d, m->wid);
+	w = migd_host_find_wid(migd_of(call), m->wid);
 	if (!w || w->conn_lost || w->crashed) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "migration %llu already finished (its worker "
@@ -655,7 +655,7 @@ static void h_migref(struct migd_call *call)
 static void h_worker_name(struct migd_call *call)
 {
 	const Migd__WorkerNameRequest *r = call->req->worker_name;
-	struct migd_worker *w = migd_host_find_wid(call->d, r->worker_id);
+	struct migd_worker *w = migd_host_find_wid(migd_of(call), r->worker_id);
 	struct migd_worker *o;
 
 	if (!w) {
@@ -668,7 +668,7 @@ static void h_worker_name(struct migd_call *call)
 			       "invalid VM name");
 		return;
 	}
-	o = migd_host_find(call->d, r->name);
+	o = migd_host_find(migd_of(call), r->name);
 	if (o && o != w) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,
 			       "a VM named '%s' already exists on the "

@@ -144,7 +144,7 @@ static bool limit_ok(struct migd_call *call, const char *what, uint32_t v)
 void migd_host_drain_call(struct migd_call *call)
 {
 	const Migd__HostDrainRequest *r = call->req->host_drain;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	const char *id = migd_host_fleet_id(d);
 	struct migd_drain *dr;
 	char err[512];
@@ -240,7 +240,7 @@ void migd_host_drain_status_call(struct migd_call *call)
 void migd_host_drain_cancel_call(struct migd_call *call)
 {
 	const Migd__HostDrainCancelRequest *r = call->req->host_drain_cancel;
-	const char *id = migd_host_fleet_id(call->d);
+	const char *id = migd_host_fleet_id(migd_of(call));
 
 	if (migd_drain_forward(call, r->host, r->forwarded))
 		return;
@@ -265,7 +265,7 @@ void migd_host_drain_cancel_call(struct migd_call *call)
 void migd_host_undrain_call(struct migd_call *call)
 {
 	const Migd__HostUndrainRequest *r = call->req->host_undrain;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	const char *id = migd_host_fleet_id(d);
 	Migd__HostUndrainResult *res;
 	char err[512];

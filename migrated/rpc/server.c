@@ -16,66 +16,13 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/vmm/calls.h"
-#include "migrated/host/daemon.h"
+#include "hvcore/types.h"
 #include "migrated/rpc/server_priv.h"
 #include "migrated/rpc/tlsconn.h"
-#include "migrated/vmm/worker.h"
 #include "migrated/mig/tls.h"
 
 #define COMP "migd.rpc"
 #define READ_CHUNK (64u << 10)
-
-struct call_handler {
-	const char *name;
-	migd_call_fn fn;
-};
-
-/* Indexed by Migd__Request__CallCase. */
-static const struct call_handler handlers[] = {
-	[MIGD__REQUEST__CALL_PING] = { "ping", migd_call_ping },
-	[MIGD__REQUEST__CALL_CAPABILITIES] = { "capabilities",
-					       migd_call_capabilities },
-	[MIGD__REQUEST__CALL_VM_CREATE] = { "vm_create", migd_call_vm_create },
-	[MIGD__REQUEST__CALL_VM_LIST] = { "vm_list", migd_call_vm_list },
-	[MIGD__REQUEST__CALL_VM_INSPECT] = { "vm_inspect",
-					     migd_call_vm_inspect },
-	[MIGD__REQUEST__CALL_VM_PAUSE] = { "vm_pause", migd_call_vm_pause },
-	[MIGD__REQUEST__CALL_VM_RESUME] = { "vm_resume", migd_call_vm_resume },
-	[MIGD__REQUEST__CALL_VM_DESTROY] = { "vm_destroy",
-					     migd_call_vm_destroy },
-	[MIGD__REQUEST__CALL_MIG_INCOMING] = { "mig_incoming",
-					       migd_call_mig_incoming },
-	[MIGD__REQUEST__CALL_MIG_START] = { "mig_start", migd_call_mig_start },
-	[MIGD__REQUEST__CALL_MIG_STATUS] = { "mig_status",
-					     migd_call_mig_status },
-	[MIGD__REQUEST__CALL_MIG_WATCH] = { "mig_watch", migd_call_mig_watch },
-	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel",
-					     migd_call_mig_cancel },
-	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy",
-					       migd_call_mig_postcopy },
-	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = { "mig_switchover",
-						 migd_call_mig_switchover },
-	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", migd_call_mig_tune },
-	[MIGD__REQUEST__CALL_MIG_RECOVER] = { "mig_recover",
-					      migd_call_mig_recover },
-	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve",
-					      migd_call_mig_resolve },
-	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },
-	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = { "unsubscribe",
-					      migd_call_unsubscribe },
-	[MIGD__REQUEST__CALL_DIRTY_RATE] = { "dirty_rate",
-					     migd_call_dirty_rate },
-	[MIGD__REQUEST__CALL_CONVERGE_ESTIMATE] = {
-		"converge_estimate", migd_call_converge_estimate },
-	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = { "vm_set_workload",
-						  migd_call_vm_set_workload },
-	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", migd_call_vm_check },
-	[MIGD__REQUEST__CALL_WORKER_INFO] = { "worker_info",
-					      migd_call_worker_info },
-	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = { "worker_handover",
-						  migd_call_worker_handover },
-};
 
 /* ---- call helpers ------------------------------------------------------ */
 
@@ -278,6 +225,15 @@ static int send_response(struct migd_conn *conn, Migd__Response *resp)
 
 static void migd_defer_drop(struct migd_conn *conn);
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+static void server_policy(struct migd_server *srv,
+			  struct migd_server_policy *pol)
+{
+	memset(pol, 0, sizeof(*pol));
+	pol->default_role = MIGD_RPC_ROLE_INVALID;
+	if (srv->ops && srv->ops->policy)
+		srv->ops->policy(srv->owner, pol);
+}
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 /*
@@ -289,7 +245,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static bool authorised(struct migd_conn *conn, unsigned cs,
 		       struct migd_call *call)
 {
-	const struct migd_cfg *cfg = &conn->srv->d->cfg;
+	struct migd_server_policy pol = { 0 };
 	const char *ids[MIGD_TLS_PEER_IDS_MAX], *matched;
 	enum migd_rpc_role role, need;
 	char esc[HV_LOG_ESCAPE_LEN(96)];
@@ -297,9 +253,10 @@ static bool authorised(struct migd_conn *conn, unsigned cs,
 
 	if (!conn->tls)
 		return true;
+	server_policy(conn->srv, &pol);
 	n = migd_tlsconn_peer_ids(conn->tls, ids, HV_ARRAY_SIZE(ids));
-	role = migd_rpcauth_role(cfg->rpc_rules, cfg->nr_rpc_rules,
-				 cfg->rpc_default_role, ids, n, &matched);
+	role = migd_rpcauth_role(pol.rules, pol.nr_rules, pol.default_role,
+				 ids, n, &matched);
 	need = migd_rpcauth_needs_request(call->req);
 	if (migd_rpcauth_covers(role, need))
 		return true;
@@ -331,7 +288,7 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 	Migd__Response resp = MIGD__RESPONSE__INIT;
 	Migd__Error err = MIGD__ERROR__INIT;
 	struct migd_call call = {
-		.d = srv->d,
+		.owner = srv->owner,
 		.conn = conn,
 		.req = req,
 		.resp = &resp,
@@ -348,23 +305,16 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 			       "request id must not be 0");
 	} else if (!authorised(conn, cs, &call)) {
 		/* refused: nothing of the call runs */
-	} else if (!srv->host &&
-		   (cs >= HV_ARRAY_SIZE(handlers) || !handlers[cs].fn)) {
-		migd_call_fail(&call, MIGD__STATUS__STATUS_UNIMPLEMENTED,
-			       "unknown call (case %u)", cs);
-	} else if (srv->host) {
-		name = srv->host(cs, &call);
 	} else {
-		name = handlers[cs].name;
-		handlers[cs].fn(&call);
+		name = srv->ops->dispatch(cs, &call);
 	}
 	srv->requests++;
 	if (call.deferred && call.status == MIGD__STATUS__STATUS_OK) {
 		/* migd_defer_finish() answers; nothing else is read from
 		 * this connection until then (responses stay in order). */
 		arena_free(call.arena);
-		if (srv->after_call)
-			srv->after_call(srv->d, cs);
+		if (srv->ops->after_call)
+			srv->ops->after_call(srv->owner, cs);
 		return;
 	}
 	if (call.deferred)
@@ -394,8 +344,8 @@ static void serve(struct migd_conn *conn, const Migd__Request *req)
 			(unsigned long long)conn->id,
 			(unsigned long long)req->id, ret);
 	arena_free(call.arena);
-	if (srv->after_call)
-		srv->after_call(srv->d, cs);
+	if (srv->ops->after_call)
+		srv->ops->after_call(srv->owner, cs);
 }
 
 
@@ -452,8 +402,8 @@ void migd__conn_close(struct migd_conn *conn, const char *why)
 		conn->defer->conn = NULL;
 		conn->defer = NULL;
 	}
-	if (srv->on_conns && !srv->stopping)
-		srv->on_conns(srv->d, srv->nr_conns);
+	if (srv->ops->on_conns && !srv->stopping)
+		srv->ops->on_conns(srv->owner, srv->nr_conns);
 	if (conn->has_timer)
 		uv_close((uv_handle_t *)&conn->timer, conn_closed);
 	uv_close((uv_handle_t *)&conn->h.stream, conn_closed);
@@ -475,15 +425,17 @@ static void conn_timer_cb(uv_timer_t *t)
 {
 	struct migd_conn *conn = t->data;
 	struct migd_server *srv = conn->srv;
+	struct migd_server_policy pol;
 	char esc[HV_LOG_ESCAPE_LEN(96)];
 
 	if (conn->closing)
 		return;
+	server_policy(srv, &pol);
 	if (!migd_tlsconn_established(conn->tls)) {
 		srv->handshake_timeouts++;
 		hv_warn(COMP, "event=tls_handshake_timeout conn=%llu ms=%u",
 			(unsigned long long)conn->id,
-			srv->d->cfg.rpc_handshake_timeout_ms);
+			pol.handshake_timeout_ms);
 		migd__conn_close(conn, "tls handshake timeout");
 	} else if (!conn->nr_subs) {
 		srv->idle_timeouts++;
@@ -492,15 +444,18 @@ static void conn_timer_cb(uv_timer_t *t)
 			(unsigned long long)conn->id,
 			hv_log_escape(migd_tlsconn_peer(conn->tls), esc,
 				      sizeof(esc)),
-			srv->d->cfg.rpc_idle_timeout_ms);
+			pol.idle_timeout_ms);
 		migd__conn_close(conn, "idle timeout");
 	}
 }
 
 void migd__conn_idle_arm(struct migd_conn *conn)
 {
-	uint32_t ms = conn->srv->d->cfg.rpc_idle_timeout_ms;
+	struct migd_server_policy pol;
+	uint32_t ms;
 
+	server_policy(conn->srv, &pol);
+	ms = pol.idle_timeout_ms;
 	if (!conn->has_timer || conn->closing ||
 	    !migd_tlsconn_established(conn->tls))
 		return;
@@ -513,15 +468,19 @@ void migd__conn_idle_arm(struct migd_conn *conn)
 /* Accept of a TCP connection: the timer, armed for the handshake. */
 static int conn_timer_init(struct migd_conn *conn)
 {
-	uint32_t ms = conn->srv->d->cfg.rpc_handshake_timeout_ms;
-	int ret = uv_timer_init(conn->srv->d->loop, &conn->timer);
+	struct migd_server_policy pol;
+	int ret = uv_timer_init(conn->srv->loop, &conn->timer);
 
+	server_policy(conn->srv, &pol);
 	if (ret)
 		return ret;
 	conn->timer.data = conn;
 	conn->has_timer = true;
 	conn->open_handles++;
-	return ms ? uv_timer_start(&conn->timer, conn_timer_cb, ms, 0) : 0;
+	return pol.handshake_timeout_ms
+		       ? uv_timer_start(&conn->timer, conn_timer_cb,
+					pol.handshake_timeout_ms, 0)
+		       : 0;
 }
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -661,9 +620,9 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 	if (!conn)
 		return;
 	if (tcp)
-		uv_tcp_init(srv->d->loop, &conn->h.tcp);
+		uv_tcp_init(srv->loop, &conn->h.tcp);
 	else
-		uv_pipe_init(srv->d->loop, &conn->h.pipe, 0);
+		uv_pipe_init(srv->loop, &conn->h.pipe, 0);
 	conn->h.stream.data = conn;
 	conn->open_handles = 1;
 	conn->srv = srv;
@@ -694,8 +653,8 @@ static void accept_common(struct migd_server *srv, uv_stream_t *listener,
 	conn->next = srv->conns;
 	srv->conns = conn;
 	srv->nr_conns++;
-	if (srv->on_conns)
-		srv->on_conns(srv->d, srv->nr_conns);
+	if (srv->ops->on_conns)
+		srv->ops->on_conns(srv->owner, srv->nr_conns);
 	ret = uv_read_start(&conn->h.stream, alloc_cb, read_cb);
 	if (ret)
 		migd__conn_close(conn, uv_err_name(ret));
@@ -741,7 +700,7 @@ struct migd_defer *migd_call_defer(struct migd_call *call)
 	}
 	df->conn = conn;
 	df->req_id = call->req->id;
-	df->d = call->d;
+	df->owner = call->owner;
 	conn->defer = df;
 	call->deferred = true;
 	uv_read_stop(&conn->h.stream);

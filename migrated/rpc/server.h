@@ -7,7 +7,9 @@
  * transports carry the same frames into the same handlers.
  *
  * Each accepted connection reassembles frames, decodes one Request per
- * frame and runs its handler (calls.h) on the loop thread; the handler
+ * frame and hands it to its owner's dispatch (struct migd_server_ops:
+ * the host's calls, or a worker's, migrated/vmm/calls.h) on the loop
+ * thread; the handler
  * fills a Response that is packed and written before the next request of
  * that connection is read, so responses come in request order. A frame of
  * a bad length, an undecodable message or a write queue above
@@ -16,8 +18,8 @@
  *
  * TCP connections hold a slot (MIGD_CONNS_MAX is shared with the Unix
  * socket) only while they do something: one that has not completed its
- * TLS handshake after cfg.rpc_handshake_timeout_ms, or that then sends
- * nothing for cfg.rpc_idle_timeout_ms while it has no subscription, is
+ * TLS handshake after the policy's handshake_timeout_ms, or that then
+ * sends nothing for its idle_timeout_ms while it has no subscription, is
  * closed (0 turns either off), and at most MIGD_TLS_PENDING_MAX are in
  * their handshake at once (a newer one closes the oldest), so a flood of
  * idle connections never fills the slots of the Unix socket and the real
@@ -42,6 +44,7 @@
 
 #include "migrated/rpc/ctl_frame.h"
 #include "migrated/rpc/parse.h"
+#include "migrated/rpc/rpcauth.h"
 #include "proto/control.pb-c.h"
 
 #define MIGD_CONNS_MAX 512
@@ -52,7 +55,38 @@
 #define MIGD_PROGRESS_INTERVAL_MS 500u
 #define MIGD_PROGRESS_INTERVAL_MIN_MS 50u
 
-struct migd;
+struct migd_call;
+
+/*
+ * What a TCP client may do and how long it may take (rpcauth.h): the
+ * owner's live configuration, asked for on each use, so that a reload
+ * applies to connections already open.
+ */
+struct migd_server_policy {
+	const struct migd_rpc_rule *rules;
+	unsigned nr_rules;
+	enum migd_rpc_role default_role;
+	uint32_t handshake_timeout_ms; /* 0 = no limit */
+	uint32_t idle_timeout_ms;      /* 0 = no limit */
+};
+
+/*
+ * The server's owner (the host daemon or a worker), given with @owner to
+ * migd_server_start(); the server knows nothing else of it. Loop thread.
+ */
+struct migd_server_ops {
+	/* Run the authorised call @call_case and return its name for logs;
+	 * a call it does not know, it fails (UNIMPLEMENTED). */
+	const char *(*dispatch)(unsigned call_case, struct migd_call *call);
+	/* Optional: fill the policy of TCP clients; NULL = no roles' rules,
+	 * no limits. */
+	void (*policy)(void *owner, struct migd_server_policy *out);
+	/* Optional: told the number of connections after each accept and
+	 * close (workers: the daemon came or went). */
+	void (*on_conns)(void *owner, unsigned nr_conns);
+	/* Optional: told after each call was served (workers: idle check). */
+	void (*after_call)(void *owner, unsigned call_case);
+};
 
 struct migd_sub {
 	struct migd_sub *next;
@@ -69,7 +103,6 @@ struct migd_tlsconn;
 struct mig_tls;
 
 struct migd_defer;
-struct migd_call;
 
 struct migd_conn {
 	union { /* first: the handle pointer is the connection pointer */
@@ -94,7 +127,9 @@ struct migd_conn {
 };
 
 struct migd_server {
-	struct migd *d;
+	uv_loop_t *loop;
+	const struct migd_server_ops *ops;
+	void *owner;
 	uv_pipe_t listener;
 	bool listening;
 	char path[108];
@@ -112,15 +147,6 @@ struct migd_server {
 	uint64_t handshake_timeouts; /* closed before the TLS handshake */
 	uint64_t handshake_evictions; /* closed for a newer handshake */
 	uint64_t idle_timeouts;	     /* closed after silence */
-	/* The daemon (host role) routes every call through @host, which
-	 * runs the handler and returns the call's name for logs; NULL = the
-	 * VM handlers of calls.h (a worker). */
-	const char *(*host)(unsigned call_case, struct migd_call *call);
-	/* Told the number of connections after each accept and close
-	 * (workers: the daemon came or went). */
-	void (*on_conns)(struct migd *d, unsigned nr_conns);
-	/* Told after each call was served (workers: idle check). */
-	void (*after_call)(struct migd *d, unsigned call_case);
 	bool stopping;
 	bool keep_path; /* started on a handed-over fd: not ours to unlink */
 };
@@ -131,7 +157,7 @@ struct migd_server {
  * response is sent), or fails the call with migd_call_fail().
  */
 struct migd_call {
-	struct migd *d;
+	void *owner; /* the server's (migd_server_start()) */
 	struct migd_conn *conn;
 	const Migd__Request *req;
 	Migd__Response *resp;
@@ -149,7 +175,7 @@ struct migd_call {
  * @df; if the client left meanwhile they only free it).
  */
 struct migd_defer {
-	struct migd *d;
+	void *owner; /* the server's */
 	struct migd_conn *conn; /* NULL once the client is gone */
 	uint64_t req_id;
 };
@@ -183,7 +209,8 @@ Migd__Status migd_status_from_errno(int err);
  * Listen on @path: refuses (-EADDRINUSE) when a live daemon answers there,
  * removes a stale socket file otherwise; the socket is mode 0600.
  */
-int migd_server_start(struct migd_server *srv, struct migd *d,
+int migd_server_start(struct migd_server *srv, uv_loop_t *loop,
+		      const struct migd_server_ops *ops, void *owner,
 		      const char *path);
 /*
  * Also serve on TCP @host:@port (port 0: any; the bound port is
@@ -201,8 +228,9 @@ int migd_server_listen_tcp(struct migd_server *srv, const char *host,
  * Serve on a listening Unix socket @fd that was handed over (a worker's,
  * bound by its daemon at @path, which stays the daemon's to remove).
  */
-int migd_server_start_fd(struct migd_server *srv, struct migd *d, int fd,
-			 const char *path);
+int migd_server_start_fd(struct migd_server *srv, uv_loop_t *loop,
+			 const struct migd_server_ops *ops, void *owner,
+			 int fd, const char *path);
 
 /* Stop listening, flush what is queued to each connection, then close
  * them (a worker that exits). */

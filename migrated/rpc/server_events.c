@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "hvcore/time.h"
-#include "migrated/host/daemon.h"
 #include "migrated/rpc/server_priv.h"
 
 struct migd_sub *migd_server_subscribe(struct migd_call *call)

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/host/daemon.h"
 #include "migrated/rpc/server_priv.h"
 #include "migrated/mig/addr.h"
 #include "migrated/mig/tls.h"
@@ -39,7 +38,8 @@ static bool socket_alive(const char *path)
 	return alive;
 }
 
-int migd_server_start(struct migd_server *srv, struct migd *d,
+int migd_server_start(struct migd_server *srv, uv_loop_t *loop,
+		      const struct migd_server_ops *ops, void *owner,
 		      const char *path)
 {
 	struct stat st;
@@ -47,7 +47,9 @@ int migd_server_start(struct migd_server *srv, struct migd *d,
 	int ret;
 
 	memset(srv, 0, sizeof(*srv));
-	srv->d = d;
+	srv->loop = loop;
+	srv->ops = ops;
+	srv->owner = owner;
 	if (strlen(path) >= sizeof(srv->path))
 		return -ENAMETOOLONG;
 	strcpy(srv->path, path);
@@ -58,7 +60,7 @@ int migd_server_start(struct migd_server *srv, struct migd *d,
 			return -EADDRINUSE;
 		unlink(path); /* stale, from a daemon that died */
 	}
-	ret = uv_pipe_init(d->loop, &srv->listener, 0);
+	ret = uv_pipe_init(loop, &srv->listener, 0);
 	if (ret)
 		return ret;
 	srv->listener.data = srv;
@@ -107,7 +109,7 @@ int migd_server_listen_tcp(struct migd_server *srv, const char *host,
 	ret = mig_tls_create(&tcfg, &srv->tls);
 	if (ret)
 		return ret;
-	ret = uv_tcp_init(srv->d->loop, &srv->tcp_listener);
+	ret = uv_tcp_init(srv->loop, &srv->tcp_listener);
 	if (ret)
 		goto fail_tls;
 	srv->tcp_listener.data = srv;
@@ -208,15 +210,18 @@ void migd_server_stop(struct migd_server *srv)
 
 /* ---- a listener handed over (workers) ---------------------------------- */
 
-int migd_server_start_fd(struct migd_server *srv, struct migd *d, int fd,
-			 const char *path)
+int migd_server_start_fd(struct migd_server *srv, uv_loop_t *loop,
+			 const struct migd_server_ops *ops, void *owner,
+			 int fd, const char *path)
 {
 	int ret;
 
 	memset(srv, 0, sizeof(*srv));
-	srv->d = d;
+	srv->loop = loop;
+	srv->ops = ops;
+	srv->owner = owner;
 	snprintf(srv->path, sizeof(srv->path), "%s", path);
-	ret = uv_pipe_init(d->loop, &srv->listener, 0);
+	ret = uv_pipe_init(loop, &srv->listener, 0);
 	if (ret)
 		return ret;
 	srv->listener.data = srv;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control RPC handlers, one per Request.call case (the dispatch table
- * is in server.c): VM calls in calls_vm.c, migration and subscription
+ * The worker's control RPC handlers, one per Request.call case (the
+ * dispatch table is in calls.c): VM calls in calls_vm.c, migration and subscription
  * calls in calls_mig.c, dirty-rate calls in calls_dirty.c. Each runs on the loop thread, fills call->resp or
  * fails the call (server.h).
  */
@@ -16,6 +16,10 @@
 #include "migrated/rpc/server.h"
 
 struct migd;
+
+/* Run call @call_case (struct migd_server_ops.dispatch): its handler, or
+ * UNIMPLEMENTED for a call the worker does not serve. Its name for logs. */
+const char *migd_vmm_dispatch(unsigned call_case, struct migd_call *call);
 
 void migd_call_ping(struct migd_call *call);
 /*

@@ -48,7 +48,7 @@ void migd_call_capabilities(struct migd_call *call)
 	Migd__CapabilitiesResult *r = migd_call_alloc(call, sizeof(*r));
 	char **feat = migd_call_alloc(call, (nb + 4) * sizeof(*feat));
 	char **acc = migd_call_alloc(call, HV_ACCEL_COUNT * sizeof(*acc));
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	size_t n = 0, na = 0;
 
 	if (!r || !feat || !acc)

@@ -78,7 +78,7 @@ void migd_call_vm_check(struct migd_call *call)
 			       "VM name missing");
 		return;
 	}
-	v = migd_registry_find(&call->d->reg, ref->name);
+	v = migd_registry_find(&migd_of(call)->reg, ref->name);
 	if (!v) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", ref->name);

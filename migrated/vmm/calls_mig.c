@@ -44,7 +44,7 @@ static Migd__MigInfo *mig_info_new(struct migd_call *call,
 void migd_call_mig_incoming(struct migd_call *call)
 {
 	const Migd__MigIncomingRequest *r = call->req->mig_incoming;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	struct migd_mig_params prm = { 0 };
 	Migd__MigIncomingResult *res;
 	struct migd_mig *m;
@@ -124,7 +124,7 @@ void migd_call_mig_incoming(struct migd_call *call)
 void migd_call_mig_start(struct migd_call *call)
 {
 	const Migd__MigStartRequest *r = call->req->mig_start;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	struct migd_mig_params prm = { 0 };
 	Migd__MigStartResult *res;
 	struct migd_mig *m;
@@ -233,7 +233,7 @@ static struct migd_mig *ref_mig(struct migd_call *call, const Migd__MigRef *r)
 
 	if (!migd_mig_ref_check(call, r))
 		return NULL;
-	m = migd_mig_find(call->d, r->id, r->vm);
+	m = migd_mig_find(migd_of(call), r->id, r->vm);
 	if (!m)
 		migd_mig_ref_missing(call, r);
 	return m;
@@ -260,12 +260,12 @@ void migd_call_mig_status(struct migd_call *call)
 		res->n_migrations = 1;
 		res->migrations = arr;
 	} else {
-		for (struct migd_mig *m = call->d->migs; m; m = m->next)
+		for (struct migd_mig *m = migd_of(call)->migs; m; m = m->next)
 			n++;
 		arr = n ? migd_call_alloc(call, n * sizeof(*arr)) : NULL;
 		if (n && !arr)
 			return;
-		for (struct migd_mig *m = call->d->migs; m; m = m->next)
+		for (struct migd_mig *m = migd_of(call)->migs; m; m = m->next)
 			if (!(arr[i++] = mig_info_new(call, m)))
 				return;
 		res->n_migrations = n;

@@ -84,14 +84,14 @@ void migd_call_ping(struct migd_call *call)
 	migd__ping_result__init(r);
 	r->version = (char *)MIGD_VERSION;
 	r->pid = (uint64_t)getpid();
-	r->default_accel = (char *)hv_accel_kind_name(call->d->accel);
+	r->default_accel = (char *)hv_accel_kind_name(migd_of(call)->accel);
 #ifdef MIGD_HAVE_ENGINE
 	r->engine = true;
 #endif
-	r->uptime_ms = (hv_now_ns() - call->d->start_ns) / 1000000;
-	r->requests_served = call->d->srv.requests;
-	r->tls_refused = call->d->srv.tls_refused;
-	r->rpc_tls = call->d->srv.tcp_listening;
+	r->uptime_ms = (hv_now_ns() - migd_of(call)->start_ns) / 1000000;
+	r->requests_served = migd_of(call)->srv.requests;
+	r->tls_refused = migd_of(call)->srv.tls_refused;
+	r->rpc_tls = migd_of(call)->srv.tcp_listening;
 	call->resp->result_case = MIGD__RESPONSE__RESULT_PING;
 	call->resp->ping = r;
 }
@@ -107,7 +107,7 @@ static struct migd_vm *ref_vm(struct migd_call *call, const Migd__VmRef *ref,
 			       "VM name missing");
 		return NULL;
 	}
-	v = migd_registry_find(&call->d->reg, ref->name);
+	v = migd_registry_find(&migd_of(call)->reg, ref->name);
 	if (!v) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", ref->name);
@@ -150,7 +150,7 @@ static const char *wl_name(const char *const *names, unsigned n,
 void migd_call_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	enum hv_accel_kind accel;
 	struct hv_vm_cfg cfg;
 	struct migd_wl wl;
@@ -245,7 +245,7 @@ void migd_call_vm_create(struct migd_call *call)
 
 void migd_call_vm_list(struct migd_call *call)
 {
-	struct migd_registry *reg = &call->d->reg;
+	struct migd_registry *reg = &migd_of(call)->reg;
 	Migd__VmListResult *r = migd_call_alloc(call, sizeof(*r));
 	Migd__VmInfo **arr;
 	Migd__VmInfo *infos;
@@ -412,7 +412,7 @@ static bool mig_pause(struct migd_call *call, struct migd_vm *v, bool pause)
 
 	if (!v->mig_id)
 		return false;
-	m = migd_mig_find(call->d, v->mig_id, NULL);
+	m = migd_mig_find(migd_of(call), v->mig_id, NULL);
 	ret = m ? migd_mig_vm_pause(m, pause) : -EALREADY;
 	if (ret == -EBUSY)
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
@@ -456,7 +456,7 @@ void migd_call_vm_pause(struct migd_call *call)
 	}
 	hv_info(COMP, "event=vm_paused vm=%s", v->name);
 	reply_vm(call, v);
-	migd_publish_vm_state(call->d, v, old, false);
+	migd_publish_vm_state(migd_of(call), v, old, false);
 }
 
 void migd_call_vm_resume(struct migd_call *call)
@@ -485,7 +485,7 @@ void migd_call_vm_resume(struct migd_call *call)
 	}
 	hv_info(COMP, "event=vm_resumed vm=%s", v->name);
 	reply_vm(call, v);
-	migd_publish_vm_state(call->d, v, old, false);
+	migd_publish_vm_state(migd_of(call), v, old, false);
 }
 
 void migd_call_vm_destroy(struct migd_call *call)
@@ -505,8 +505,8 @@ void migd_call_vm_destroy(struct migd_call *call)
 		return;
 	old = info->state;
 	info->state = MIGD__VM_STATE__VM_STATE_STOPPED;
-	migd_publish_vm_state(call->d, v, old, true);
-	migd_registry_remove(&call->d->reg, v);
+	migd_publish_vm_state(migd_of(call), v, old, true);
+	migd_registry_remove(&migd_of(call)->reg, v);
 	call->resp->result_case = MIGD__RESPONSE__RESULT_VM;
 	call->resp->vm = info;
 }

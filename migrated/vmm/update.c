@@ -96,7 +96,7 @@ static int connect_path(const char *path)
 void migd_call_worker_handover(struct migd_call *call)
 {
 	const Migd__WorkerHandoverRequest *r = call->req->worker_handover;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	struct migd_vm *v = d->reg.head;
 	struct migd_handover_times t = { 0 };
 	unsigned timeout = r->timeout_ms ? r->timeout_ms : HANDOVER_TIMEOUT_MS;

@@ -31,8 +31,10 @@
 struct migd;
 struct migd_call;
 
-/* Loop start-up of the worker role: hooks into the server. 0 or -errno. */
-int migd_worker_init(struct migd *d);
+/* The worker's control server (migd_server_start_fd(), owner: its struct
+ * migd): its calls (calls.c), and the hooks that notice a lost daemon
+ * and an idle worker. */
+extern const struct migd_server_ops migd_worker_server_ops;
 
 /* After anything that may leave the worker idle: exit if it is. */
 void migd_worker_check_idle(struct migd *d);
@@ -47,7 +49,7 @@ int migd_worker_claim_name(struct migd *d, const char *name, char *why,
  * subscription is served (worker.c). 0 or -errno. */
 int migd_worker_takeover_start(struct migd *d);
 
-/* The worker-only calls (server.c's table). */
+/* The worker-only calls (calls.c's table). */
 void migd_call_worker_info(struct migd_call *call);
 void migd_call_worker_handover(struct migd_call *call);
 

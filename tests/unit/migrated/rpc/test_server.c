@@ -20,7 +20,6 @@
 #include <openssl/ssl.h>
 
 #include "migrated/rpc/ctl_frame.h"
-#include "migrated/host/daemon.h"
 #include "migrated/rpc/server.h"
 #include "migrated/mig/devca.h"
 #include "migrated/mig/tls.h"
@@ -55,12 +54,45 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* ---- the server side: a bare struct migd around migd_server ---------- */
+/* ---- the server side: a bare migd_server with its own owner ---------- */
 
 struct rig {
 	uv_loop_t loop;
-	struct migd *d;
+	struct migd_server srv;
+	struct migd_server_policy pol;
 	uint16_t port;
+};
+
+static void rig_policy(void *owner, struct migd_server_policy *out)
+{
+	const struct rig *r = owner;
+
+	*out = r->pol;
+}
+
+/* Subscriptions only: what these tests send. */
+static const char *rig_dispatch(unsigned cs, struct migd_call *call)
+{
+	switch (cs) {
+	case MIGD__REQUEST__CALL_SUBSCRIBE:
+		migd_server_subscribe(call);
+		return "subscribe";
+	case MIGD__REQUEST__CALL_UNSUBSCRIBE:
+		if (migd_server_unsubscribe(call->conn,
+					    call->req->unsubscribe->subscription))
+			migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
+				       "no such subscription");
+		return "unsubscribe";
+	default:
+		migd_call_fail(call, MIGD__STATUS__STATUS_UNIMPLEMENTED,
+			       "unknown call (case %u)", cs);
+		return "?";
+	}
+}
+
+static const struct migd_server_ops rig_ops = {
+	.dispatch = rig_dispatch,
+	.policy = rig_policy,
 };
 
 static void rig_start(struct rig *r, uint32_t handshake_ms, uint32_t idle_ms)
@@ -68,27 +100,23 @@ static void rig_start(struct rig *r, uint32_t handshake_ms, uint32_t idle_ms)
 	char sock[700];
 
 	CU_ASSERT_FATAL(uv_loop_init(&r->loop) == 0);
-	r->d = calloc(1, sizeof(*r->d));
-	CU_ASSERT_FATAL(r->d != NULL);
-	r->d->loop = &r->loop;
-	r->d->cfg.rpc_handshake_timeout_ms = handshake_ms;
-	r->d->cfg.rpc_idle_timeout_ms = idle_ms;
-	migd_registry_init(&r->d->reg);
+	memset(&r->pol, 0, sizeof(r->pol));
+	r->pol.handshake_timeout_ms = handshake_ms;
+	r->pol.idle_timeout_ms = idle_ms;
 	snprintf(sock, sizeof(sock), "%s/control.sock", dir);
-	CU_ASSERT_FATAL(migd_server_start(&r->d->srv, r->d, sock) == 0);
-	CU_ASSERT_FATAL(migd_server_listen_tcp(&r->d->srv, "127.0.0.1", 0,
+	CU_ASSERT_FATAL(migd_server_start(&r->srv, &r->loop, &rig_ops, r,
+					  sock) == 0);
+	CU_ASSERT_FATAL(migd_server_listen_tcp(&r->srv, "127.0.0.1", 0,
 					       ca.ca_cert, ca.host_cert,
 					       ca.host_key) == 0);
-	r->port = r->d->srv.tcp_port;
+	r->port = r->srv.tcp_port;
 }
 
 static void rig_stop(struct rig *r)
 {
-	migd_server_stop(&r->d->srv);
+	migd_server_stop(&r->srv);
 	uv_run(&r->loop, UV_RUN_DEFAULT);
 	CU_ASSERT_EQUAL(uv_loop_close(&r->loop), 0);
-	migd_registry_fini(&r->d->reg);
-	free(r->d);
 }
 
 /* Run the loop until @done (set by a client thread). */
@@ -264,7 +292,7 @@ static void run_client(struct rig *r, struct client *c)
 	rig_run_until(r, &c->done);
 	pthread_join(t, NULL);
 	/* Let the server see the client's close as well. */
-	for (int i = 0; i < 200 && r->d->srv.nr_conns; i++) {
+	for (int i = 0; i < 200 && r->srv.nr_conns; i++) {
 		uv_run(&r->loop, UV_RUN_NOWAIT);
 		usleep(1000);
 	}
@@ -282,8 +310,8 @@ static void test_silent_tcp_client_closed_at_handshake_deadline(void)
 	CU_ASSERT(c.ok);
 	CU_ASSERT(c.closed);
 	CU_ASSERT(c.close_ms >= 250 && c.close_ms < 3000);
-	CU_ASSERT_EQUAL(r.d->srv.handshake_timeouts, 1);
-	CU_ASSERT_EQUAL(r.d->srv.nr_conns, 0); /* the slot is free again */
+	CU_ASSERT_EQUAL(r.srv.handshake_timeouts, 1);
+	CU_ASSERT_EQUAL(r.srv.nr_conns, 0); /* the slot is free again */
 	rig_stop(&r);
 }
 
@@ -302,7 +330,7 @@ static void test_partial_client_hello_closed_at_handshake_deadline(void)
 	run_client(&r, &c);
 	CU_ASSERT(c.ok && c.closed);
 	CU_ASSERT(c.close_ms >= 250 && c.close_ms < 3000);
-	CU_ASSERT_EQUAL(r.d->srv.handshake_timeouts, 1);
+	CU_ASSERT_EQUAL(r.srv.handshake_timeouts, 1);
 	rig_stop(&r);
 }
 
@@ -317,9 +345,9 @@ static void test_idle_client_closed_after_idle_not_handshake_deadline(void)
 	run_client(&r, &c);
 	CU_ASSERT(c.ok && c.closed);
 	CU_ASSERT(c.close_ms >= 800 && c.close_ms < 5000);
-	CU_ASSERT_EQUAL(r.d->srv.handshake_timeouts, 0);
-	CU_ASSERT_EQUAL(r.d->srv.idle_timeouts, 1);
-	CU_ASSERT_EQUAL(r.d->srv.nr_conns, 0);
+	CU_ASSERT_EQUAL(r.srv.handshake_timeouts, 0);
+	CU_ASSERT_EQUAL(r.srv.idle_timeouts, 1);
+	CU_ASSERT_EQUAL(r.srv.nr_conns, 0);
 	rig_stop(&r);
 }
 
@@ -339,7 +367,7 @@ static void test_subscriber_stays_open_until_it_unsubscribes(void)
 	CU_ASSERT(c.open_after_sub);
 	CU_ASSERT(c.closed);
 	CU_ASSERT(c.close_ms >= 300 && c.close_ms < 1500);
-	CU_ASSERT_EQUAL(r.d->srv.idle_timeouts, 1);
+	CU_ASSERT_EQUAL(r.srv.idle_timeouts, 1);
 	rig_stop(&r);
 }
 
@@ -352,7 +380,7 @@ static void test_zero_timeouts_never_close(void)
 	run_client(&r, &c);
 	CU_ASSERT(c.ok);
 	CU_ASSERT(!c.closed);
-	CU_ASSERT_EQUAL(r.d->srv.handshake_timeouts + r.d->srv.idle_timeouts,
+	CU_ASSERT_EQUAL(r.srv.handshake_timeouts + r.srv.idle_timeouts,
 			0);
 	rig_stop(&r);
 }
