@@ -104,6 +104,7 @@ KNOWN = {
     "migrated/vmm/migration_ops.c -> migrated/host/daemon.h",
     "migrated/vmm/monitor.c -> migrated/host/daemon.h",
     "migrated/vmm/update.c -> migrated/host/daemon.h",
+    "migrated/vmm/vm_info.c -> migrated/host/daemon.h",
     "migrated/vmm/worker.c -> migrated/host/daemon.h",
 }
 

@@ -59,13 +59,4 @@ void migd_call_vm_check(struct migd_call *call);
 bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r);
 void migd_mig_ref_missing(struct migd_call *call, const Migd__MigRef *r);
 
-/* A VmInfo of @v in @call's arena (NULL: call failed). */
-Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);
-/* Fill @info (strings point into @v: use before @v changes). */
-void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v);
-
-/* Publish a VM_STATE event for @v (before it is freed when @destroyed). */
-void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
-			   Migd__VmState old_state, bool destroyed);
-
 #endif

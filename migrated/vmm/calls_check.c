@@ -20,6 +20,7 @@
 #include "hvcore/vm.h"
 #include "hvcore/wl_verify.h"
 #include "migrated/vmm/calls.h"
+#include "migrated/vmm/vm_info.h"
 #include "migrated/host/daemon.h"
 
 #define COMP "migd.vm"

@@ -11,6 +11,7 @@
 #include "hvcore/log.h"
 #include "hvcore/vcpu.h"
 #include "migrated/vmm/calls.h"
+#include "migrated/vmm/vm_info.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/estimate.h"
 #include "migrated/vmm/monitor.h"

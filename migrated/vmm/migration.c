@@ -10,7 +10,7 @@
 
 #include "hvcore/log.h"
 #include "migrated/vmm/worker.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/vmm/vm_info.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"

@@ -24,7 +24,7 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/vmm/vm_info.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/monitor.h"
 #include "migrated/vmm/registry.h"

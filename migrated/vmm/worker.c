@@ -13,6 +13,7 @@
 
 #include "hvcore/log.h"
 #include "migrated/vmm/calls.h"
+#include "migrated/vmm/vm_info.h"
 #include "migrated/rpc/ctl_frame.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
