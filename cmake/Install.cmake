@@ -37,7 +37,10 @@ install(FILES ${CMAKE_BINARY_DIR}/tools/systemd/migrated.service
 	DESTINATION lib/systemd/system)
 
 install(FILES README.md LICENSE docs/api.md docs/architecture.md
-	docs/install.md docs/reliability.md
+	docs/install.md docs/reliability.md docs/memslots.md docs/vm.md
+	docs/kvm-dirty-tracking.md docs/soft-mmu.md docs/workload.md
+	docs/migration-protocol.md docs/processes.md docs/fleet.md
+	docs/testing.md docs/design-choices.md
 	DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 foreach(sec 1 5 8)

@@ -45,7 +45,7 @@ struct migd_metrics;
 struct migd_host;
 
 /*
- * The same objects serve two processes (docs/architecture.md):
+ * The same objects serve two processes (docs/processes.md):
  *   HOST    migrated, the daemon: control RPC (Unix + TCP/mTLS), names,
  *           migration history, events, metrics, supervision of workers
  *           (host.h); no VM lives here;
@@ -150,7 +150,7 @@ struct migd_cfg {
 #define MIGD_DIRTY_EVENT_MS_DEFAULT 1000u
 /* The bitmap: see docs/benchmarks.md, "Dirty ring or bitmap". */
 #define MIGD_DIRTY_RING_DEFAULT 0u
-/* Private anonymous + THP: see docs/architecture.md, "Guest RAM backing". */
+/* Private anonymous + THP: see docs/design-choices.md, "Guest RAM backing". */
 #define MIGD_BACKING_DEFAULT HV_BACKING_PRIVATE
 #define MIGD_RPC_HANDSHAKE_TIMEOUT_MS_DEFAULT 5000u
 #define MIGD_RPC_IDLE_TIMEOUT_MS_DEFAULT 120000u

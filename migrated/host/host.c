@@ -562,7 +562,7 @@ int migd_worker_spawn(struct migd *d, bool takeover,
 	args[n++] = "--log-level-num";
 	args[n++] = a_lvl;
 	/* The worker commits migrations in the fleet itself (host_fleet.h,
-	 * docs/architecture.md): it needs the keys, not the lease. */
+	 * docs/fleet.md): it needs the keys, not the lease. */
 	if (migd_host_fleet_id(d)) {
 		args[n++] = "--etcd";
 		args[n++] = d->cfg.etcd_endpoints;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * migd_host_drain: move every VM off this host to the other hosts of the
- * fleet (HostDrainRequest, `migratectl host drain`; docs/architecture.md,
+ * fleet (HostDrainRequest, `migratectl host drain`; docs/fleet.md,
  * "Host drain").
  *
  * The drain runs in this daemon, in a thread of its own that is a client

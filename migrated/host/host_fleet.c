@@ -134,7 +134,7 @@ static bool vm_migrating(struct migd_worker *w)
 
 /*
  * Pause every running VM the fence has not paused yet. A VM that is
- * MIGRATING out is left to its migration (docs/architecture.md,
+ * MIGRATING out is left to its migration (docs/fleet.md,
  * "Fencing"): the worker refuses to pause it, and its outcome is safe
  * either way -- the destination's commit needs etcd's yes, a source
  * whose commit got no answer stays UNRESOLVED (paused) until etcd says

@@ -12,7 +12,7 @@
  * Without --etcd every call here is a no-op that succeeds: standalone.
  *
  * Threads: loop thread. The claim/release calls block on etcd for at
- * most the client's timeout per member (docs/architecture.md, "Fleet").
+ * most the client's timeout per member (docs/fleet.md).
  */
 #ifndef MIGD_HOST_FLEET_H
 #define MIGD_HOST_FLEET_H

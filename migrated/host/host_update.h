@@ -2,7 +2,7 @@
 /*
  * Local live update (vm_update): replace a VM's worker by a fresh one
  * started from the migrated-vmm binary installed now, without copying
- * guest memory (docs/architecture.md, "Local live update").
+ * guest memory (docs/processes.md, "Local live update").
  *
  * Threads: loop thread.
  */

@@ -140,7 +140,7 @@ struct migd_mig {
  * while etcd cannot answer, for up to MIGD_FLEET_SETTLE_S or until a
  * cancel; returns the new result and fills @final, or -EINPROGRESS when
  * it still cannot tell).
- * docs/architecture.md, "The commit with the transaction".
+ * docs/fleet.md, "The commit with the transaction".
  */
 int migd_mig_fleet_incoming(struct migd_mig *m, const char *name, char *why,
 			    size_t why_len);
