@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "hvcore/dirtyrate.h"
-#include "hvcore/guest_mem.h"
+#include "hvcore/mem_backing.h"
 #include "migrated/host/config.h"
 #include "migrated/host/daemon.h"
 
@@ -216,7 +216,7 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg, char *err,
 	case O_ACCEL:
 		if (!strcmp(arg, "auto"))
 			cfg->accel = HV_ACCEL_INVALID;
-		else if ((cfg->accel = migd_accel_parse(
+		else if ((cfg->accel = hv_accel_kind_parse(
 				  arg, HV_ACCEL_INVALID)) == HV_ACCEL_INVALID)
 			return bad("--accel", arg, "kvm, soft or auto");
 		break;

@@ -18,21 +18,16 @@
 #include "migrated/host/host_drain.h"
 #include "migrated/host/host_fleet.h"
 #include "migrated/host/metrics.h"
-#include "migrated/vmm/migration.h"
-#include "migrated/vmm/monitor.h"
 #include "migrated/host/notify.h"
 #include "migrated/host/reload.h"
 #include "migrated/fleet/fleet.h"
 #include "migrated/mig/devca.h"
-#include "migrated/vmm/worker.h"
 
 #define COMP "migd"
 
-uint64_t migd_self_worker_id;
-
 /* mkdir -p with mode 0700 for the last component; an existing directory
  * owned by us is tightened to 0700 (it holds the socket and TLS keys). */
-static int make_private_dir(const char *path)
+int migd_private_dir(const char *path)
 {
 	char tmp[PATH_MAX];
 	struct stat st;
@@ -76,6 +71,23 @@ static enum hv_accel_kind resolve_accel(enum hv_accel_kind want)
 	return HV_ACCEL_SOFT;
 }
 
+void migd_tls_files(struct migd *d)
+{
+	snprintf(d->tls_ca, sizeof(d->tls_ca), "%s/ca.pem", d->cfg.tls_dir);
+	snprintf(d->tls_cert, sizeof(d->tls_cert), "%s/host.pem",
+		 d->cfg.tls_dir);
+	snprintf(d->tls_key, sizeof(d->tls_key), "%s/host.key",
+		 d->cfg.tls_dir);
+	d->tls_ready = !access(d->tls_ca, R_OK) && !access(d->tls_cert, R_OK) &&
+		       !access(d->tls_key, R_OK);
+	if (!d->tls_ready)
+		hv_warn(COMP,
+			"event=no_tls dir=%s hint=\"only insecure migrations "
+			"until ca.pem, host.pem and host.key exist, or use "
+			"--dev-tls\"",
+			d->cfg.tls_dir);
+}
+
 static int setup_tls(struct migd *d)
 {
 	struct mig_devca ca;
@@ -94,19 +106,7 @@ static int setup_tls(struct migd *d)
 		d->tls_ready = true;
 		return 0;
 	}
-	snprintf(d->tls_ca, sizeof(d->tls_ca), "%s/ca.pem", d->cfg.tls_dir);
-	snprintf(d->tls_cert, sizeof(d->tls_cert), "%s/host.pem",
-		 d->cfg.tls_dir);
-	snprintf(d->tls_key, sizeof(d->tls_key), "%s/host.key",
-		 d->cfg.tls_dir);
-	d->tls_ready = !access(d->tls_ca, R_OK) && !access(d->tls_cert, R_OK) &&
-		       !access(d->tls_key, R_OK);
-	if (!d->tls_ready)
-		hv_warn(COMP,
-			"event=no_tls dir=%s hint=\"only insecure migrations "
-			"until ca.pem, host.pem and host.key exist, or use "
-			"--dev-tls\"",
-			d->cfg.tls_dir);
+	migd_tls_files(d);
 	return 0;
 }
 
@@ -151,20 +151,15 @@ void migd_shutdown(struct migd *d)
 	d->stopping = true;
 	hv_info(COMP, "event=shutdown vms=%u workers=%u", d->reg.count,
 		d->host ? d->host->nr_workers : 0);
-	/* The daemon: its workers and their VMs keep running (unless
-	 * --stop-vms); a worker: its migrations first (an outgoing one must
-	 * give its VM back before the VM goes, an incoming one must discard
-	 * what it received), then its VM. */
+	/* Its workers and their VMs keep running (unless --stop-vms; a
+	 * worker stops in migrated/vmm/vmm.c). */
 	migd_notifyf("STOPPING=1\nSTATUS=stopping: %u VM(s), %u worker(s)",
 		     d->reg.count, d->host ? d->host->nr_workers : 0);
 	migd_host_fleet_stop(d);
 	migd_host_fini(d);
-	migd_mig_shutdown_all(d);
-	migd_monitor_events_stop(d);
 	migd_metrics_stop(d->metrics);
 	d->metrics = NULL;
 	migd_server_stop(&d->srv);
-	migd_registry_fini(&d->reg);
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
 	uv_signal_stop(&d->sig_hup);
@@ -173,7 +168,7 @@ void migd_shutdown(struct migd *d)
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
 }
 
-static void close_walk_cb(uv_handle_t *h, void *arg)
+void migd_close_walk_cb(uv_handle_t *h, void *arg)
 {
 	if (!uv_is_closing(h))
 		uv_close(h, NULL);
@@ -200,7 +195,7 @@ int migd_run(const struct migd_cfg *cfg)
 	if (!d->cfg.tls_dir[0])
 		snprintf(d->cfg.tls_dir, sizeof(d->cfg.tls_dir), "%.*s/tls",
 			 (int)(sizeof(d->cfg.tls_dir) - 5), d->cfg.state_dir);
-	ret = make_private_dir(d->cfg.state_dir);
+	ret = migd_private_dir(d->cfg.state_dir);
 	if (ret) {
 		hv_err(COMP, "event=start_failed state_dir=%s err=\"%s\"",
 		       d->cfg.state_dir, strerror(-ret));
@@ -218,22 +213,6 @@ int migd_run(const struct migd_cfg *cfg)
 		return 1;
 	}
 	d->loop = &loop;
-	migd_registry_init(&d->reg);
-	if (d->cfg.role == MIGD_ROLE_WORKER) {
-		migd_self_worker_id = d->cfg.worker_id;
-		ret = migd_server_start_fd(&d->srv, d->loop,
-					   &migd_worker_server_ops, d,
-					   d->cfg.listen_fd, d->cfg.socket_path);
-		if (!ret)
-			ret = migd_worker_fleet_open(d);
-		if (ret) {
-			hv_err(COMP, "event=start_failed worker=%llu err=%d",
-			       (unsigned long long)d->cfg.worker_id, ret);
-			d->exit_code = 1;
-			goto out_loop;
-		}
-		goto started;
-	}
 	ret = migd_server_start(&d->srv, d->loop, &host_server_ops, d,
 				d->cfg.socket_path);
 	if (ret) {
@@ -301,9 +280,6 @@ int migd_run(const struct migd_cfg *cfg)
 		migd_server_stop(&d->srv);
 		goto out_loop;
 	}
-started:
-	if (d->cfg.role == MIGD_ROLE_WORKER)
-		migd_monitor_events_start(d);
 	uv_signal_init(d->loop, &d->sig_term);
 	uv_signal_init(d->loop, &d->sig_int);
 	d->sig_term.data = d;
@@ -311,17 +287,8 @@ started:
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
 	uv_signal_init(d->loop, &d->sig_hup);
 	d->sig_hup.data = d;
-	if (d->cfg.role == MIGD_ROLE_HOST) {
-		uv_signal_start(&d->sig_int, signal_cb, SIGINT);
-		uv_signal_start(&d->sig_hup, sighup_cb, SIGHUP);
-	}
-	if (d->cfg.role == MIGD_ROLE_WORKER) {
-		hv_info(COMP, "event=worker_started worker=%llu pid=%d accel=%s",
-			(unsigned long long)d->cfg.worker_id, (int)getpid(),
-			hv_accel_kind_name(d->accel));
-		uv_run(d->loop, UV_RUN_DEFAULT);
-		goto out_loop;
-	}
+	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
+	uv_signal_start(&d->sig_hup, sighup_cb, SIGHUP);
 	hv_info(COMP,
 		"event=started version=%s pid=%d state_dir=%s socket=%s "
 		"rpc_tls=%s accel=%s tls=%s dirty_monitor=%s engine=%s",
@@ -345,7 +312,7 @@ started:
 out_loop:
 	/* Anything left open (a failed start) is closed so the loop can be
 	 * torn down without leaks. */
-	uv_walk(d->loop, close_walk_cb, NULL);
+	uv_walk(d->loop, migd_close_walk_cb, NULL);
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	uv_loop_close(d->loop);
 	ret = d->exit_code;

@@ -27,7 +27,7 @@
 #include <uv.h>
 
 #include "hvcore/accel.h"
-#include "hvcore/guest_mem.h"
+#include "hvcore/mem_backing.h"
 #include "migrated/rpc/rpcauth.h"
 #include "hvcore/log.h"
 #include "migrated/host/metrics.h"
@@ -204,7 +204,8 @@ static inline struct migd *migd_of(const struct migd_call *call)
 	return call->owner;
 }
 
-/* This process's worker id (0 in the daemon): VmInfo.worker_id. */
+/* This process's worker id (0 in the daemon): VmInfo.worker_id
+ * (migrated/vmm/vmm.c). */
 extern uint64_t migd_self_worker_id;
 
 /*
@@ -215,5 +216,14 @@ int migd_run(const struct migd_cfg *cfg);
 
 /* Begin a clean shutdown (idempotent); migd_run() returns afterwards. */
 void migd_shutdown(struct migd *d);
+
+/* Shared with the worker's start-up (migrated/vmm/vmm.c), until each
+ * process has its own struct: mkdir -p of @path, the last component
+ * 0700 and ours (0 or -errno); the TLS files' names from cfg.tls_dir and
+ * whether they exist (tls_ready; a warning when not); close every handle
+ * a failed start left open (uv_walk). */
+int migd_private_dir(const char *path);
+void migd_tls_files(struct migd *d);
+void migd_close_walk_cb(uv_handle_t *h, void *arg);
 
 #endif

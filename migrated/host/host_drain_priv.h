@@ -16,7 +16,6 @@
 
 #include "migrated/host/drain_place.h"
 #include "migrated/rpc/parse.h"
-#include "migrated/vmm/registry.h"
 #include "migrated/rpc/client.h"
 
 #define MIGD_DRAIN_HOSTS_MAX 256u

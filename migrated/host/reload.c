@@ -14,7 +14,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
-#include "hvcore/guest_mem.h"
+#include "hvcore/mem_backing.h"
 #include "hvcore/log.h"
 #include "migrated/host/config.h"
 #include "migrated/host/daemon.h"

@@ -46,7 +46,10 @@ void migd_call_mig_switchover(struct migd_call *call);
 void migd_call_mig_recover(struct migd_call *call);
 void migd_call_mig_tune(struct migd_call *call);
 void migd_call_mig_resolve(struct migd_call *call);
+/* calls_sub.c: subscriptions, served by the daemon and a worker alike;
+ * the progress interval of a subscription asking for @ms (0: default). */
 void migd_call_subscribe(struct migd_call *call);
+uint64_t migd_sub_interval_ns(uint32_t ms);
 void migd_call_unsubscribe(struct migd_call *call);
 void migd_call_dirty_rate(struct migd_call *call);
 void migd_call_converge_estimate(struct migd_call *call);
@@ -55,7 +58,7 @@ void migd_call_vm_set_workload(struct migd_call *call);
 void migd_call_vm_check(struct migd_call *call);
 
 /* A MigRef names something (else the call fails INVALID_ARGUMENT);
- * fail the call NOT_FOUND for @r. (calls_mig.c, host_calls.c) */
+ * fail the call NOT_FOUND for @r. (calls_sub.c; calls_mig.c, host_calls.c) */
 bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r);
 void migd_mig_ref_missing(struct migd_call *call, const Migd__MigRef *r);
 

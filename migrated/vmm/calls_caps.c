@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * The capabilities call (calls.h): what this daemon speaks, for clients
- * that must work across versions (docs/api.md, "Versions and
- * compatibility"). Loop thread; answered by the daemon and by a worker
- * alike.
+ * The calls about the process itself, answered by the daemon and by a
+ * worker alike (calls.h): ping, and capabilities, what this daemon speaks,
+ * for clients that must work across versions (docs/api.md, "Versions and
+ * compatibility"). Loop thread. Nothing here links the engine: the host
+ * daemon serves these too.
  */
 #include <fcntl.h>
 #include <unistd.h>
+
+#include "hvcore/time.h"
 
 #include "migrated/vmm/calls.h"
 #include "migrated/host/daemon.h"
@@ -81,4 +84,25 @@ void migd_call_capabilities(struct migd_call *call)
 	r->channels_max = MIG_CHANNELS_MAX;
 	call->resp->result_case = MIGD__RESPONSE__RESULT_CAPABILITIES;
 	call->resp->capabilities = r;
+}
+
+void migd_call_ping(struct migd_call *call)
+{
+	Migd__PingResult *r = migd_call_alloc(call, sizeof(*r));
+
+	if (!r)
+		return;
+	migd__ping_result__init(r);
+	r->version = (char *)MIGD_VERSION;
+	r->pid = (uint64_t)getpid();
+	r->default_accel = (char *)hv_accel_kind_name(migd_of(call)->accel);
+#ifdef MIGD_HAVE_ENGINE
+	r->engine = true;
+#endif
+	r->uptime_ms = (hv_now_ns() - migd_of(call)->start_ns) / 1000000;
+	r->requests_served = migd_of(call)->srv.requests;
+	r->tls_refused = migd_of(call)->srv.tls_refused;
+	r->rpc_tls = migd_of(call)->srv.tcp_listening;
+	call->resp->result_case = MIGD__RESPONSE__RESULT_PING;
+	call->resp->ping = r;
 }

@@ -79,7 +79,7 @@ void migd_call_mig_incoming(struct migd_call *call)
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
 	if (r->accel && *r->accel) {
-		prm.accel = migd_accel_parse(r->accel, HV_ACCEL_INVALID);
+		prm.accel = hv_accel_kind_parse(r->accel, HV_ACCEL_INVALID);
 		if (prm.accel == HV_ACCEL_INVALID) {
 			migd_call_fail(call,
 				       MIGD__STATUS__STATUS_INVALID_ARGUMENT,
@@ -207,25 +207,6 @@ void migd_call_mig_start(struct migd_call *call)
 	call->resp->mig_start = res;
 }
 
-bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r)
-{
-	if (r && (r->id || (r->vm && *r->vm)))
-		return true;
-	migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-		       "migration id or VM name missing");
-	return false;
-}
-
-void migd_mig_ref_missing(struct migd_call *call, const Migd__MigRef *r)
-{
-	if (r->id)
-		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-			       "no migration %llu", (unsigned long long)r->id);
-	else
-		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-			       "no migration of VM '%s'", r->vm);
-}
-
 /* Resolve a MigRef; fails the call when it names nothing. */
 static struct migd_mig *ref_mig(struct migd_call *call, const Migd__MigRef *r)
 {
@@ -275,15 +256,6 @@ void migd_call_mig_status(struct migd_call *call)
 	call->resp->mig_status = res;
 }
 
-static uint64_t interval_ns(uint32_t ms)
-{
-	if (!ms)
-		ms = MIGD_PROGRESS_INTERVAL_MS;
-	if (ms < MIGD_PROGRESS_INTERVAL_MIN_MS)
-		ms = MIGD_PROGRESS_INTERVAL_MIN_MS;
-	return (uint64_t)ms * 1000000ull;
-}
-
 static void reply_subscribed(struct migd_call *call, struct migd_mig *m)
 {
 	Migd__SubscribeResult *res = migd_call_alloc(call, sizeof(*res));
@@ -315,53 +287,10 @@ void migd_call_mig_watch(struct migd_call *call)
 		s->mig_id = m->id;
 		s->kinds = 1u << MIGD__EVENT_KIND__EVENT_KIND_MIG_PHASE |
 			   1u << MIGD__EVENT_KIND__EVENT_KIND_MIG_PROGRESS;
-		s->interval_ns = interval_ns(r->interval_ms);
+		s->interval_ns = migd_sub_interval_ns(r->interval_ms);
 		s->end_with_mig = true;
 	}
 	reply_subscribed(call, m);
-}
-
-void migd_call_subscribe(struct migd_call *call)
-{
-	const Migd__SubscribeRequest *r = call->req->subscribe;
-	uint32_t kinds = 0;
-	struct migd_sub *s;
-
-	for (size_t i = 0; i < r->n_kinds; i++) {
-		if (r->kinds[i] <= MIGD__EVENT_KIND__EVENT_KIND_INVALID ||
-		    r->kinds[i] >= MIGD__EVENT_KIND__EVENT_KIND_END) {
-			migd_call_fail(call,
-				       MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-				       "cannot subscribe to event kind %d",
-				       r->kinds[i]);
-			return;
-		}
-		kinds |= 1u << r->kinds[i];
-	}
-	if (r->vm && *r->vm && !migd_name_valid(r->vm)) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "invalid VM name '%s'", r->vm);
-		return;
-	}
-	s = migd_server_subscribe(call);
-	if (!s)
-		return;
-	s->kinds = kinds;
-	if (r->vm)
-		snprintf(s->vm, sizeof(s->vm), "%s", r->vm);
-	s->mig_id = r->migration_id;
-	s->interval_ns = interval_ns(r->interval_ms);
-	reply_subscribed(call, NULL);
-}
-
-void migd_call_unsubscribe(struct migd_call *call)
-{
-	uint64_t id = call->req->unsubscribe->subscription;
-
-	if (migd_server_unsubscribe(call->conn, id))
-		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-			       "no subscription %llu on this connection",
-			       (unsigned long long)id);
 }
 
 void migd_call_mig_cancel(struct migd_call *call)

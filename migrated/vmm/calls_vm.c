@@ -22,27 +22,6 @@
 
 #define COMP "migd.vm"
 
-void migd_call_ping(struct migd_call *call)
-{
-	Migd__PingResult *r = migd_call_alloc(call, sizeof(*r));
-
-	if (!r)
-		return;
-	migd__ping_result__init(r);
-	r->version = (char *)MIGD_VERSION;
-	r->pid = (uint64_t)getpid();
-	r->default_accel = (char *)hv_accel_kind_name(migd_of(call)->accel);
-#ifdef MIGD_HAVE_ENGINE
-	r->engine = true;
-#endif
-	r->uptime_ms = (hv_now_ns() - migd_of(call)->start_ns) / 1000000;
-	r->requests_served = migd_of(call)->srv.requests;
-	r->tls_refused = migd_of(call)->srv.tls_refused;
-	r->rpc_tls = migd_of(call)->srv.tcp_listening;
-	call->resp->result_case = MIGD__RESPONSE__RESULT_PING;
-	call->resp->ping = r;
-}
-
 /* Look a VM up by the request's VmRef; fails the call when missing. */
 static struct migd_vm *ref_vm(struct migd_call *call, const Migd__VmRef *ref,
 			      bool must_be_free)
@@ -106,7 +85,7 @@ void migd_call_vm_create(struct migd_call *call)
 	char err[256];
 	int ret;
 
-	accel = migd_accel_parse(r->accel, d->accel);
+	accel = hv_accel_kind_parse(r->accel, d->accel);
 	ret = migd_vm_cfg_build(r, accel, &cfg, &wl, err, sizeof(err));
 	if (ret) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,

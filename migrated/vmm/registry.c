@@ -27,17 +27,6 @@ _Static_assert((int)MIGD__WL_CONTENT__WL_CONTENT_STAMP ==
 			       HV_WL_CONTENT_RANDOM,
 	       "content values");
 
-enum hv_accel_kind migd_accel_parse(const char *s, enum hv_accel_kind dflt)
-{
-	if (!s || !*s)
-		return dflt;
-	if (!strcmp(s, "kvm"))
-		return HV_ACCEL_KVM;
-	if (!strcmp(s, "soft"))
-		return HV_ACCEL_SOFT;
-	return HV_ACCEL_INVALID;
-}
-
 #define FAIL(...)                                                            \
 	do {                                                                 \
 		snprintf(err, err_size, __VA_ARGS__);                        \

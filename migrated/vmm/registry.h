@@ -100,9 +100,6 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 		      enum hv_accel_kind accel, struct hv_vm_cfg *cfg,
 		      struct migd_wl *wl, char *err, size_t err_size);
 
-/* "kvm" / "soft" -> kind; "" -> @dflt; else HV_ACCEL_INVALID. */
-enum hv_accel_kind migd_accel_parse(const char *s, enum hv_accel_kind dflt);
-
 void migd_registry_init(struct migd_registry *reg);
 /* Destroys every VM (vCPUs stopped first). */
 void migd_registry_fini(struct migd_registry *reg);

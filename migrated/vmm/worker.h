@@ -30,6 +30,13 @@
 
 struct migd;
 struct migd_call;
+struct migd_cfg;
+
+/*
+ * Run the worker of @cfg (vmm.c) until SIGTERM or until it is idle.
+ * Returns the process exit code: 0, or 1 when start-up failed (logged).
+ */
+int migd_vmm_run(const struct migd_cfg *cfg);
 
 /* The worker's control server (migd_server_start_fd(), owner: its struct
  * migd): its calls (calls.c), and the hooks that notice a lost daemon

@@ -174,11 +174,11 @@ static void test_backing_names(void)
 
 static void test_accel_names(void)
 {
-	CU_ASSERT_EQUAL(migd_accel_parse("kvm", HV_ACCEL_SOFT), HV_ACCEL_KVM);
-	CU_ASSERT_EQUAL(migd_accel_parse("soft", HV_ACCEL_KVM), HV_ACCEL_SOFT);
-	CU_ASSERT_EQUAL(migd_accel_parse("", HV_ACCEL_SOFT), HV_ACCEL_SOFT);
-	CU_ASSERT_EQUAL(migd_accel_parse(NULL, HV_ACCEL_KVM), HV_ACCEL_KVM);
-	CU_ASSERT_EQUAL(migd_accel_parse("qemu", HV_ACCEL_KVM),
+	CU_ASSERT_EQUAL(hv_accel_kind_parse("kvm", HV_ACCEL_SOFT), HV_ACCEL_KVM);
+	CU_ASSERT_EQUAL(hv_accel_kind_parse("soft", HV_ACCEL_KVM), HV_ACCEL_SOFT);
+	CU_ASSERT_EQUAL(hv_accel_kind_parse("", HV_ACCEL_SOFT), HV_ACCEL_SOFT);
+	CU_ASSERT_EQUAL(hv_accel_kind_parse(NULL, HV_ACCEL_KVM), HV_ACCEL_KVM);
+	CU_ASSERT_EQUAL(hv_accel_kind_parse("qemu", HV_ACCEL_KVM),
 			HV_ACCEL_INVALID);
 }
 
