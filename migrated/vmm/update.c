@@ -24,6 +24,7 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/vmm/vm_info.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/monitor.h"
@@ -35,14 +36,6 @@
 #define COMP "vmm.update"
 #define HANDOVER_TIMEOUT_MS 5000u
 #define ACCEPT_TIMEOUT_MS 10000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the record as metadata -------------------------------------------- */
 
@@ -157,7 +150,7 @@ void migd_call_worker_handover(struct migd_call *call)
 	ret = migd_handover_offer(fd, v->vm, meta, meta_len, timeout, &t);
 	free(meta);
 	if (!ret) {
-		t.paused_at_ns = now_ns();
+		t.paused_at_ns = hv_now_ns();
 		ret = hv_vm_pause(v->vm);
 		paused = !ret;
 		if (!ret)
