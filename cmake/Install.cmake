@@ -2,7 +2,7 @@
 #
 #   cmake --install build/release --prefix /tmp/x   a relocatable tree:
 #       sbin/migrated, libexec/migrated/migrated-vmm (found from sbin
-#       through MIGD_VMM_RELDIR, migrated/daemon/CMakeLists.txt),
+#       through MIGD_VMM_RELDIR, migrated/host/CMakeLists.txt),
 #       bin/{migratectl,migrate-send,migrate-recv,dirtyrate,hvbench},
 #       etc/migrated/migrated.conf, lib/systemd/system/migrated.service,
 #       share/man/man{1,5,8}, share/doc/migrated,
@@ -55,7 +55,10 @@ install(CODE "
 install(FILES ${migd_unit_out} DESTINATION lib/systemd/system)
 
 install(FILES README.md LICENSE docs/api.md docs/architecture.md
-	docs/install.md docs/reliability.md
+	docs/install.md docs/reliability.md docs/memslots.md docs/vm.md
+	docs/kvm-dirty-tracking.md docs/soft-mmu.md docs/workload.md
+	docs/migration-protocol.md docs/processes.md docs/fleet.md
+	docs/testing.md docs/design-choices.md
 	DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 foreach(sec 1 5 8)

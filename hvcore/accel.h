@@ -163,5 +163,7 @@ struct hv_accel_ops {
 const char *hv_accel_kind_name(enum hv_accel_kind kind);
 const char *hv_dirty_mode_name(enum hv_dirty_mode mode);
 const char *hv_exit_kind_name(enum hv_exit_kind kind);
+/* "kvm" / "soft" -> kind; "" or NULL -> @dflt; else HV_ACCEL_INVALID. */
+enum hv_accel_kind hv_accel_kind_parse(const char *s, enum hv_accel_kind dflt);
 
 #endif

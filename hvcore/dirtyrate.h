@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hv_dirtyrate: the dirty-rate monitor of one running VM
- * (docs/architecture.md, "the dirty-rate monitor"). It knows nothing of the network: the daemon reads its
+ * (docs/kvm-dirty-tracking.md, "The dirty-rate monitor"). It knows nothing of the network: the daemon reads its
  * snapshots and publishes them.
  *
  * Source of truth: the VM's own dirty log. The monitor starts dirty

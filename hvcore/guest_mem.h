@@ -96,11 +96,6 @@ int hv_guest_mem_data_map(const struct hv_guest_mem *mem, uint64_t offset,
  */
 int hv_guest_mem_discard(struct hv_guest_mem *mem);
 
-/* "memfd", "memfd-thp", "hugetlb", "anon"; "?" for a bad value. */
-const char *hv_mem_backing_name(enum hv_mem_backing backing);
 
-/* The backing named @name (names above; "thp" is taken for "memfd-thp"),
- * HV_BACKING_INVALID for anything else. */
-enum hv_mem_backing hv_mem_backing_parse(const char *name);
 
 #endif

@@ -36,12 +36,6 @@ static const struct hv_accel_ops *const accel_ops[HV_ACCEL_COUNT] = {
 #endif
 };
 
-static const char *const accel_names[HV_ACCEL_COUNT] = {
-	[HV_ACCEL_INVALID] = "invalid",
-	[HV_ACCEL_KVM] = "kvm",
-	[HV_ACCEL_SOFT] = "soft",
-};
-
 static const char *const dirty_mode_names[HV_DIRTY_COUNT] = {
 	[HV_DIRTY_INVALID] = "off",   [HV_DIRTY_RING] = "ring",
 	[HV_DIRTY_BITMAP] = "bitmap", [HV_DIRTY_WP] = "wp",
@@ -55,11 +49,6 @@ static const char *const exit_kind_names[HV_EXIT_COUNT] = {
 	[HV_EXIT_ASSERT] = "assert",	   [HV_EXIT_SHUTDOWN] = "shutdown",
 	[HV_EXIT_ERROR] = "error",
 };
-
-const char *hv_accel_kind_name(enum hv_accel_kind kind)
-{
-	return (unsigned)kind < HV_ACCEL_COUNT ? accel_names[kind] : "?";
-}
 
 const char *hv_dirty_mode_name(enum hv_dirty_mode mode)
 {

@@ -42,26 +42,12 @@
 #include "hvcore/accel.h"
 #include "hvcore/ram_layout.h"
 #include "hvcore/types.h"
+#include "hvcore/mem_backing.h"
 #include "hvcore/workload.h"
 
 struct hv_vcpu;
 struct hv_memslots;
 struct hv_guest_mem;
-
-/*
- * Guest RAM backings (hvcore/guest_mem.h). The values are kept in
- * records (the handover's Backing); new ones go at the end. User-facing
- * names (hv_mem_backing_name): ANON is "memfd" (its identifier predates
- * the private backing), PRIVATE is "anon".
- */
-enum hv_mem_backing {
-	HV_BACKING_INVALID = 0,
-	HV_BACKING_ANON,    /* "memfd": memfd, 4 KiB pages */
-	HV_BACKING_THP,	    /* "memfd-thp": memfd + madvise(MADV_HUGEPAGE) */
-	HV_BACKING_HUGETLB, /* "hugetlb": memfd MFD_HUGETLB, 2 MiB (reserved) */
-	HV_BACKING_PRIVATE, /* "anon": private anonymous + MADV_HUGEPAGE, no fd */
-	HV_BACKING_COUNT,
-};
 
 enum hv_vm_state {
 	HV_VM_INVALID = 0,

@@ -29,8 +29,8 @@ declare -A srcs=(
 	[hello]="migrated/mig/handshake.c migrated/mig/conn.c"
 	[layout]="migrated/mig/layout.c"
 	[vmstate]="hvcore/vm.c hvcore/soft/soft_accel arch/x86/x86_state.c"
-	[ctl_frame]="migrated/daemon/ctl_frame.c"
-	[metrics_http]="migrated/daemon/http_head.c"
+	[ctl_frame]="migrated/rpc/ctl_frame.c"
+	[metrics_http]="migrated/rpc/http_head.c"
 	[etcd_json]="migrated/fleet/etcd_json.c"
 )
 targets=("$@")

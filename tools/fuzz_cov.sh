@@ -21,8 +21,8 @@ declare -A srcs=(
 	[hello]="migrated/mig/handshake.c migrated/mig/conn.c"
 	[layout]="migrated/mig/layout.c"
 	[vmstate]="hvcore/vm.c hvcore/soft/soft_accel.c hvcore/soft/soft_accel_vcpu.c arch/x86/x86_state.c"
-	[ctl_frame]="migrated/daemon/ctl_frame.c"
-	[metrics_http]="migrated/daemon/http_head.c"
+	[ctl_frame]="migrated/rpc/ctl_frame.c"
+	[metrics_http]="migrated/rpc/http_head.c"
 )
 declare -A funcs=(
 	[frame]="type_get mig_frame_hdr_decode mig_frame_unpack mig_frame_decode"

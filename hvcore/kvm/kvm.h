@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The KVM accelerator (docs/architecture.md, "kvm"): VMs on /dev/kvm that
+ * The KVM accelerator (docs/kvm-dirty-tracking.md): VMs on /dev/kvm that
  * boot the x86 guest image (arch/x86/guest) and log dirty pages with the
  * dirty ring or the manual-protect dirty bitmap.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * migd_etcd: a client of etcd's v3 API through its HTTP/JSON gateway
- * (libcurl + json-c; docs/architecture.md, "Fleet", says why not gRPC).
+ * (libcurl + json-c; docs/fleet.md, says why not gRPC).
  * One object talks to one cluster, given as a list of member URLs.
  *
  * Failover: requests go to the member that answered last. A member that

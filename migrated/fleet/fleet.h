@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * migd_fleet: this host's membership of a fleet kept in etcd
- * (docs/architecture.md, "Fleet"). It knows etcd and the key layout, not
+ * (docs/fleet.md). It knows etcd and the key layout, not
  * the daemon: the daemon (host_fleet.c) decides what to do with VMs.
  *
  * Keys, under cfg->prefix (default "/migrated/"):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * mig_dest, postcopy (dest_priv.h, docs/architecture.md "Postcopy").
+ * mig_dest, postcopy (dest_priv.h, docs/migration-protocol.md, "Postcopy").
  *
  * Switch: PostcopyUnsent frames fill the missing set (RAM-page order);
  * the VmState then sets up the installer (postcopy_uffd.h: our stale

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mig_pc_recover: the pieces both sides of a postcopy recovery share
- * (docs/architecture.md "Postcopy recovery").
+ * (docs/migration-protocol.md, "Postcopy recovery").
  *
  * After a break in postcopy the source reconnects with the same session
  * id; the destination then sends the pages it still lacks, slot by slot,

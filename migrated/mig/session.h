@@ -118,7 +118,7 @@ struct mig_opts {
 	/*
 	 * Destination (NULL: none). Called from the engine thread once the
 	 * Commit arrived, before the VM starts: the fleet's ownership
-	 * transaction (docs/architecture.md, "The commit with the
+	 * transaction (docs/fleet.md, "The commit with the
 	 * transaction"). 0 starts the VM; a negative errno refuses it
 	 * (Abort to the source, VM discarded) with the reason in @why. It
 	 * may block (an etcd round trip) but not on the controlling thread.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * mig_source, postcopy (source_priv.h, docs/architecture.md "Postcopy").
+ * mig_source, postcopy (source_priv.h, docs/migration-protocol.md, "Postcopy").
  *
  * Switch (VM paused, inside the downtime):
  *   final harvest -> the dirty set is what the destination lacks;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hvcore/time.h"
 #include "migrated/vmm/fdpass.h"
 
 #define HDR_BYTES 4u
@@ -21,18 +22,10 @@ struct deadline {
 	uint64_t at_ns;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void deadline_set(struct deadline *d, unsigned timeout_ms)
 {
 	d->none = timeout_ms == 0;
-	d->at_ns = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	d->at_ns = hv_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
 /* Wait for @events on @sock until the deadline: 0, -ETIMEDOUT, -errno. */
@@ -44,7 +37,7 @@ static int wait_for(int sock, short events, const struct deadline *d)
 		int ms = -1, r;
 
 		if (!d->none) {
-			uint64_t now = now_ns();
+			uint64_t now = hv_now_ns();
 
 			if (now >= d->at_ns)
 				return -ETIMEDOUT;

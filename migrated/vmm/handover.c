@@ -14,6 +14,7 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "hvcore/vm.h"
 #include "migrated/vmm/fdpass.h"
 #include "migrated/vmm/handover.h"
@@ -28,14 +29,6 @@
 #define STATE_MSG_MAX ((8u << 20) + 4096u)
 #define SMALL_MSG_MAX (4096u)
 #define WHY_LEN 192
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void say(char *why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -231,7 +224,7 @@ static int recv_state(int sock, struct hv_vm *vm, bool start,
 		say(why, "no State frame from the sender: %s", strerror(-ret));
 		return ret;
 	}
-	*took = now_ns();
+	*took = hv_now_ns();
 	m = migh__handover_state__unpack(NULL, len, buf);
 	free(buf);
 	if (!m || m->magic != STATE_MAGIC) {
@@ -256,7 +249,7 @@ static int recv_state(int sock, struct hv_vm *vm, bool start,
 		if (ret)
 			say(why, "start the vCPU threads: %s", strerror(-ret));
 	}
-	*took = now_ns() - *took;
+	*took = hv_now_ns() - *took;
 	return ret;
 }
 
@@ -277,7 +270,7 @@ static int recv_offer(int sock, unsigned timeout_ms, struct hv_vm **vm,
 		    strerror(-ret));
 		return ret;
 	}
-	*took = now_ns();
+	*took = hv_now_ns();
 	m = migh__handover__unpack(NULL, len, buf);
 	free(buf);
 	if (!m) {
@@ -306,7 +299,7 @@ static int recv_offer(int sock, unsigned timeout_ms, struct hv_vm **vm,
 	}
 	/* The VM holds its own dup (or nothing on failure). */
 	close(memfd);
-	*took = now_ns() - *took;
+	*took = hv_now_ns() - *took;
 	return ret;
 }
 
@@ -348,10 +341,10 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 	if (ret)
 		goto fail;
 	/* Committed: from here on the guest is ours, nothing fails. */
-	t0 = now_ns();
+	t0 = hv_now_ns();
 	if (start)
 		hv_vm_resume(vm);
-	t1 = now_ns();
+	t1 = hv_now_ns();
 	r.start_ns = t1 - t0;
 	r.started_at_ns = start ? t1 : 0;
 	ret = send_reply(sock, phase, 0, why, &r, timeout_ms);
@@ -461,7 +454,7 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	char why[WHY_LEN] = "";
 	int fd = hv_vm_mem_fd(vm);
 	bool remote;
-	uint64_t t0 = now_ns(), paused_at;
+	uint64_t t0 = hv_now_ns(), paused_at;
 	int ret;
 
 	if (!t)
@@ -511,7 +504,7 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	if (ret)
 		goto out;
 	t->create_ns = r->create_ns;
-	t->offer_ns = now_ns() - t0;
+	t->offer_ns = hv_now_ns() - t0;
 	migh__handover_reply__free_unpacked(r, NULL);
 out:
 	finish(vm, "offer", ret, t, why);
@@ -530,7 +523,7 @@ int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
 	enum hv_dirty_mode dm;
 	char why[WHY_LEN] = "";
 	bool remote = false;
-	uint64_t paused_at, t0 = now_ns();
+	uint64_t paused_at, t0 = hv_now_ns();
 	int ret;
 
 	if (!t)
@@ -555,7 +548,7 @@ int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
 		say(why, "save VM state: %s", strerror(-ret));
 		goto out;
 	}
-	t->save_ns = now_ns() - t0;
+	t->save_ns = hv_now_ns() - t0;
 	t->state_bytes = state.len;
 	ms.magic = STATE_MAGIC;
 	ms.vm_state.data = state.data;
@@ -567,12 +560,12 @@ int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
 		say(why, "send State frame: %s", strerror(-ret));
 		goto out;
 	}
-	t->sent_ns = now_ns() - paused_at;
+	t->sent_ns = hv_now_ns() - paused_at;
 	ret = wait_reply(sock, MIGH__PHASE__PHASE_PREPARED, timeout_ms, &r,
 			 &remote, why);
 	if (ret)
 		goto out;
-	t->prepared_ns = now_ns() - paused_at;
+	t->prepared_ns = hv_now_ns() - paused_at;
 	t->restore_ns = r->restore_ns;
 	migh__handover_reply__free_unpacked(r, NULL);
 	r = NULL;
@@ -598,7 +591,7 @@ int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
 	}
 	if (ret)
 		goto out;
-	t->total_ns = now_ns() - paused_at;
+	t->total_ns = hv_now_ns() - paused_at;
 	t->start_ns = r->start_ns;
 	if (r->started_at_ns > paused_at)
 		t->pause_ns = r->started_at_ns - paused_at;
@@ -627,7 +620,7 @@ int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 	if (!t)
 		t = &local;
 	if (!t->paused_at_ns)
-		t->paused_at_ns = now_ns();
+		t->paused_at_ns = hv_now_ns();
 	/* Refuse before anything goes out: the receiver holds nothing. */
 	if (st != HV_VM_PAUSED || dm != HV_DIRTY_INVALID) {
 		if (st != HV_VM_PAUSED)

@@ -14,9 +14,10 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/daemon/daemon.h"
-#include "migrated/daemon/parse.h"
-#include "migrated/daemon/registry.h"
+#include "migrated/host/daemon.h"
+#include "migrated/rpc/parse.h"
+#include "migrated/vmm/registry.h"
+#include "migrated/vmm/worker.h"
 
 enum { O_WID = 256, O_STATE, O_DSOCK, O_LFD, O_SOCK, O_ACCEL, O_TLS,
        O_LISTEN, O_IO, O_DMON, O_DINT, O_DSHIFT, O_DEVENT, O_RING, O_LOG,
@@ -103,7 +104,7 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 		*(c == O_LFD ? &cfg->listen_fd : &cfg->takeover_fd) = (int)v;
 		return 0;
 	case O_ACCEL:
-		cfg->accel = migd_accel_parse(arg, HV_ACCEL_INVALID);
+		cfg->accel = hv_accel_kind_parse(arg, HV_ACCEL_INVALID);
 		return cfg->accel == HV_ACCEL_INVALID ? -1 : 0;
 	case O_BACKING:
 		cfg->backing = hv_mem_backing_parse(arg);
@@ -198,5 +199,5 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* Ctrl-C in the daemon's terminal is the daemon's business. */
 	signal(SIGINT, SIG_IGN);
-	return migd_run(&cfg);
+	return migd_vmm_run(&cfg);
 }

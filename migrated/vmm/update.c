@@ -24,25 +24,18 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
-#include "migrated/daemon/calls.h"
-#include "migrated/daemon/daemon.h"
-#include "migrated/daemon/monitor.h"
-#include "migrated/daemon/registry.h"
-#include "migrated/daemon/server.h"
+#include "hvcore/time.h"
+#include "migrated/vmm/vm_info.h"
+#include "migrated/host/daemon.h"
+#include "migrated/vmm/monitor.h"
+#include "migrated/vmm/registry.h"
+#include "migrated/rpc/server.h"
 #include "migrated/vmm/handover.h"
 #include "migrated/vmm/worker.h"
 
 #define COMP "vmm.update"
 #define HANDOVER_TIMEOUT_MS 5000u
 #define ACCEPT_TIMEOUT_MS 10000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the record as metadata -------------------------------------------- */
 
@@ -96,7 +89,7 @@ static int connect_path(const char *path)
 void migd_call_worker_handover(struct migd_call *call)
 {
 	const Migd__WorkerHandoverRequest *r = call->req->worker_handover;
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	struct migd_vm *v = d->reg.head;
 	struct migd_handover_times t = { 0 };
 	unsigned timeout = r->timeout_ms ? r->timeout_ms : HANDOVER_TIMEOUT_MS;
@@ -157,7 +150,7 @@ void migd_call_worker_handover(struct migd_call *call)
 	ret = migd_handover_offer(fd, v->vm, meta, meta_len, timeout, &t);
 	free(meta);
 	if (!ret) {
-		t.paused_at_ns = now_ns();
+		t.paused_at_ns = hv_now_ns();
 		ret = hv_vm_pause(v->vm);
 		paused = !ret;
 		if (!ret)

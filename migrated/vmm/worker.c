@@ -12,12 +12,13 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/daemon/calls.h"
-#include "migrated/daemon/ctl_frame.h"
-#include "migrated/daemon/daemon.h"
-#include "migrated/daemon/migration.h"
-#include "migrated/daemon/monitor.h"
-#include "migrated/daemon/server.h"
+#include "migrated/vmm/calls.h"
+#include "migrated/vmm/vm_info.h"
+#include "migrated/rpc/ctl_frame.h"
+#include "migrated/host/daemon.h"
+#include "migrated/vmm/migration.h"
+#include "migrated/vmm/monitor.h"
+#include "migrated/rpc/server.h"
 #include "migrated/vmm/worker.h"
 
 #define COMP "vmm"
@@ -106,8 +107,10 @@ void migd_worker_check_idle(struct migd *d)
 	signals_close(d);
 }
 
-static void on_conns(struct migd *d, unsigned n)
+static void on_conns(void *owner, unsigned n)
 {
+	struct migd *d = owner;
+
 	if (n) {
 		if (d->orphaned)
 			hv_info(COMP, "event=readopted worker=%llu",
@@ -136,8 +139,10 @@ static void on_conns(struct migd *d, unsigned n)
 	migd_worker_check_idle(d);
 }
 
-static void after_call(struct migd *d, unsigned cs)
+static void after_call(void *owner, unsigned cs)
 {
+	struct migd *d = owner;
+
 	/* A takeover starts once its daemon subscribed: the VM_STATE that
 	 * announces the VM must find the subscription (update.c). */
 	if (cs == MIGD__REQUEST__CALL_SUBSCRIBE && d->cfg.takeover_fd >= 0 &&
@@ -161,18 +166,17 @@ static void after_call(struct migd *d, unsigned cs)
 	migd_worker_check_idle(d);
 }
 
-int migd_worker_init(struct migd *d)
-{
-	d->srv.on_conns = on_conns;
-	d->srv.after_call = after_call;
-	return 0;
-}
+const struct migd_server_ops migd_worker_server_ops = {
+	.dispatch = migd_vmm_dispatch,
+	.on_conns = on_conns,
+	.after_call = after_call,
+};
 
 /* ---- calls ------------------------------------------------------------- */
 
 void migd_call_worker_info(struct migd_call *call)
 {
-	struct migd *d = call->d;
+	struct migd *d = migd_of(call);
 	Migd__WorkerInfo *wi = migd_call_alloc(call, sizeof(*wi));
 	size_t n = 0, i = 0;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker role of struct migd (daemon.h): one process per VM, started
- * by the daemon (migrated/daemon/host.h) as migrated-vmm.
+ * by the daemon (migrated/host/host.h) as migrated-vmm.
  *
  * A worker serves the control protocol on the socket its daemon bound
  * for it and runs the VM handlers of calls.h on its one VM. It lives on
@@ -30,9 +30,18 @@
 
 struct migd;
 struct migd_call;
+struct migd_cfg;
 
-/* Loop start-up of the worker role: hooks into the server. 0 or -errno. */
-int migd_worker_init(struct migd *d);
+/*
+ * Run the worker of @cfg (vmm.c) until SIGTERM or until it is idle.
+ * Returns the process exit code: 0, or 1 when start-up failed (logged).
+ */
+int migd_vmm_run(const struct migd_cfg *cfg);
+
+/* The worker's control server (migd_server_start_fd(), owner: its struct
+ * migd): its calls (calls.c), and the hooks that notice a lost daemon
+ * and an idle worker. */
+extern const struct migd_server_ops migd_worker_server_ops;
 
 /* After anything that may leave the worker idle: exit if it is. */
 void migd_worker_check_idle(struct migd *d);
@@ -47,7 +56,7 @@ int migd_worker_claim_name(struct migd *d, const char *name, char *why,
  * subscription is served (worker.c). 0 or -errno. */
 int migd_worker_takeover_start(struct migd *d);
 
-/* The worker-only calls (server.c's table). */
+/* The worker-only calls (calls.c's table). */
 void migd_call_worker_info(struct migd_call *call);
 void migd_call_worker_handover(struct migd_call *call);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Target: the control RPC framing (migrated/daemon/ctl_frame.h) and the
+ * Target: the control RPC framing (migrated/rpc/ctl_frame.h) and the
  * messages it carries, as the daemon reads them from a client (Request)
  * and a client from the daemon (ServerMessage).
  *
@@ -18,7 +18,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "migrated/daemon/ctl_frame.h"
+#include "migrated/rpc/ctl_frame.h"
 #include "proto/control.pb-c.h"
 #include "tests/fuzz/fuzz_common.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Target: the metrics endpoint's HTTP request-head parser
- * (migrated/daemon/http_head.h), run the way metrics.c runs it: on the
+ * (migrated/rpc/http_head.h), run the way metrics.c runs it: on the
  * bytes received so far, after every read, until it gives a verdict, with
  * the endpoint's 8 KiB head buffer.
  *
@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "migrated/daemon/http_head.h"
+#include "migrated/rpc/http_head.h"
 #include "tests/fuzz/fuzz_common.h"
 
 #define HEAD_MAX 8191u /* metrics.c: HEAD_MAX - 1 bytes of head */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "hvcore/vm.h"
-#include "migrated/daemon/ctl_frame.h"
+#include "migrated/rpc/ctl_frame.h"
 #include "migrated/mig/batch.h"
 #include "migrated/mig/delta.h"
 #include "migrated/mig/conn.h"

@@ -31,10 +31,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "migrated/daemon/ctl_frame.h"
+#include "migrated/rpc/ctl_frame.h"
 #include "migrated/mig/devca.h"
 #include "proto/control.pb-c.h"
-#include "tools/rpc/client.h"
+#include "migrated/rpc/client.h"
 
 static int fails;
 

@@ -81,7 +81,7 @@ options_in() {
 	grep -oE '^\s*\{ ?"[a-z][a-z0-9-]*", (required|no)_argument' "$1" |
 		sed -E 's/.*"([^"]*)".*/\1/'
 }
-for pair in "$MIGRATED:migrated/daemon/config.c" \
+for pair in "$MIGRATED:migrated/host/config.c" \
 	"$SEND:tools/migrate-send/main.c" "$RECV:tools/migrate-recv/main.c"; do
 	bin=${pair%%:*}
 	src=$SRCDIR/${pair#*:}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fencing and a VM in a migration (docs/architecture.md, "Fencing"): the
+# Fencing and a VM in a migration (docs/fleet.md, "Fencing"): the
 # source host s loses etcd while its VM w migrates out to d (slowly: 256
 # KiB/s of incompressible pages, so it is still in precopy).
 #   1. the fence leaves w to its migration (fleet_fence_skip): it stays

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host drain (docs/architecture.md, "Host drain"): three daemons and a
+# Host drain (docs/fleet.md, "Host drain"): three daemons and a
 # real 3-member etcd on loopback.
 #   1. a drain with no other host in the fleet fails, says so, exits 1,
 #      and leaves every VM running where it was;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The worker-per-VM model (migrated/daemon/host.h, migrated/vmm/worker.h)
+# The worker-per-VM model (migrated/host/host.h, migrated/vmm/worker.h)
 # against real processes:
 #   1. the daemon killed (-9) while two VMs dirty memory: the workers and
 #      their guests run on; a new daemon re-adopts them (same pids) and

@@ -1,1 +1,1 @@
-hv_unit_area(migrated/vmm LIBS migd_vmm TIMEOUT 240)
+hv_unit_area(migrated/vmm LIBS migd_vmm migd_worker TIMEOUT 240)

@@ -4,7 +4,7 @@
 Two daemons from the same binary, started side by side: A without
 --rpc-role (every CA-signed client is operator: no rule to scan), B with
 32 rules of which the client's CN matches the last (the worst case of the
-per-call lookup in migrated/daemon/rpcauth.c). Rounds alternate A and B;
+per-call lookup in migrated/rpc/rpcauth.c). Rounds alternate A and B;
 each round sends CALLS pings on one persistent TLS connection and times
 each call. Prints per-round medians and the median over rounds.
 

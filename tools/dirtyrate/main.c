@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/dirtyrate/svg.h"
 #include "tools/rpc/cli.h"
-#include "tools/rpc/client.h"
+#include "migrated/rpc/client.h"
 #include "tools/rpc/json.h"
 
 #define SPARK_N 40

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/rpc/cli.h"
-#include "tools/rpc/client.h"
+#include "migrated/rpc/client.h"
 #include "tools/rpc/json.h"
 
 static void usage(FILE *f)

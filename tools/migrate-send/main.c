@@ -14,9 +14,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/rpc/cli.h"
-#include "tools/rpc/client.h"
+#include "migrated/rpc/client.h"
 #include "tools/rpc/json.h"
 #include "tools/rpc/migview.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/migratectl/ctl.h"
 
 static double mib(double bytes)

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/migratectl/ctl.h"
 #include "tools/rpc/cli.h"
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/migratectl/ctl.h"
 #include "tools/rpc/cli.h"
 #include "tools/rpc/fmt.h"

@@ -10,7 +10,7 @@
 
 #include "hvcore/ram_layout.h"
 #include "hvcore/workload.h" /* HV_WL_MAX_VCPUS: the daemon's vCPU limit */
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/migratectl/ctl.h"
 #include "tools/rpc/cli.h"
 #include "tools/rpc/fmt.h"

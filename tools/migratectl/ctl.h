@@ -11,7 +11,7 @@
 
 #include "proto/control.pb-c.h"
 #include "tools/rpc/cli.h"
-#include "tools/rpc/client.h"
+#include "migrated/rpc/client.h"
 
 struct ctl {
 	/* --socket, or --connect HOST:PORT (TCP + mutual TLS) */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/migratectl/ctl.h"
 #include "tools/rpc/cli.h"
 #include "tools/rpc/json.h"

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tools/rpc/client.h"
+#include "migrated/rpc/client.h"
 
 #define MIGD_CLI_SIZE_FMT                                                \
 	"a size: bytes, or a number with a binary suffix K|KiB, M|MiB, " \

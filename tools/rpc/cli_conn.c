@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "migrated/daemon/parse.h"
+#include "migrated/rpc/parse.h"
 #include "tools/rpc/cli.h"
 
 void migd_cli_conn_init(struct migd_cli_conn *cc)

@@ -2,7 +2,7 @@
 /*
  * How the guest image waits: halt with a timer instead of spinning, so
  * that a vCPU that paces itself or idles costs the host a few percent of
- * a CPU (docs/architecture.md, "hvcore: the workload").
+ * a CPU (docs/workload.md).
  *
  * Ring 3 (the workload) calls hv_guest_halt_until(); it goes down to
  * ring 0 as an HV_UCALL_HALT through the ud2 path (ucall.h), where

@@ -10,7 +10,7 @@
  * with `outl` to HV_UCALL_PORT, skips the ud2 and returns. Port I/O is done
  * in ring 0 because on the nested KVM of our build machines ring-3 port
  * I/O may raise #GP and `int $n` from ring 3 arrives as #UD
- * (docs/architecture.md, "Host facts"); the ud2 path is known to work.
+ * (docs/design-choices.md, "Host facts"); the ud2 path is known to work.
  * Ucalls are rare (progress, heartbeats every few ms, done/assert): each
  * costs a #UD and a VM exit.
  */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What host.c (workers), host_adopt.c (start-up, re-adoption, shutdown),
+ * host_events.c (events and migration records) and host_calls.c (calls)
+ * share. Not a contract for other files: migd__ prefix. Loop thread.
+ */
+#ifndef MIGD_HOST_PRIV_H
+#define MIGD_HOST_PRIV_H
+
+#include "migrated/host/host.h"
+
+struct migd_worker *migd__worker_new(struct migd *d, uint64_t wid);
+int migd__worker_connect(struct migd_worker *w);
+/* Forget @w (daemon shutdown): its record stays, it keeps running. */
+void migd__worker_detach(struct migd_worker *w);
+int migd__record_write(struct migd_worker *w);
+int migd__proc_start_time(int pid, uint64_t *out);
+
+/* An event from @w: update what the daemon keeps, publish it again. */
+void migd__host_event(struct migd_worker *w, const Migd__Event *ev);
+/* @w's VM crashed: publish VM_STATE (CRASHED). */
+void migd__host_vm_crashed(struct migd_worker *w);
+/* Take @info as @w's VM (name, state), publishing nothing. */
+void migd__host_set_info(struct migd_worker *w, const Migd__VmInfo *info);
+/* A VmInfo for an entry whose worker cannot answer (crashed). */
+void migd__host_info_fill(struct migd_worker *w, Migd__VmInfo *out);
+
+/* host_update.c: the new worker of an update published its VM / left. */
+void migd__host_update_ready(struct migd_worker *nw);
+void migd__host_update_lost(struct migd_worker *nw);
+
+#endif

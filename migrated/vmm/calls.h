@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker's control RPC handlers, one per Request.call case (the
+ * dispatch table is in calls.c): VM calls in calls_vm.c, migration and subscription
+ * calls in calls_mig.c, dirty-rate calls in calls_dirty.c. Each runs on the loop thread, fills call->resp or
+ * fails the call (server.h).
+ */
+#ifndef MIGD_CALLS_H
+#define MIGD_CALLS_H
+
+#include <stdbool.h>
+
+#include "hvcore/accel.h"
+
+#include "migrated/vmm/registry.h"
+#include "migrated/rpc/server.h"
+
+struct migd;
+
+/* Run call @call_case (struct migd_server_ops.dispatch): its handler, or
+ * UNIMPLEMENTED for a call the worker does not serve. Its name for logs. */
+const char *migd_vmm_dispatch(unsigned call_case, struct migd_call *call);
+
+void migd_call_ping(struct migd_call *call);
+/*
+ * calls_caps.c: the capabilities call (docs/api.md, "Versions and
+ * compatibility"), and whether accelerator @kind can create VMs on this
+ * host now (soft: always; kvm: /dev/kvm opens). Any thread.
+ */
+void migd_call_capabilities(struct migd_call *call);
+bool migd_accel_usable(enum hv_accel_kind kind);
+void migd_call_vm_create(struct migd_call *call);
+void migd_call_vm_list(struct migd_call *call);
+void migd_call_vm_inspect(struct migd_call *call);
+void migd_call_vm_pause(struct migd_call *call);
+void migd_call_vm_resume(struct migd_call *call);
+void migd_call_vm_destroy(struct migd_call *call);
+
+void migd_call_mig_incoming(struct migd_call *call);
+void migd_call_mig_start(struct migd_call *call);
+void migd_call_mig_status(struct migd_call *call);
+void migd_call_mig_watch(struct migd_call *call);
+void migd_call_mig_cancel(struct migd_call *call);
+void migd_call_mig_postcopy(struct migd_call *call);
+void migd_call_mig_switchover(struct migd_call *call);
+void migd_call_mig_recover(struct migd_call *call);
+void migd_call_mig_tune(struct migd_call *call);
+void migd_call_mig_resolve(struct migd_call *call);
+/* calls_sub.c: subscriptions, served by the daemon and a worker alike;
+ * the progress interval of a subscription asking for @ms (0: default). */
+void migd_call_subscribe(struct migd_call *call);
+uint64_t migd_sub_interval_ns(uint32_t ms);
+void migd_call_unsubscribe(struct migd_call *call);
+void migd_call_dirty_rate(struct migd_call *call);
+void migd_call_converge_estimate(struct migd_call *call);
+void migd_call_vm_set_workload(struct migd_call *call);
+/* calls_check.c: the page-stamp oracle over one VM. */
+void migd_call_vm_check(struct migd_call *call);
+
+/* A MigRef names something (else the call fails INVALID_ARGUMENT);
+ * fail the call NOT_FOUND for @r. (calls_sub.c; calls_mig.c, host_calls.c) */
+bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r);
+void migd_mig_ref_missing(struct migd_call *call, const Migd__MigRef *r);
+
+#endif

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the worker says of one VM: its VmInfo and VM_STATE events
+ * (vm_info.h). Loop thread.
+ */
+#include <unistd.h>
+
+#include "hvcore/guest_mem.h"
+#include "hvcore/kvm/kvm.h"
+#include "migrated/host/daemon.h"
+#include "migrated/vmm/vm_info.h"
+
+void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
+{
+	const struct hv_vm_cfg *cfg = &v->vm->cfg;
+
+	migd__vm_info__init(info);
+	info->name = v->name;
+	info->state = migd_vm_api_state(v);
+	info->mem_bytes = cfg->mem_bytes;
+	info->nr_vcpus = cfg->nr_vcpus;
+	info->accel = (char *)hv_accel_kind_name(cfg->accel);
+	info->created_unix_ms = v->created_unix_ms;
+	info->origin = (char *)(v->migrated_in ? "migrated" : "created");
+	info->dirty_ring = cfg->dirty_ring_entries;
+	info->worker_pid = (uint64_t)getpid();
+	info->worker_id = migd_self_worker_id;
+	info->updates = v->updates;
+	info->backing = (char *)hv_mem_backing_name(cfg->backing);
+	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
+		struct hv_kvm_ring_stats rs;
+
+		hv_kvm_get_ring_stats(v->vm, &rs);
+		info->ring_desyncs = rs.desyncs;
+		info->ring_resyncs = rs.resyncs;
+	}
+}
+
+Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v)
+{
+	Migd__VmInfo *info = migd_call_alloc(call, sizeof(*info));
+
+	if (info)
+		migd_vm_info_fill(info, v);
+	return info;
+}
+
+void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
+			   Migd__VmState old_state, bool destroyed)
+{
+	Migd__Event ev = MIGD__EVENT__INIT;
+	Migd__VmStateEvent body = MIGD__VM_STATE_EVENT__INIT;
+	Migd__VmInfo info;
+
+	migd_vm_info_fill(&info, v);
+	if (destroyed)
+		info.state = MIGD__VM_STATE__VM_STATE_STOPPED;
+	body.vm = &info;
+	body.old_state = old_state;
+	body.destroyed = destroyed;
+	ev.kind = MIGD__EVENT_KIND__EVENT_KIND_VM_STATE;
+	ev.body_case = MIGD__EVENT__BODY_VM_STATE;
+	ev.vm_state = &body;
+	migd_server_publish(&d->srv, &ev, v->name, 0, false);
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the worker says of one VM (struct migd_vm, registry.h): its VmInfo
+ * for the calls that answer with one, and the VM_STATE event published to
+ * subscribers when its state changes. Loop thread.
+ */
+#ifndef MIGD_VMM_VM_INFO_H
+#define MIGD_VMM_VM_INFO_H
+
+#include <stdbool.h>
+
+#include "migrated/rpc/server.h"
+#include "migrated/vmm/registry.h"
+#include "proto/control.pb-c.h"
+
+struct migd;
+
+/* A VmInfo of @v in @call's arena (NULL: call failed). */
+Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);
+/* Fill @info (strings point into @v: use before @v changes). */
+void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v);
+
+/* Publish a VM_STATE event for @v (before it is freed when @destroyed). */
+void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
+			   Migd__VmState old_state, bool destroyed);
+
+#endif

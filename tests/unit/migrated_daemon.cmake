@@ -1,1 +1,0 @@
-hv_unit_area(migrated/daemon LIBS migd LABELS tsan TIMEOUT 60)

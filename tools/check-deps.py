@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Check that includes between folders point downwards only.
+
+    tools/check-deps.py [SOURCE_DIR]
+
+Every #include "a/b/c.h" of a source file (.c, .h) outside tests/ is an
+edge from the file's component to the header's component. An edge to a
+component that LAYERS does not allow fails the check, unless it is listed
+in KNOWN (debt with a reason, to be paid off); the allowed edges must form
+no cycle, so no include cycle can cross folders. A KNOWN entry that no
+longer occurs is reported so that it can be deleted. Exit 0: clean, 1:
+violations, 2: usage. ctest runs it (test "deps", tests/CMakeLists.txt);
+docs/architecture.md draws the same picture.
+"""
+import os
+import re
+import sys
+
+# A component is a folder, but for hvcore's top level, which holds three:
+# the base (memory model, log, RCU, workload), the accelerator contract
+# (accel.h) and the generic VM over the accelerators.
+HVCORE_VM = {"vm", "vm_state", "vcpu", "guest_mem", "dirtyrate"}
+HVCORE_ACCEL = {"accel"}
+
+# What each component may include besides itself (and proto/, the
+# generated messages, which anyone may include). Lowest layers first.
+LAYERS = {
+    "proto": [],
+    "hvcore/base": [],
+    "arch/x86": ["hvcore/base"],
+    "arch/arm64": ["hvcore/base"],
+    "hvcore/accel": ["hvcore/base"],
+    "hvcore/kvm": ["hvcore/accel", "hvcore/base", "arch/x86"],
+    "hvcore/soft": ["hvcore/accel", "hvcore/base", "arch/x86", "arch/arm64"],
+    "hvcore/vm": ["hvcore/kvm", "hvcore/soft", "hvcore/accel",
+                  "hvcore/base", "arch/x86", "arch/arm64"],
+    "migrated/mig": ["hvcore/vm", "hvcore/accel", "hvcore/base"],
+    "migrated/fleet": ["hvcore/base"],
+    "migrated/rpc": ["migrated/mig", "hvcore/base"],
+    "migrated/vmm": ["migrated/rpc", "migrated/mig", "migrated/fleet",
+                     "hvcore/vm", "hvcore/kvm", "hvcore/soft",
+                     "hvcore/accel", "hvcore/base", "arch/x86",
+                     "arch/arm64"],
+    # The host reaches its workers over the control RPC only; from mig it
+    # takes the TLS context, addresses and the development CA.
+    "migrated/host": ["migrated/rpc", "migrated/mig", "migrated/fleet",
+                      "hvcore/accel", "hvcore/base"],
+    "tools/rpc": ["migrated/rpc", "hvcore/base"],
+    # Any other tool: anything below, and the tools' shared helpers.
+    "tools": ["tools/rpc", "migrated/host", "migrated/vmm", "migrated/rpc",
+              "migrated/mig", "migrated/fleet", "hvcore/vm", "hvcore/kvm",
+              "hvcore/soft", "hvcore/accel", "hvcore/base", "arch/x86",
+              "arch/arm64"],
+}
+
+# Known upward edges: "file -> header", each to be removed by the change
+# named next to it. Anything not here and not allowed above fails.
+KNOWN = {
+    # arch owns the page-table formats that hvcore/soft consumes (the
+    # contract should move down to arch/ or hvcore/base).
+    "arch/x86/ept.h -> hvcore/soft/pte_fmt.h",
+    "arch/arm64/stage2.h -> hvcore/soft/pte_fmt.h",
+    # x86 vCPU state names the accelerator kind.
+    "arch/x86/x86_vcpu.h -> hvcore/accel.h",
+    # The accelerators call back into the generic VM (vCPU checkpoints,
+    # memslots, guest memory): a narrow accessor header should replace it.
+    "hvcore/kvm/kvm_dirty.c -> hvcore/vcpu.h",
+    "hvcore/kvm/kvm_dirty.c -> hvcore/vm.h",
+    "hvcore/kvm/kvm_priv.h -> hvcore/vm.h",
+    "hvcore/kvm/kvm_state.c -> hvcore/vcpu.h",
+    "hvcore/kvm/kvm_state.c -> hvcore/vm.h",
+    "hvcore/kvm/kvm_vcpu.c -> hvcore/vcpu.h",
+    "hvcore/kvm/kvm_vcpu.c -> hvcore/vm.h",
+    "hvcore/kvm/kvm_vm.c -> hvcore/guest_mem.h",
+    "hvcore/kvm/kvm_vm.c -> hvcore/vm.h",
+    "hvcore/soft/soft_accel.h -> hvcore/vcpu.h",
+    "hvcore/soft/soft_accel.h -> hvcore/vm.h",
+    # The host checks the workers' dirty-monitor options against the
+    # monitor's limits (macros only: nothing of hvcore_vm is linked).
+    "migrated/host/config.c -> hvcore/dirtyrate.h",
+    # struct migd still serves both processes (migrated/host/daemon.h):
+    # the worker runs in it and shares its start-up helpers; the host
+    # serves the calls both answer (vmm/calls_caps.c, calls_sub.c: no
+    # engine) and keeps its workers' last MigInfo in migration.h's types.
+    "migrated/host/daemon.h -> migrated/vmm/registry.h",
+    "migrated/host/host_calls.c -> migrated/vmm/calls.h",
+    "migrated/host/host_calls.c -> migrated/vmm/migration.h",
+    "migrated/host/host_events.c -> migrated/vmm/migration.h",
+    "migrated/vmm/calls_caps.c -> migrated/host/daemon.h",
+    "migrated/vmm/calls_check.c -> migrated/host/daemon.h",
+    "migrated/vmm/calls_dirty.c -> migrated/host/daemon.h",
+    "migrated/vmm/calls_mig.c -> migrated/host/daemon.h",
+    "migrated/vmm/calls_vm.c -> migrated/host/daemon.h",
+    "migrated/vmm/main.c -> migrated/host/daemon.h",
+    "migrated/vmm/migration.c -> migrated/host/daemon.h",
+    "migrated/vmm/migration_fleet.c -> migrated/host/daemon.h",
+    "migrated/vmm/migration_ops.c -> migrated/host/daemon.h",
+    "migrated/vmm/monitor.c -> migrated/host/daemon.h",
+    "migrated/vmm/update.c -> migrated/host/daemon.h",
+    "migrated/vmm/vmm.c -> migrated/host/daemon.h",
+    "migrated/vmm/vmm.c -> migrated/host/host_fleet.h",
+    "migrated/vmm/vm_info.c -> migrated/host/daemon.h",
+    "migrated/vmm/worker.c -> migrated/host/daemon.h",
+}
+
+
+def component(path):
+    """The component of a repository path, or None (not checked)."""
+    parts = path.split("/")
+    if parts[0] == "hvcore":
+        if len(parts) > 2:
+            return "hvcore/" + parts[1]
+        stem = os.path.splitext(parts[1])[0]
+        if stem in HVCORE_VM:
+            return "hvcore/vm"
+        if stem in HVCORE_ACCEL:
+            return "hvcore/accel"
+        return "hvcore/base"
+    if parts[0] == "arch" and len(parts) > 2:
+        return "arch/" + parts[1]
+    if parts[0] == "migrated" and len(parts) > 2:
+        return "migrated/" + parts[1]
+    if parts[0] == "tools" and len(parts) > 2:
+        return "tools/rpc" if parts[1] == "rpc" else "tools"
+    if parts[0] == "proto":
+        return "proto"
+    return None
+
+
+def table_cycle():
+    """A cycle of LAYERS as a list of components, or None."""
+    state = {}
+
+    def visit(c, stack):
+        state[c] = 1
+        for n in LAYERS.get(c, []):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n] if n in stack else [c, n]
+            if not state.get(n):
+                cyc = visit(n, stack + [n])
+                if cyc:
+                    return cyc
+        state[c] = 2
+        return None
+
+    for c in LAYERS:
+        if not state.get(c):
+            cyc = visit(c, [c])
+            if cyc:
+                return cyc
+    return None
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def main():
+    if len(sys.argv) > 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    top = sys.argv[1] if len(sys.argv) == 2 else \
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    top = os.path.abspath(top)
+    for c, deps in LAYERS.items():
+        for d in deps:
+            if d not in LAYERS:
+                print(f"check-deps: table: {c} names unknown {d}")
+                return 1
+    cyc = table_cycle()
+    if cyc:
+        print("check-deps: the table has a cycle: " + " -> ".join(cyc))
+        return 1
+
+    bad, seen = [], set()
+    for root in ("arch", "hvcore", "migrated", "proto", "tools"):
+        for dirpath, _, files in os.walk(os.path.join(top, root)):
+            for name in sorted(files):
+                if not name.endswith((".c", ".h")):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, name), top)
+                src = component(path)
+                if src is None:
+                    continue
+                with open(os.path.join(top, path), errors="replace") as f:
+                    for lineno, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        if not m or "/" not in m.group(1):
+                            continue
+                        dst = component(m.group(1))
+                        if dst is None or dst == src or dst == "proto":
+                            continue
+                        if dst in LAYERS[src]:
+                            continue
+                        edge = f"{path} -> {m.group(1)}"
+                        if edge in KNOWN:
+                            seen.add(edge)
+                            continue
+                        bad.append(f"{path}:{lineno}: {src} may not "
+                                   f"include {m.group(1)} ({dst})")
+    for e in sorted(KNOWN - seen):
+        print(f"check-deps: known violation gone, delete it from KNOWN: {e}")
+    for b in bad:
+        print("check-deps: " + b)
+    if bad:
+        print(f"check-deps: {len(bad)} include(s) against the layers "
+              "(tools/check-deps.py, LAYERS)")
+        return 1
+    print(f"check-deps: ok ({len(seen)} known violation(s) left)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
