@@ -27,8 +27,7 @@ int hv_kvm_vcpu_state_save(struct hv_vcpu *vcpu, struct hv_blob *out)
 	struct hv_kvm_vm *k = kvm_of(vcpu->vm);
 	struct hv_kvm_vcpu *c = vcpu->accel;
 
-	return x86_vcpu_state_save(c->fd, vcpu->id, k->msrs, k->xsave_size,
-				   out);
+	return x86_vcpu_state_save(c->fd, vcpu->id, k->msrs, &k->fpu, out);
 }
 
 int hv_kvm_vcpu_state_restore(struct hv_vcpu *vcpu, const struct hv_blob *in)
@@ -36,5 +35,5 @@ int hv_kvm_vcpu_state_restore(struct hv_vcpu *vcpu, const struct hv_blob *in)
 	struct hv_kvm_vm *k = kvm_of(vcpu->vm);
 	struct hv_kvm_vcpu *c = vcpu->accel;
 
-	return x86_vcpu_state_restore(c->fd, vcpu->id, k->xsave_size, in);
+	return x86_vcpu_state_restore(c->fd, vcpu->id, &k->fpu, in);
 }
