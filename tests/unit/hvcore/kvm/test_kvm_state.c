@@ -190,11 +190,12 @@ static void test_restore_refuses_corrupt_or_mismatched_state(void)
 	free(blob.data);
 }
 
-static CU_TestInfo tests[] = {
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{"state_round_trip_guest_continues",
 	 test_state_round_trip_guest_continues},
 	{"restore_refuses_corrupt_or_mismatched_state",
 	 test_restore_refuses_corrupt_or_mismatched_state},
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("hvcore/kvm/state", NULL, NULL, tests);
+HV_TEST_SUITE_KVM("hvcore/kvm/state", NULL, NULL, kvm_tests);
