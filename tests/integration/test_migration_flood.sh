@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-have_kvm || { echo "SKIP: /dev/kvm not available"; exit 77; }
+need_kvm
 FLOOD="$(dirname "$0")/flood.py"
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
