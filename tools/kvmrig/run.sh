@@ -10,7 +10,7 @@
 #                       RAM costs the host nothing)
 #   -t, --timeout SECS  whole run, boot included (default 1800); on expiry
 #                       the rig is killed and the status is 124
-#       --cpu MODEL     QEMU -cpu (default qemu64,+svm,+npt)
+#       --cpu MODEL     QEMU -cpu (default qemu64,+svm,+npt,+pdpe1gb)
 #   -v, --verbose       copy the rig's kernel console to stderr
 #
 # The host's root filesystem is the rig's, read-only (9p); the repository
@@ -33,7 +33,7 @@ ncpu=$(nproc)
 cpus=$((ncpu > 4 ? 4 : ncpu))
 mem=6G
 tmo=1800
-cpu_model=qemu64,+svm,+npt
+cpu_model=qemu64,+svm,+npt,+pdpe1gb
 verbose=0
 
 die() {
@@ -190,8 +190,9 @@ while kill -0 "$qpid" 2>/dev/null; do
 		kill "$qpid" 2>/dev/null || true
 		wait "$qpid" 2>/dev/null || true
 		qpid=
+		cp "$console" "$cache/last-console.log" 2>/dev/null || true
 		echo "kvmrig: timed out after ${tmo}s: '$*' killed with the rig;" \
-			"console's tail:" >&2
+			"console's tail ($cache/last-console.log has it all):" >&2
 		tail -15 "$console" >&2
 		exit 124
 	fi
@@ -200,6 +201,8 @@ done
 wait "$qpid" && qrc=0 || qrc=$?
 qpid=
 wait
+# The rig's kernel console of the last run, kept for a post-mortem.
+cp "$console" "$cache/last-console.log" 2>/dev/null || true
 status=$(cat "$job/status" 2>/dev/null || true)
 case "$status" in
 [0-9]*) exit "$status" ;;
@@ -210,7 +213,7 @@ rig-error:*)
 *)
 	echo "kvmrig: the rig stopped without the command's status (QEMU" \
 		"exit $qrc); QEMU said: $(tail -3 "$job/qemu.log")" >&2
-	echo "kvmrig: console's tail:" >&2
-	tail -15 "$console" >&2
+	echo "kvmrig: console's tail ($cache/last-console.log has it all):" >&2
+	tail -40 "$console" >&2
 	exit 125 ;;
 esac
