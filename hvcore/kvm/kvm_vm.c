@@ -173,11 +173,17 @@ static int load_guest(struct hv_vm *vm, struct hv_kvm_vm *k)
 	/*
 	 * The guest's own boot tables (arch/x86/guest/entry.S) map the first
 	 * 4 GiB; the tables built here, which the APs start on and the BSP
-	 * switches to, map every guest-physical address of RAM (above the
-	 * hole too). They live between HV_X86_AP_PT_GPA and the image.
+	 * switches to, map the first 4 GiB and every guest-physical address
+	 * of RAM above (past the hole too). They live between
+	 * HV_X86_AP_PT_GPA and the image.
 	 */
 	layout = hv_vm_ram_layout(vm);
 	top = HV_DIV_ROUND_UP(hv_ram_top_gpa(&layout), 1ULL << 30) << 30;
+	/* Never less than the guest's own 4 GiB: the LAPIC and IOAPIC pages
+	 * sit below 4 GiB, above any small VM's RAM (mapping only RAM, a 64
+	 * MiB guest died of a triple fault, KVM_EXIT_SHUTDOWN, now and then
+	 * in the KVM rig). */
+	top = HV_MAX(top, 4ULL << 30);
 	gbpages = cpuid_has_gbpages(k->cpuid);
 	pt_pages = x86_pgtable_size(top, gbpages);
 	if (pt_pages < 0 ||
