@@ -4,6 +4,11 @@
 # monitor, the migration library, the daemon and the integration tests
 # with their real daemons) again under ThreadSanitizer. A sanitizer report
 # in a daemon's log fails its integration test (tests/integration/lib.sh).
+# The tests that need KVM (ctest label "kvm") run where /dev/kvm is: on
+# this host when it has one (in the ASan pass), else inside the KVM rig
+# (tools/kvmrig/run.sh: KVM nested under QEMU TCG), from the release build
+# (ASan under TCG is too slow; docs/testing.md has the figures).
+# KVMRIG_BUILD=asan runs them from the ASan build instead.
 # Last, every fuzz target runs for FUZZ_SECONDS (default 10) on its corpus
 # (tools/fuzz.sh, docs/fuzzing.md), so a decoder regression that one of the
 # corpus inputs or a short run finds fails the tests.
@@ -23,12 +28,24 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/tools/setup.sh" release
 
 rc=0
-echo "== tests: ASan + UBSan build"
-(cd "$top/build/asan" && ctest --output-on-failure "$@") || rc=1
+# Without /dev/kvm the host passes leave the kvm label out; the rig runs it.
+nokvm=()
+[ -r /dev/kvm ] && [ -w /dev/kvm ] || nokvm=(-LE kvm)
+echo "== tests: ASan + UBSan build${nokvm:+ (label kvm: in the KVM rig below)}"
+(cd "$top/build/asan" && ctest --output-on-failure "${nokvm[@]}" "$@") || rc=1
 echo "== tests: ThreadSanitizer build (label tsan)"
 (cd "$top/build/tsan" &&
 	TSAN_OPTIONS="suppressions=$top/tests/tsan.supp history_size=7 halt_on_error=0 $TSAN_OPTIONS_EXTRA" \
-	ctest --output-on-failure -L tsan "$@") || rc=1
+	ctest --output-on-failure -L tsan "${nokvm[@]}" "$@") || rc=1
+if [ ${#nokvm[@]} -gt 0 ]; then
+	kb=${KVMRIG_BUILD:-release}
+	echo "== tests: label kvm in the KVM rig (no /dev/kvm here; build/$kb)"
+	t0=$SECONDS
+	"$top/tools/kvmrig/run.sh" -t "${KVMRIG_TIMEOUT:-1500}" -- \
+		sh -c 'cd "$1" && shift && ctest --output-on-failure -L kvm "$@"' \
+		sh "$top/build/$kb" "$@" || rc=1
+	echo "== KVM rig: $((SECONDS - t0)) s"
+fi
 if [ $# -eq 0 ]; then
 	echo "== fuzz: every target for ${FUZZ_SECONDS:-10} s (tools/fuzz.sh)"
 	"$top/tools/fuzz.sh" "${FUZZ_SECONDS:-10}" || rc=1

@@ -59,6 +59,25 @@ static uint64_t *regs_array(struct kvm_regs *r)
 	return (uint64_t *)r;
 }
 
+void x86_fpu_caps_probe(int sys_fd, struct x86_fpu_caps *out)
+{
+	int r;
+
+	out->xsave = ioctl(sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE) > 0;
+	out->xcrs = ioctl(sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_XCRS) > 0;
+	r = out->xsave ? ioctl(sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2) : 0;
+	out->xsave2_size = r > 4096 ? r : 0;
+}
+
+/* The size of the FPU part of a saved vCPU: the XSAVE region, or none
+ * (struct kvm_fpu travels in its own field). */
+static size_t xsave_len(const struct x86_fpu_caps *fpu)
+{
+	if (!fpu->xsave)
+		return 0;
+	return fpu->xsave2_size > 4096 ? (size_t)fpu->xsave2_size : 4096;
+}
+
 static int get_tsc_offset(int fd, uint64_t *off)
 {
 	struct kvm_device_attr a = {.group = KVM_VCPU_TSC_CTRL,
@@ -80,8 +99,8 @@ static int set_tsc_offset(int fd, uint64_t off)
 }
 
 int x86_vcpu_state_save(int fd, uint32_t vcpu_id,
-			const struct x86_msr_list *msrs, int xsave_size,
-			struct hv_blob *out)
+			const struct x86_msr_list *msrs,
+			const struct x86_fpu_caps *fpu, struct hv_blob *out)
 {
 	Hvstate__X86VcpuState m = HVSTATE__X86_VCPU_STATE__INIT;
 	Hvstate__X86Segment segs[NR_SEGS], gdt, idt;
@@ -91,14 +110,15 @@ int x86_vcpu_state_save(int fd, uint32_t vcpu_id,
 	struct kvm_msrs *km = NULL;
 	struct kvm_regs regs;
 	struct kvm_sregs sr;
-	struct kvm_xcrs xcrs;
+	struct kvm_xcrs xcrs = {0};
 	struct kvm_lapic_state lapic;
 	struct kvm_vcpu_events ev;
 	struct kvm_mp_state mp;
 	struct kvm_debugregs dr;
+	struct kvm_fpu kfpu;
 	uint64_t crs[NR_CRS];
 	void *xs = NULL;
-	size_t xs_len = xsave_size > 4096 ? (size_t)xsave_size : 4096;
+	size_t xs_len = xsave_len(fpu);
 	int ret = 0;
 
 	if (ioctl(fd, KVM_GET_REGS, &regs) < 0 ||
@@ -107,9 +127,10 @@ int x86_vcpu_state_save(int fd, uint32_t vcpu_id,
 	    ioctl(fd, KVM_GET_VCPU_EVENTS, &ev) < 0 ||
 	    ioctl(fd, KVM_GET_MP_STATE, &mp) < 0 ||
 	    ioctl(fd, KVM_GET_DEBUGREGS, &dr) < 0 ||
-	    ioctl(fd, KVM_GET_XCRS, &xcrs) < 0)
+	    (fpu->xcrs && ioctl(fd, KVM_GET_XCRS, &xcrs) < 0) ||
+	    (!fpu->xsave && ioctl(fd, KVM_GET_FPU, &kfpu) < 0))
 		return -errno;
-	xs = calloc(1, xs_len);
+	xs = calloc(1, xs_len ? xs_len : 1);
 	km = calloc(1, sizeof(*km) + msrs->n * sizeof(km->entries[0]));
 	msr = calloc(msrs->n ? msrs->n : 1, sizeof(*msr));
 	msrp = calloc(msrs->n ? msrs->n : 1, sizeof(*msrp));
@@ -117,8 +138,9 @@ int x86_vcpu_state_save(int fd, uint32_t vcpu_id,
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (ioctl(fd, xsave_size > 4096 ? KVM_GET_XSAVE2 : KVM_GET_XSAVE, xs) <
-	    0) {
+	if (fpu->xsave &&
+	    ioctl(fd, fpu->xsave2_size > 4096 ? KVM_GET_XSAVE2 : KVM_GET_XSAVE,
+		  xs) < 0) {
 		ret = -errno;
 		goto out;
 	}
@@ -167,6 +189,10 @@ int x86_vcpu_state_save(int fd, uint32_t vcpu_id,
 	m.apic_base = sr.apic_base;
 	m.xsave.data = xs;
 	m.xsave.len = xs_len;
+	if (!fpu->xsave) {
+		m.fpu.data = (uint8_t *)&kfpu;
+		m.fpu.len = sizeof(kfpu);
+	}
 	if (xcrs.nr_xcrs > MAX_XCRS)
 		xcrs.nr_xcrs = MAX_XCRS;
 	for (uint32_t i = 0; i < xcrs.nr_xcrs; i++) {
@@ -216,6 +242,7 @@ static int check_vcpu_msg(const Hvstate__X86VcpuState *m, uint32_t vcpu_id,
 	if (m->version != X86_STATE_VERSION || m->vcpu_id != vcpu_id ||
 	    m->n_regs != NR_REGS || m->n_segs != NR_SEGS || !m->gdt ||
 	    !m->idt || m->n_cr != NR_CRS || m->xsave.len != xs_len ||
+	    m->fpu.len != (xs_len ? 0 : sizeof(struct kvm_fpu)) ||
 	    m->n_xcrs > MAX_XCRS || m->n_msrs > MAX_MSRS ||
 	    m->lapic.len != sizeof(((struct kvm_lapic_state *)0)->regs) ||
 	    m->events.len != sizeof(struct kvm_vcpu_events) ||
@@ -227,10 +254,11 @@ static int check_vcpu_msg(const Hvstate__X86VcpuState *m, uint32_t vcpu_id,
 	return 0;
 }
 
-int x86_vcpu_state_restore(int fd, uint32_t vcpu_id, int xsave_size,
+int x86_vcpu_state_restore(int fd, uint32_t vcpu_id,
+			   const struct x86_fpu_caps *fpu,
 			   const struct hv_blob *in)
 {
-	size_t xs_len = xsave_size > 4096 ? (size_t)xsave_size : 4096;
+	size_t xs_len = xsave_len(fpu);
 	Hvstate__X86VcpuState *m;
 	struct kvm_msrs *km = NULL;
 	struct kvm_regs regs;
@@ -240,6 +268,7 @@ int x86_vcpu_state_restore(int fd, uint32_t vcpu_id, int xsave_size,
 	struct kvm_vcpu_events ev;
 	struct kvm_mp_state mp;
 	struct kvm_debugregs dr;
+	struct kvm_fpu kfpu;
 	const char *step = "decode";
 	int ret = 0;
 
@@ -300,19 +329,34 @@ int x86_vcpu_state_restore(int fd, uint32_t vcpu_id, int xsave_size,
 		goto out;
 	}
 	ret = 0;
-	step = "xsave";
-	/* KVM_SET_XSAVE accepts the larger KVM_GET_XSAVE2 buffer too. */
-	if (ioctl(fd, KVM_SET_XSAVE, m->xsave.data) < 0)
-		goto err_errno;
+	if (fpu->xsave) {
+		step = "xsave";
+		/* KVM_SET_XSAVE accepts the larger KVM_GET_XSAVE2 buffer
+		 * too. */
+		if (ioctl(fd, KVM_SET_XSAVE, m->xsave.data) < 0)
+			goto err_errno;
+	} else {
+		step = "fpu";
+		memcpy(&kfpu, m->fpu.data, sizeof(kfpu));
+		if (ioctl(fd, KVM_SET_FPU, &kfpu) < 0)
+			goto err_errno;
+	}
 	memset(&xcrs, 0, sizeof(xcrs));
 	xcrs.nr_xcrs = (uint32_t)m->n_xcrs;
 	for (size_t i = 0; i < m->n_xcrs; i++) {
 		xcrs.xcrs[i].xcr = m->xcrs[i]->xcr;
 		xcrs.xcrs[i].value = m->xcrs[i]->value;
 	}
+	/* A host without XSAVE has no XCRs to set (and refuses the ioctl);
+	 * a state that carries some cannot be loaded there. */
 	step = "xcrs";
-	if (ioctl(fd, KVM_SET_XCRS, &xcrs) < 0)
-		goto err_errno;
+	if (fpu->xcrs) {
+		if (ioctl(fd, KVM_SET_XCRS, &xcrs) < 0)
+			goto err_errno;
+	} else if (m->n_xcrs) {
+		ret = -EINVAL;
+		goto out_log;
+	}
 	memcpy(lapic.regs, m->lapic.data, sizeof(lapic.regs));
 	step = "lapic";
 	if (ioctl(fd, KVM_SET_LAPIC, &lapic) < 0)

@@ -35,17 +35,34 @@ int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3, uint64_t rdi);
 int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out);
 
 /*
+ * How the host's KVM saves the FPU and extended registers, probed once per
+ * VM. A host CPU without XSAVE (QEMU's qemu64 model, for one) has neither
+ * KVM_CAP_XSAVE nor KVM_CAP_XCRS: the FPU/SSE state then travels as
+ * struct kvm_fpu (KVM_GET/SET_FPU) and there are no XCRs, as in QEMU.
+ */
+struct x86_fpu_caps {
+	bool xsave;	 /* KVM_CAP_XSAVE: KVM_GET/SET_XSAVE, else _FPU */
+	bool xcrs;	 /* KVM_CAP_XCRS: KVM_GET/SET_XCRS, else none */
+	int xsave2_size; /* KVM_CAP_XSAVE2 size when > 4096, else 0 */
+};
+
+void x86_fpu_caps_probe(int sys_fd, struct x86_fpu_caps *out);
+
+/*
  * Save / restore one vCPU: regs, sregs, XSAVE (KVM_GET_XSAVE2 when
- * @xsave_size > 4096, else KVM_GET_XSAVE), XCRs, MSRs of @msrs, LAPIC,
- * vCPU events, MP state, debug registers, TSC offset when the vCPU has the
+ * @fpu->xsave2_size > 4096, else KVM_GET_XSAVE; KVM_GET_FPU without
+ * XSAVE), XCRs when the host has them, MSRs of @msrs, LAPIC, vCPU events,
+ * MP state, debug registers, TSC offset when the vCPU has the
  * KVM_VCPU_TSC_CTRL attribute. Restore validates the whole message first
- * (-EINVAL), then applies in the order KVM needs (sregs before MSRs and
- * LAPIC, regs last).
+ * (-EINVAL; also for a state saved on a host with the other FPU format),
+ * then applies in the order KVM needs (sregs before MSRs and LAPIC, regs
+ * last).
  */
 int x86_vcpu_state_save(int vcpu_fd, uint32_t vcpu_id,
-			const struct x86_msr_list *msrs, int xsave_size,
-			struct hv_blob *out);
-int x86_vcpu_state_restore(int vcpu_fd, uint32_t vcpu_id, int xsave_size,
+			const struct x86_msr_list *msrs,
+			const struct x86_fpu_caps *fpu, struct hv_blob *out);
+int x86_vcpu_state_restore(int vcpu_fd, uint32_t vcpu_id,
+			   const struct x86_fpu_caps *fpu,
 			   const struct hv_blob *in);
 
 /* VM: KVM clock, TSC frequency (from @vcpu0_fd), PIC and IOAPIC. */

@@ -40,7 +40,7 @@ struct hv_kvm_vm {
 	uint32_t ring_entries; /* 0: no dirty ring */
 	bool ring_acq_rel;
 	bool manual_protect;
-	int xsave_size; /* KVM_CAP_XSAVE2 size, 0 if absent */
+	struct x86_fpu_caps fpu; /* XSAVE or FPU, XCRs or none */
 	void *cpuid;	/* struct kvm_cpuid2 from GET_SUPPORTED */
 	uint32_t entry32;
 	uint64_t ap_entry64;

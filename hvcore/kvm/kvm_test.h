@@ -28,4 +28,12 @@ typedef void (*hv_kvm_drain_hook_fn)(void *arg, uint32_t entries);
 void hv_kvm_test_set_drain_hook(struct hv_vm *vm, hv_kvm_drain_hook_fn fn,
 				void *arg, uint32_t min_pending);
 
+/*
+ * KVM_SET_MSRS of one MSR on vCPU @vcpu of a paused VM, as a guest OS
+ * would have set it (the test guest leaves its MSRs at their reset
+ * values, so a state round trip could not tell a lost one). 0 or -errno.
+ */
+int hv_kvm_test_set_msr(struct hv_vm *vm, uint32_t vcpu, uint32_t index,
+			uint64_t value);
+
 #endif

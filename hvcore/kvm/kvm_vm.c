@@ -27,7 +27,10 @@
 #endif
 
 /* Capabilities without which no VM is created; the error names the one
- * missing (kvmtool's habit). Mode-specific ones are checked at start. */
+ * missing (kvmtool's habit). Mode-specific ones are checked at start.
+ * XSAVE and XCRS are not here: a host CPU without XSAVE (QEMU's qemu64)
+ * has neither, and the FPU state then travels as KVM_GET/SET_FPU
+ * (x86_fpu_caps_probe()), as QEMU does. */
 static const struct {
 	long cap;
 	const char *name;
@@ -39,8 +42,6 @@ static const struct {
 	{KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"},
 	{KVM_CAP_GET_TSC_KHZ, "KVM_CAP_GET_TSC_KHZ"},
 	{KVM_CAP_ADJUST_CLOCK, "KVM_CAP_ADJUST_CLOCK"},
-	{KVM_CAP_XSAVE, "KVM_CAP_XSAVE"},
-	{KVM_CAP_XCRS, "KVM_CAP_XCRS"},
 	{KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS"},
 	{KVM_CAP_DEBUGREGS, "KVM_CAP_DEBUGREGS"},
 	{KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE"},
@@ -131,26 +132,28 @@ static int setup_ring(struct hv_vm *vm, struct hv_kvm_vm *k)
 			  bytes);
 }
 
+/* PDPE1GB (CPUID 0x80000001 EDX bit 26) in the CPUID the vCPUs get: the
+ * page tables may use 1 GiB leaves. */
+static bool cpuid_has_gbpages(const void *cpuid)
+{
+	const struct kvm_cpuid2 *c = cpuid;
+
+	for (uint32_t i = 0; i < c->nent; i++)
+		if (c->entries[i].function == 0x80000001)
+			return c->entries[i].edx >> 26 & 1;
+	return false;
+}
+
 static int load_guest(struct hv_vm *vm, struct hv_kvm_vm *k)
 {
 	const char *path =
 		vm->cfg.guest_elf ? vm->cfg.guest_elf : HV_GUEST_ELF_PATH;
 	struct x86_pvh_image img;
-	int ret;
+	struct hv_ram_layout layout;
+	uint64_t top;
+	bool gbpages;
+	int ret, pt_pages;
 
-	/*
-	 * The guest image's boot tables (arch/x86/guest/entry.S) and the
-	 * APs' (HV_X86_AP_PT_*) identity-map the first 4 GiB only: RAM from
-	 * 4 GiB up (hvcore/ram_layout.h) would fault in the guest. Refused
-	 * clearly until the guest maps all of its RAM.
-	 */
-	if (vm->cfg.mem_bytes > HV_RAM_HOLE_START) {
-		hv_err("kvm",
-		       "op=load_guest mem=%llu err=%d "
-		       "reason=guest_maps_only_4GiB_above_3GiB_unsupported",
-		       (unsigned long long)vm->cfg.mem_bytes, -EOPNOTSUPP);
-		return -EOPNOTSUPP;
-	}
 	ret = x86_pvh_load(path, vm->mem->hva, vm->mem->bytes, &img);
 	if (ret)
 		return ret;
@@ -167,15 +170,39 @@ static int load_guest(struct hv_vm *vm, struct hv_kvm_vm *k)
 		       path, -ENOEXEC);
 		return -ENOEXEC;
 	}
+	/*
+	 * The guest's own boot tables (arch/x86/guest/entry.S) map the first
+	 * 4 GiB; the tables built here, which the APs start on and the BSP
+	 * switches to, map the first 4 GiB and every guest-physical address
+	 * of RAM above (past the hole too). They live between
+	 * HV_X86_AP_PT_GPA and the image.
+	 */
+	layout = hv_vm_ram_layout(vm);
+	top = HV_DIV_ROUND_UP(hv_ram_top_gpa(&layout), 1ULL << 30) << 30;
+	/* Never less than the guest's own 4 GiB: the LAPIC and IOAPIC pages
+	 * sit below 4 GiB, above any small VM's RAM (mapping only RAM, a 64
+	 * MiB guest died of a triple fault, KVM_EXIT_SHUTDOWN, now and then
+	 * in the KVM rig). */
+	top = HV_MAX(top, 4ULL << 30);
+	gbpages = cpuid_has_gbpages(k->cpuid);
+	pt_pages = x86_pgtable_size(top, gbpages);
+	if (pt_pages < 0 ||
+	    HV_X86_AP_PT_GPA + (uint64_t)pt_pages * HV_PAGE_SIZE > img.lowest) {
+		hv_err("kvm",
+		       "op=load_guest mem=%llu pt_pages=%d gbpages=%d err=%d "
+		       "reason=page_tables_do_not_fit_below_the_image",
+		       (unsigned long long)vm->cfg.mem_bytes, pt_pages,
+		       gbpages, -EOPNOTSUPP);
+		return -EOPNOTSUPP;
+	}
 	k->entry32 = img.entry32;
 	k->ap_entry64 = img.ap_entry64;
 	ret = x86_pvh_write_start_info(vm->mem->hva, vm->mem->bytes,
 				       HV_X86_START_INFO_GPA);
 	if (ret)
 		return ret;
-	/* The guest maps the first 4 GiB; so do the APs' tables. */
-	ret = x86_pgtable_build_identity(vm->mem->hva, vm->mem->bytes,
-					 HV_X86_AP_PT_GPA, 4ULL << 30);
+	ret = x86_pgtable_build_identity(vm->mem->hva, img.lowest,
+					 HV_X86_AP_PT_GPA, top, gbpages);
 	return ret < 0 ? ret : 0;
 }
 
@@ -228,8 +255,7 @@ static int kvm_vm_init(struct hv_vm *vm)
 		hv_err("kvm", "op=irqchip err=%d", ret);
 		goto err_vm;
 	}
-	r = hv_kvm_check_cap(k, KVM_CAP_XSAVE2);
-	k->xsave_size = r > 4096 ? r : 0;
+	x86_fpu_caps_probe(k->vm_fd, &k->fpu);
 	if (vm->cfg.dirty_ring_entries) {
 		ret = setup_ring(vm, k);
 		if (ret)

@@ -41,6 +41,39 @@ static int ctl_recv(struct mig_source *s, struct mig_frame_hdr *h,
 	return ret;
 }
 
+/* The error for a reply @m of type @h->type that is not the one wanted: an
+ * Abort/Cancel from the peer names it, anything else is -EPROTO. Records
+ * the failure in the progress; does not free @m. */
+static int unwanted_reply(struct mig_source *s, const struct mig_frame_hdr *h,
+			  ProtobufCMessage *m, const char *what)
+{
+	int ret;
+
+	if (h->type == MIG__MSG_TYPE__MSG_ABORT &&
+	    ((Mig__Abort *)m)->reason == MIG__ABORT_REASON__ABORT_CANCELLED) {
+		mig__prog_fail(&s->prog, -ECANCELED,
+			       "%s: " SRC_DEST_CANCELLED, what);
+		ret = -ECANCELED;
+	} else if (h->type == MIG__MSG_TYPE__MSG_ABORT) {
+		Mig__Abort *a = (Mig__Abort *)m;
+
+		mig__prog_fail(&s->prog, -ECONNABORTED,
+			       "%s: destination aborted (reason %d): %.160s",
+			       what, (int)a->reason, a->detail ? a->detail : "");
+		ret = -ECONNABORTED;
+	} else if (h->type == MIG__MSG_TYPE__MSG_CANCEL) {
+		mig__prog_fail(&s->prog, -ECANCELED,
+			       "%s: " SRC_DEST_CANCELLED, what);
+		ret = -ECANCELED;
+	} else {
+		mig__prog_fail(&s->prog, -EPROTO,
+			       "%s: unexpected %s from destination", what,
+			       mig_frame_type_name(h->type));
+		ret = -EPROTO;
+	}
+	return ret;
+}
+
 /* Receive the reply of @want type; an Abort/Cancel from the peer or any
  * other message is an error, with the peer's reason in the message. */
 int src_ctl_expect(struct mig_source *s, unsigned want,
@@ -53,28 +86,7 @@ int src_ctl_expect(struct mig_source *s, unsigned want,
 		FAIL(s, ret, "%s: control channel: %s", what, strerror(-ret));
 	if (h.type == want)
 		return 0;
-	if (h.type == MIG__MSG_TYPE__MSG_ABORT &&
-	    ((Mig__Abort *)*m)->reason == MIG__ABORT_REASON__ABORT_CANCELLED) {
-		mig__prog_fail(&s->prog, -ECANCELED,
-			       "%s: " SRC_DEST_CANCELLED, what);
-		ret = -ECANCELED;
-	} else if (h.type == MIG__MSG_TYPE__MSG_ABORT) {
-		Mig__Abort *a = (Mig__Abort *)*m;
-
-		mig__prog_fail(&s->prog, -ECONNABORTED,
-			       "%s: destination aborted (reason %d): %.160s",
-			       what, (int)a->reason, a->detail ? a->detail : "");
-		ret = -ECONNABORTED;
-	} else if (h.type == MIG__MSG_TYPE__MSG_CANCEL) {
-		mig__prog_fail(&s->prog, -ECANCELED,
-			       "%s: " SRC_DEST_CANCELLED, what);
-		ret = -ECANCELED;
-	} else {
-		mig__prog_fail(&s->prog, -EPROTO,
-			       "%s: unexpected %s from destination", what,
-			       mig_frame_type_name(h.type));
-		ret = -EPROTO;
-	}
+	ret = unwanted_reply(s, &h, *m, what);
 	mig_frame_msg_free(*m);
 	*m = NULL;
 	mig_conn_set_error(s->ctl, ret);
@@ -218,6 +230,16 @@ int src_setup(struct mig_source *s)
 			       refuse_name(r->reason),
 			       r->detail ? r->detail : "");
 		mig_frame_msg_free(m);
+		return ret;
+	}
+	/* A destination cancelled while the source set up (seen on a slow
+	 * host, KVM nested under TCG) answers Cancel: the peer cancelled,
+	 * not a protocol error. */
+	if (h.type == MIG__MSG_TYPE__MSG_CANCEL ||
+	    h.type == MIG__MSG_TYPE__MSG_ABORT) {
+		ret = unwanted_reply(s, &h, m, "setup reply");
+		mig_frame_msg_free(m);
+		mig_conn_set_error(s->ctl, ret);
 		return ret;
 	}
 	if (h.type != MIG__MSG_TYPE__MSG_SETUP_ACCEPT ||

@@ -110,13 +110,21 @@ static void restore(const uint8_t *data, size_t size)
 static void x86_components(const Hvstate__VmState *m)
 {
 	struct hv_blob b = {m->vm.data, m->vm.len};
+	/* Both FPU formats: an XSAVE host's and one without XSAVE. */
+	static const struct x86_fpu_caps fpus[] = {
+		{.xsave = true, .xcrs = true},
+		{.xsave = false, .xcrs = false},
+	};
 	int ret = x86_vm_state_restore(-1, -1, &b);
 
 	FUZZ_CHECK(ret == -EINVAL || ret == -EBADF);
 	for (size_t i = 0; i < m->n_vcpus; i++) {
 		b = (struct hv_blob){m->vcpus[i].data, m->vcpus[i].len};
-		ret = x86_vcpu_state_restore(-1, (uint32_t)i, 4096, &b);
-		FUZZ_CHECK(ret == -EINVAL || ret == -EBADF);
+		for (size_t f = 0; f < HV_ARRAY_SIZE(fpus); f++) {
+			ret = x86_vcpu_state_restore(-1, (uint32_t)i, &fpus[f],
+						     &b);
+			FUZZ_CHECK(ret == -EINVAL || ret == -EBADF);
+		}
 	}
 }
 

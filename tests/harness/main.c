@@ -15,20 +15,33 @@ struct suite {
 	CU_InitializeFunc init;
 	CU_CleanupFunc clean;
 	CU_TestInfo *tests;
+	bool kvm; /* HV_TEST_SUITE_KVM: needs /dev/kvm */
 };
 
 static struct suite suites[MAX_SUITES];
 static unsigned nr_suites;
 static atomic_uint nr_skipped;
 
-void hv_test_register(const char *name, CU_InitializeFunc init,
-		      CU_CleanupFunc clean, CU_TestInfo *tests)
+static void suite_register(const char *name, CU_InitializeFunc init,
+			   CU_CleanupFunc clean, CU_TestInfo *tests, bool kvm)
 {
 	if (nr_suites == MAX_SUITES) {
 		fprintf(stderr, "too many test suites\n");
 		abort();
 	}
-	suites[nr_suites++] = (struct suite){ name, init, clean, tests };
+	suites[nr_suites++] = (struct suite){ name, init, clean, tests, kvm };
+}
+
+void hv_test_register(const char *name, CU_InitializeFunc init,
+		      CU_CleanupFunc clean, CU_TestInfo *tests)
+{
+	suite_register(name, init, clean, tests, false);
+}
+
+void hv_test_register_kvm(const char *name, CU_InitializeFunc init,
+			  CU_CleanupFunc clean, CU_TestInfo *tests)
+{
+	suite_register(name, init, clean, tests, true);
 }
 
 bool hv_test_have_kvm(void)
@@ -39,6 +52,13 @@ bool hv_test_have_kvm(void)
 		return false;
 	close(fd);
 	return true;
+}
+
+bool hv_test_kvm_emulated(void)
+{
+	const char *s = getenv("KVMRIG");
+
+	return s && *s && strcmp(s, "0");
 }
 
 void hv_test_skip(const char *test, const char *why)
@@ -66,17 +86,33 @@ static bool selected(const char *name, int argc, char **argv)
 	return false;
 }
 
+/*
+ * --kvm: only the suites that need KVM (ctest's test labelled "kvm");
+ * --no-kvm: only the others. Neither: every suite.
+ */
 int main(int argc, char **argv)
 {
+	enum { ALL, KVM_ONLY, NO_KVM } which = ALL;
 	unsigned failures;
 
+	if (argc > 1 && !strcmp(argv[1], "--kvm"))
+		which = KVM_ONLY;
+	else if (argc > 1 && !strcmp(argv[1], "--no-kvm"))
+		which = NO_KVM;
+	if (which != ALL) {
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
 	for (unsigned i = 0; i < nr_suites; i++) {
 		struct suite *s = &suites[i];
 		CU_pSuite cs;
 
-		if (!selected(s->name, argc, argv))
+		if (!selected(s->name, argc, argv) ||
+		    (which == KVM_ONLY && !s->kvm) ||
+		    (which == NO_KVM && s->kvm))
 			continue;
 		cs = CU_add_suite(s->name, s->init, s->clean);
 		if (!cs)

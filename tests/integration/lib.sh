@@ -149,6 +149,28 @@ json_get() { echo "$1" | jq -r "$2"; }
 
 have_kvm() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
 
+# need_kvm: a test that needs KVM fails without it, it never skips. ctest
+# runs the tests labelled "kvm" only where /dev/kvm is, or inside the KVM
+# rig (tools/kvmrig/run.sh) on a host without it (tools/test.sh does).
+need_kvm() {
+	have_kvm && return 0
+	echo "FAIL: this test needs /dev/kvm (label kvm: run it where KVM is," \
+		"e.g. tools/kvmrig/run.sh -- ctest -L kvm)"
+	exit 1
+}
+
+# it_accel: the accelerator of a test that runs on either. MIGD_IT_ACCEL
+# (kvm or soft) chooses it: ctest gives soft to the plain tests and kvm to
+# their "kvm"-labelled twins; unset, KVM where /dev/kvm is.
+it_accel() {
+	case "${MIGD_IT_ACCEL:-}" in
+	kvm) need_kvm; echo kvm ;;
+	soft) echo soft ;;
+	"") have_kvm && echo kvm || echo soft ;;
+	*) echo "FAIL: MIGD_IT_ACCEL=$MIGD_IT_ACCEL (kvm or soft)" >&2; exit 1 ;;
+	esac
+}
+
 finish() {
 	if [ "$FAILS" -ne 0 ]; then
 		echo "$FAILS check(s) failed"

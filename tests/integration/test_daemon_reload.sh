@@ -17,7 +17,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
 command -v openssl >/dev/null || { echo "SKIP: no openssl CLI"; exit 77; }
-ACCEL=${MIGD_IT_ACCEL:-$(have_kvm && echo kvm || echo soft)}
+ACCEL=$(it_accel)
 
 # install_tls CA_DIR TLS_DIR: what a daemon reads (ca.pem host.pem host.key)
 install_tls() {

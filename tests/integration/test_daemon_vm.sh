@@ -3,7 +3,7 @@
 # through migratectl, and every refusal the API promises.
 source "$(dirname "$0")/lib.sh" "$@"
 
-if have_kvm; then ACCEL=kvm; else ACCEL=soft; echo "note: no /dev/kvm"; fi
+ACCEL=$(it_accel)
 start_daemon d1 --accel "$ACCEL"
 PING=$(ctl --json ping) || { fail "ping"; finish; }
 ok "ping: $PING"

@@ -24,9 +24,9 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-# $TEST_ACCEL forces one (the soft run where KVM exists too).
-ACCEL=${TEST_ACCEL:-soft}
-[ -z "${TEST_ACCEL:-}" ] && have_kvm && ACCEL=kvm
+# $TEST_ACCEL forces one (the soft run where KVM exists too); else
+# MIGD_IT_ACCEL as ctest sets it (lib.sh it_accel).
+ACCEL=${TEST_ACCEL:-$(it_accel)}
 echo "accelerator: $ACCEL"
 
 # src_daemon NAME FAULTS / dst_daemon NAME FAULTS: a fresh daemon with

@@ -8,16 +8,18 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-have_kvm || { echo "SKIP: /dev/kvm not available"; exit 77; }
+# The flood is the point, not the accelerator: soft in the plain test (KVM
+# nested under TCG starved the 600-connection flood past the budget).
+ACCEL=$(it_accel)
 FLOOD="$(dirname "$0")/flood.py"
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-start_daemon src --dev-tls --tls-dir "$TMP/tls"
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL"
 SRC=$SOCK
 RPC_PORT=$(free_port)
-start_daemon dst --dev-tls --tls-dir "$TMP/tls" \
+start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL" \
 	--rpc-listen "127.0.0.1:$RPC_PORT" --rpc-handshake-timeout-ms 2000
 DST=$SOCK
 if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" != true ]; then

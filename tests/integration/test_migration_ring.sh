@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-have_kvm || { echo "SKIP: /dev/kvm not available"; exit 77; }
+need_kvm
 # The source defaults to a ring; the destination to the bitmap.
 start_daemon src --dev-tls --tls-dir "$TMP/tls" --dirty-ring 4096
 SRC=$SOCK

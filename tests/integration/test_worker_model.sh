@@ -20,7 +20,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
 # KVM where /dev/kvm is there, else the soft accelerator.
 # MIGD_IT_ACCEL=soft forces the soft one.
-ACCEL=${MIGD_IT_ACCEL:-$(have_kvm && echo kvm || echo soft)}
+ACCEL=$(it_accel)
 echo "accelerator: $ACCEL"
 TLS=(--dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL")
 

@@ -5,8 +5,9 @@
  * hv_guest_pvh_entry: the PVH entry (XEN_ELFNOTE_PHYS32_ENTRY): 32-bit
  * protected mode, paging off, flat segments, %ebx = hvm_start_info. It
  * builds identity page tables for the first 4 GiB in 2 MiB pages with the
- * U bit set (workloads run at CPL 3 and touch all of RAM), enters long mode
- * and calls hv_guest_cpu_main(0, start_info) on CPU 0's kernel stack.
+ * U bit set (workloads run at CPL 3 and touch all of RAM), enters long mode,
+ * switches to the VMM's tables of all RAM when there are some, and calls
+ * hv_guest_cpu_main(0, start_info) on CPU 0's kernel stack.
  *
  * hv_guest_ap_entry: 64-bit entry of the other vCPUs, started by the VMM
  * already in long mode (see ucall.h), %rdi = vCPU index.
@@ -96,6 +97,18 @@ long_entry:
 	xorl %eax, %eax
 	movl %eax, %fs
 	movl %eax, %gs
+	/*
+	 * The VMM's tables (HV_X86_AP_PT_GPA, arch/x86/pgtable.h) map all
+	 * of RAM, above 4 GiB too; ours map the first 4 GiB. Switch to
+	 * them when they are there: their PML4[0] points at the next page
+	 * with P|W|U. Under QEMU (PVH, no such VMM) the page holds
+	 * something else and we stay on ours.
+	 */
+	cmpq $(VMM_PT_GPA + 4096 + (PTE_P | PTE_W | PTE_U)), VMM_PT_GPA
+	jne 1f
+	movq $VMM_PT_GPA, %rax
+	movq %rax, %cr3
+1:
 	movq $(hv_guest_kstack + KSTACK_SIZE), %rsp
 	xorl %edi, %edi			/* cpu 0 */
 	/* %esi: start_info */

@@ -27,6 +27,8 @@
 #include "arch/x86/guest/ucall.h"
 #include "hvcore/workload.h"
 
+_Static_assert(VMM_PT_GPA == HV_X86_AP_PT_GPA, "entry.S and the VMM agree");
+
 struct hv_trap_frame {
 	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
 	uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;

@@ -8,6 +8,9 @@
 #define KSTACK_SIZE (1 << KSTACK_SHIFT)
 #define USTACK_SIZE (16 * 1024)
 
+/* HV_X86_AP_PT_GPA (ucall.h, C only): the VMM's tables of all RAM. */
+#define VMM_PT_GPA 0x20000
+
 #define PTE_P 0x1
 #define PTE_W 0x2
 #define PTE_U 0x4

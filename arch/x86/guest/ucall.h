@@ -60,8 +60,10 @@ struct hv_ucall {
 
 /* Guest-physical page where the VMM puts the PVH hvm_start_info. */
 #define HV_X86_START_INFO_GPA 0x7000ULL
-/* Guest-physical pages of the VMM-built identity tables for APs: PML4,
- * PDPT, then 4 page directories (4 GiB in 2 MiB pages, U/W set). */
+/* Guest-physical pages of the VMM-built identity tables of all RAM, which
+ * the APs start on and the BSP switches to (arch/x86/pgtable.h): PML4,
+ * PDPT(s), page directories; at least these 6 pages (4 GiB in 2 MiB
+ * pages, U/W set), more for a VM above 3 GiB, up to the guest image. */
 #define HV_X86_AP_PT_GPA 0x20000ULL
 #define HV_X86_AP_PT_PAGES 6u
 

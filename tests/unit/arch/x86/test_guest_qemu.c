@@ -55,9 +55,10 @@ static void test_same_elf_boots_under_qemu_microvm(void)
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 }
 
-static CU_TestInfo tests[] = {
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{"same_elf_boots_under_qemu_microvm",
 	 test_same_elf_boots_under_qemu_microvm},
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("arch/x86/guest_qemu", NULL, NULL, tests);
+HV_TEST_SUITE_KVM("arch/x86/guest_qemu", NULL, NULL, kvm_tests);

@@ -29,6 +29,8 @@ static uint64_t walk(const uint8_t *ram, uint64_t at, uint64_t va)
 	e = pdpt[(va >> 30) & 511];
 	if ((e & PUW) != PUW)
 		return ~0ULL;
+	if (e & 0x80) /* 1 GiB leaf */
+		return (e & 0x000fffffc0000000ULL) | (va & 0x3fffffff);
 	pd = (const uint64_t *)(ram + (e & ADDR_MASK));
 	e = pd[(va >> 21) & 511];
 	if ((e & PUW) != PUW || !(e & 0x80))
@@ -41,7 +43,7 @@ static void test_identity_maps_all_with_user_bits(void)
 	uint8_t *ram = calloc(1, RAM);
 	const uint64_t map = 3ULL << 30;
 
-	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, map), 5);
+	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, map, false), 5);
 	for (uint64_t va = 0; va < map; va += 0x1234567)
 		CU_ASSERT_EQUAL(walk(ram, AT, va), va);
 	CU_ASSERT_EQUAL(walk(ram, AT, map - 1), map - 1);
@@ -49,24 +51,49 @@ static void test_identity_maps_all_with_user_bits(void)
 	free(ram);
 }
 
+/* 8 GiB of RAM span 9 GiB of guest-physical space (the hole): mapped in
+ * full, with 2 MiB pages or with 1 GiB pages above 4 GiB; and a 256 GiB
+ * VM's tables with 1 GiB pages need one page per GiB below 4 only. */
+static void test_maps_above_4gib_with_either_leaf_size(void)
+{
+	uint8_t *ram = calloc(1, RAM);
+	const uint64_t map = 9ULL << 30;
+
+	for (int gb = 0; gb < 2; gb++) {
+		CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, map,
+							   gb),
+				gb ? 6 : 11);
+		for (uint64_t va = 0; va < map; va += 0x1234567)
+			CU_ASSERT_EQUAL(walk(ram, AT, va), va);
+		CU_ASSERT_EQUAL(walk(ram, AT, map - 1), map - 1);
+		CU_ASSERT_EQUAL(walk(ram, AT, map), ~0ULL);
+	}
+	CU_ASSERT_EQUAL(x86_pgtable_size(257ULL << 30, true), 6);
+	CU_ASSERT_EQUAL(x86_pgtable_size(257ULL << 30, false), 259);
+	CU_ASSERT_EQUAL(x86_pgtable_size(1025ULL << 30, true), 8);
+	free(ram);
+}
+
 static void test_bad_arguments_are_refused(void)
 {
 	uint8_t *ram = calloc(1, RAM);
 
-	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, 4096),
+	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, 4096, false),
 			-EINVAL);
-	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT + 8, 2 << 20),
+	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT + 8, 2 << 20, false),
 			-EINVAL);
 	CU_ASSERT_EQUAL(
-		x86_pgtable_build_identity(ram, RAM, RAM - 4096, 2 << 20),
+		x86_pgtable_build_identity(ram, RAM, RAM - 4096, 2 << 20, false),
 		-EINVAL);
-	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, 0), -EINVAL);
+	CU_ASSERT_EQUAL(x86_pgtable_build_identity(ram, RAM, AT, 0, false), -EINVAL);
 	free(ram);
 }
 
 static CU_TestInfo tests[] = {
 	{"identity_maps_all_with_user_bits",
 	 test_identity_maps_all_with_user_bits},
+	{"maps_above_4gib_with_either_leaf_size",
+	 test_maps_above_4gib_with_either_leaf_size},
 	{"bad_arguments_are_refused", test_bad_arguments_are_refused},
 	CU_TEST_INFO_NULL,
 };

@@ -617,7 +617,8 @@ static void test_vmm_writes_are_marked_in_bitmap_mode(void)
 	check_vmm_write_marked(HV_DIRTY_BITMAP);
 }
 
-static CU_TestInfo tests[] = {
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{"ring_misses_no_page_one_vcpu", test_ring_misses_no_page_one_vcpu},
 	{"ring_misses_no_page_two_vcpus_small_ring",
 	 test_ring_misses_no_page_two_vcpus_small_ring},
@@ -636,4 +637,4 @@ static CU_TestInfo tests[] = {
 	 test_vmm_writes_are_marked_in_bitmap_mode},
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("hvcore/kvm/dirty", NULL, NULL, tests);
+HV_TEST_SUITE_KVM("hvcore/kvm/dirty", NULL, NULL, kvm_tests);

@@ -3,7 +3,7 @@
  * KVM vCPUs (hvcore/kvm/kvm_vcpu.c) as the guest's HV_UCALL_HALT needs
  * them: a guest that paces itself or idles halts, and the vCPU thread
  * sleeps on the host instead of running a pause loop; a kick ends the
- * sleep at once. Needs /dev/kvm (SKIP otherwise).
+ * sleep at once. Needs /dev/kvm (fails without).
  */
 #include <errno.h>
 #include <string.h>
@@ -70,17 +70,25 @@ static double cpu_share(uint32_t pattern, uint64_t rate, unsigned ms,
  */
 static void test_paced_and_idle_guests_halt_instead_of_spinning(void)
 {
+	/* Nested under TCG (hv_test_kvm_emulated()) every halt and wake-up
+	 * costs tens of microseconds of emulated CPU, and a paced guest's
+	 * pages are first touches through two levels of paging: measured
+	 * there, 1781 pages/s at 83% and idle at 32% of a CPU. A spinning
+	 * guest takes 100% anywhere; the idle bound still tells them apart,
+	 * the paced share cannot and is only printed. */
+	bool emu = hv_test_kvm_emulated();
 	double share, rate;
 
 	HV_TEST_REQUIRE_KVM();
 	share = cpu_share(HV_WL_PATTERN_SWEEP, 2000, 1000, &rate);
-	printf("\n    paced 2000 pages/s: %.0f pages/s, %.1f%% of a CPU", rate,
-	       share * 100);
-	CU_ASSERT(rate >= 2000 * 0.93 && rate <= 2000 * 1.07);
-	CU_ASSERT(share < 0.30);
+	printf("\n    paced 2000 pages/s: %.0f pages/s, %.1f%% of a CPU%s",
+	       rate, share * 100, emu ? " (KVM nested under TCG)" : "");
+	CU_ASSERT(rate >= 2000 * (emu ? 0.75 : 0.93) && rate <= 2000 * 1.07);
+	if (!emu)
+		CU_ASSERT(share < 0.30);
 	share = cpu_share(HV_WL_PATTERN_IDLE, 0, 1000, &rate);
 	printf("\n    idle: %.1f%% of a CPU\n", share * 100);
-	CU_ASSERT(share < 0.20);
+	CU_ASSERT(share < (emu ? 0.60 : 0.20));
 }
 
 /*
@@ -121,14 +129,18 @@ static void test_pause_wakes_a_halted_vcpu_at_once(void)
 	printf("\n    pause of a halted vCPU: median %llu us, max %llu us\n",
 	       (unsigned long long)lat[HV_ARRAY_SIZE(lat) / 2] / 1000,
 	       (unsigned long long)lat[HV_ARRAY_SIZE(lat) - 1] / 1000);
-	CU_ASSERT(lat[HV_ARRAY_SIZE(lat) / 2] < 300000);
+	/* Nested under TCG a kick and the exit it causes take ~0.6 ms in
+	 * the median (measured); the bound there is ten times the host's. */
+	CU_ASSERT(lat[HV_ARRAY_SIZE(lat) / 2] <
+		  (hv_test_kvm_emulated() ? 3000000 : 300000));
 }
 
-static CU_TestInfo tests[] = {
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{"paced_and_idle_guests_halt_instead_of_spinning",
 	 test_paced_and_idle_guests_halt_instead_of_spinning},
 	{"pause_wakes_a_halted_vcpu_at_once",
 	 test_pause_wakes_a_halted_vcpu_at_once},
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("hvcore/kvm/vcpu", NULL, NULL, tests);
+HV_TEST_SUITE_KVM("hvcore/kvm/vcpu", NULL, NULL, kvm_tests);

@@ -193,7 +193,8 @@ static void test_each_backing_runs_the_guest_or_fails_cleanly(void)
 	}
 }
 
-static CU_TestInfo tests[] = {
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{"each_backing_runs_the_guest_or_fails_cleanly",
 	 test_each_backing_runs_the_guest_or_fails_cleanly},
 	{"guest_runs_workload_on_one_vcpu",
@@ -208,4 +209,4 @@ static CU_TestInfo tests[] = {
 	 test_bitmap_mode_refused_on_a_ring_vm},
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("hvcore/kvm/vm", NULL, NULL, tests);
+HV_TEST_SUITE_KVM("hvcore/kvm/vm", NULL, NULL, kvm_tests);

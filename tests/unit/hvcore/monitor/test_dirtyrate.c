@@ -218,8 +218,6 @@ static void test_per_vcpu_rates_are_measured_from_the_dirty_ring(void)
 static CU_TestInfo tests[] = {
 	{ "per_vcpu_rates_are_measured_from_pml",
 	  test_per_vcpu_rates_are_measured_from_pml },
-	{ "per_vcpu_rates_are_measured_from_the_dirty_ring",
-	  test_per_vcpu_rates_are_measured_from_the_dirty_ring },
 	{"rate_matches_guest_writes_within_5pct",
 	 test_rate_matches_guest_writes_within_5pct},
 	{"small_region_is_hot_in_every_second",
@@ -231,3 +229,12 @@ static CU_TestInfo tests[] = {
 };
 
 HV_TEST_SUITE("hvcore/dirtyrate", NULL, NULL, tests);
+
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
+	{ "per_vcpu_rates_are_measured_from_the_dirty_ring",
+	  test_per_vcpu_rates_are_measured_from_the_dirty_ring },
+	CU_TEST_INFO_NULL,
+};
+
+HV_TEST_SUITE_KVM("hvcore/dirtyrate/kvm", NULL, NULL, kvm_tests);

@@ -197,9 +197,15 @@ static void test_zeroed_cfg_never_adopts_fd0(void)
 
 static CU_TestInfo tests[] = {
 	{ "adopt_soft_continues", test_adopt_soft_continues },
-	{ "adopt_kvm_continues", test_adopt_kvm_continues },
 	{ "adopt_refuses_bad_fd", test_adopt_refuses_bad_fd },
 	{ "zeroed_cfg_never_adopts_fd0", test_zeroed_cfg_never_adopts_fd0 },
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("hvcore/vm/adopt", NULL, NULL, tests);
+
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
+	{ "adopt_kvm_continues", test_adopt_kvm_continues },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE_KVM("hvcore/vm/adopt/kvm", NULL, NULL, kvm_tests);

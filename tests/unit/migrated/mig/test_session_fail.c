@@ -176,6 +176,14 @@ static void test_throttle_spread_slows_the_heaviest_writers_most(void)
 }
 
 static CU_TestInfo tests[] = {
+	{ "throttle_spread_slows_the_heaviest_writers_most",
+	  test_throttle_spread_slows_the_heaviest_writers_most },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE("migrated/mig/session_fail", su_init, su_clean, tests);
+
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{ "cancel_during_iteration_keeps_vm_on_source",
 	  test_cancel_during_iteration_keeps_vm_on_source },
 	{ "destination_gone_mid_iteration_keeps_vm_on_source",
@@ -184,8 +192,6 @@ static CU_TestInfo tests[] = {
 	  test_timeout_fails_cleanly_when_guest_cannot_converge },
 	{ "guest_outrunning_the_cap_converges_by_throttling",
 	  test_guest_outrunning_the_cap_converges_by_throttling },
-	{ "throttle_spread_slows_the_heaviest_writers_most",
-	  test_throttle_spread_slows_the_heaviest_writers_most },
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("migrated/mig/session_fail", su_init, su_clean, tests);
+HV_TEST_SUITE_KVM("migrated/mig/session_fail/kvm", su_init, su_clean, kvm_tests);

@@ -492,18 +492,6 @@ static void test_dest_discards_vm_whose_state_does_not_load(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "source_survives_bad_hello_reply",
-	  test_source_survives_bad_hello_reply },
-	{ "source_survives_refused_layout",
-	  test_source_survives_refused_layout },
-	{ "source_survives_abort_while_iterating",
-	  test_source_survives_abort_while_iterating },
-	{ "source_resumes_after_bad_ack_while_paused",
-	  test_source_resumes_after_bad_ack_while_paused },
-	{ "source_resumes_when_destination_goes_silent",
-	  test_source_resumes_when_destination_goes_silent },
-	{ "source_resumes_when_destination_cannot_start",
-	  test_source_resumes_when_destination_cannot_start },
 	{ "dest_drops_bad_hello_and_keeps_listening",
 	  test_dest_drops_bad_hello_and_keeps_listening },
 	{ "dest_refuses_bad_layout", test_dest_refuses_bad_layout },
@@ -518,3 +506,21 @@ static CU_TestInfo tests[] = {
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("migrated/mig/session_peer", su_init, su_clean, tests);
+
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
+	{ "source_survives_bad_hello_reply",
+	  test_source_survives_bad_hello_reply },
+	{ "source_survives_refused_layout",
+	  test_source_survives_refused_layout },
+	{ "source_survives_abort_while_iterating",
+	  test_source_survives_abort_while_iterating },
+	{ "source_resumes_after_bad_ack_while_paused",
+	  test_source_resumes_after_bad_ack_while_paused },
+	{ "source_resumes_when_destination_goes_silent",
+	  test_source_resumes_when_destination_goes_silent },
+	{ "source_resumes_when_destination_cannot_start",
+	  test_source_resumes_when_destination_cannot_start },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE_KVM("migrated/mig/session_peer/kvm", su_init, su_clean, kvm_tests);

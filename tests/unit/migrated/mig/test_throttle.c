@@ -62,15 +62,20 @@ static void throttle_reaches_the_guest(enum hv_accel_kind accel)
 	struct hv_wl_vcpu_params vp;
 	struct mig_throttle t;
 	double base[2] = { 0 }, thr[2] = { 0 }, want[2] = { 0 }, got[2];
+	/* KVM nested under TCG (hv_test_kvm_emulated()) reached 2986 of
+	 * 10000 and 959 of 2000 pages/s: a throttle cannot slow a guest
+	 * that never ran at its asked rate. A quarter of the rates there,
+	 * which it reaches. */
+	unsigned div = accel == HV_ACCEL_KVM && hv_test_kvm_emulated() ? 4 : 1;
 	struct hv_vm *vm;
 	bool skip;
 
-	vm = su_vm(accel, 2, RATE0, &skip);
+	vm = su_vm(accel, 2, RATE0 / div, &skip);
 	CU_ASSERT_FATAL(!skip && vm);
 	CU_ASSERT_EQUAL_FATAL(hv_vm_read_guest(vm, VCPU1_PARAMS_GPA, &vp,
 					       sizeof(vp)),
 			      0);
-	vp.rate_pages = RATE1;
+	vp.rate_pages = RATE1 / div;
 	CU_ASSERT_EQUAL_FATAL(hv_vm_wl_set_vcpu(vm, 1, &vp), 0);
 	CU_ASSERT_FATAL(su_vm_progresses(vm, 5000));
 	usleep(200000);
@@ -132,8 +137,14 @@ static void test_throttle_reaches_the_guest_kvm(void)
 static CU_TestInfo tests[] = {
 	{ "throttle_reaches_the_guest_soft",
 	  test_throttle_reaches_the_guest_soft },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE("migrated/mig/throttle", su_init, su_clean, tests);
+
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
 	{ "throttle_reaches_the_guest_kvm",
 	  test_throttle_reaches_the_guest_kvm },
 	CU_TEST_INFO_NULL,
 };
-HV_TEST_SUITE("migrated/mig/throttle", su_init, su_clean, tests);
+HV_TEST_SUITE_KVM("migrated/mig/throttle/kvm", su_init, su_clean, kvm_tests);

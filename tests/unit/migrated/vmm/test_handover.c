@@ -551,8 +551,6 @@ static CU_TestInfo tests[] = {
 	{ "soft_across_processes", test_soft_across_processes },
 	{ "soft_receiver_starts_itself", test_soft_receiver_starts_itself },
 	{ "soft_live_offer", test_soft_live_offer },
-	{ "kvm_across_processes", test_kvm_across_processes },
-	{ "kvm_live_offer", test_kvm_live_offer },
 	{ "bad_state_blob_sender_resumes",
 	  test_bad_state_blob_sender_resumes },
 	{ "cut_before_go_sender_resumes", test_cut_before_go_sender_resumes },
@@ -562,3 +560,11 @@ static CU_TestInfo tests[] = {
 	CU_TEST_INFO_NULL,
 };
 HV_TEST_SUITE("migrated/vmm/handover", NULL, NULL, tests);
+
+/* Needs /dev/kvm: the ctest test labelled "kvm" runs these. */
+static CU_TestInfo kvm_tests[] = {
+	{ "kvm_across_processes", test_kvm_across_processes },
+	{ "kvm_live_offer", test_kvm_live_offer },
+	CU_TEST_INFO_NULL,
+};
+HV_TEST_SUITE_KVM("migrated/vmm/handover/kvm", NULL, NULL, kvm_tests);

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Run a command on a real KVM, on a machine without /dev/kvm: boot Debian's
+# own kernel under QEMU TCG with an emulated AMD CPU (SVM + nested paging),
+# load kvm-amd there and run the command inside (docs/testing.md).
+#
+#   tools/kvmrig/run.sh [OPTIONS] -- COMMAND [ARGS...]
+#
+#   -c, --cpus N        vCPUs of the rig (default: the host's CPUs, at most 4)
+#   -m, --mem SIZE      RAM of the rig, QEMU syntax (default 6G; untouched
+#                       RAM costs the host nothing)
+#   -t, --timeout SECS  whole run, boot included (default 1800); on expiry
+#                       the rig is killed and the status is 124
+#       --cpu MODEL     QEMU -cpu (default qemu64,+svm,+npt,+pdpe1gb)
+#   -v, --verbose       copy the rig's kernel console to stderr
+#
+# The host's root filesystem is the rig's, read-only (9p); the repository
+# (this script's ../..) is writable at the same absolute path, so the build
+# trees under it are too; /tmp, /run, /var/tmp are the rig's own tmpfs. The
+# command runs as root in the caller's directory with the caller's
+# environment; its stdout and stderr come back here; the exit status is the
+# command's. The rig itself failing (no QEMU, no kernel package, kvm-amd
+# refusing) exits 125 with a message saying which.
+#
+# Downloads (apt-get download of the kernel that linux-image-amd64 depends
+# on, and busybox-static) and the initramfs built from them are cached in
+# $KVMRIG_CACHE (default build/kvmrig), keyed by package version.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd -P)
+here=$top/tools/kvmrig
+cache=${KVMRIG_CACHE:-$top/build/kvmrig}
+ncpu=$(nproc)
+cpus=$((ncpu > 4 ? 4 : ncpu))
+mem=6G
+tmo=1800
+cpu_model=qemu64,+svm,+npt,+pdpe1gb
+verbose=0
+
+die() {
+	echo "kvmrig: $*" >&2
+	exit 125
+}
+usage() {
+	sed -n '/^#   tools/,/^#   -v/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-c | --cpus) cpus=$2; shift 2 ;;
+	-m | --mem) mem=$2; shift 2 ;;
+	-t | --timeout) tmo=$2; shift 2 ;;
+	--cpu) cpu_model=$2; shift 2 ;;
+	-v | --verbose) verbose=1; shift ;;
+	--) shift; break ;;
+	-h | --help) usage ;;
+	*) echo "kvmrig: unknown option '$1'" >&2; usage ;;
+	esac
+done
+[ $# -gt 0 ] || usage
+
+qemu=$(command -v qemu-system-x86_64) ||
+	die "qemu-system-x86_64 not found: install the Debian package" \
+		"qemu-system-x86 (tools/setup.sh deps does)"
+
+# ---- 1. the packages, by version
+mkdir -p "$cache/debs"
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+	awk '/Depends: linux-image-[0-9]/{print $2; exit}') || true
+[ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (apt-get update?)"
+kver=${kpkg#linux-image-}
+fetch() { # fetch PACKAGE: echo the cached .deb of its candidate version
+	local pkg=$1 ver deb
+	ver=$(apt-cache policy "$pkg" 2>/dev/null |
+		awk '/Candidate:/{print $2; exit}')
+	[ -n "$ver" ] && [ "$ver" != "(none)" ] ||
+		die "apt-cache has no candidate for $pkg (apt-get update?)"
+	deb=$(ls "$cache/debs/${pkg}_"*"${ver#*:}_amd64.deb" 2>/dev/null |
+		head -1) || true
+	if [ -z "$deb" ]; then
+		echo "kvmrig: apt-get download $pkg=$ver" >&2
+		(cd "$cache/debs" && apt-get download -q "$pkg=$ver" \
+			>/dev/null 2>"$cache/debs/apt.err") ||
+			die "apt-get download $pkg=$ver failed:" \
+				"$(tail -3 "$cache/debs/apt.err")"
+		deb=$(ls "$cache/debs/${pkg}_"*"${ver#*:}_amd64.deb" | head -1)
+	fi
+	echo "$deb"
+}
+kdeb=$(fetch "$kpkg")
+bbdeb=$(fetch busybox-static)
+
+# ---- 2. kernel and initramfs, rebuilt only when an input changes
+mods=(irqbypass kvm ccp kvm-amd virtio_ring virtio virtio_pci_modern_dev
+	virtio_pci_legacy_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
+	veth)
+# Bump image_rev when the way the image is built below changes.
+image_rev=1
+key=$( (basename "$kdeb"; basename "$bbdeb"; echo "$image_rev ${mods[*]}";
+	cat "$here/init") | sha256sum | cut -c1-16)
+img=$cache/img-$kver-$key
+if [ ! -f "$img/initrd.gz" ]; then
+	echo "kvmrig: building the rig's image ($kver)" >&2
+	rm -rf "$img.tmp"
+	mkdir -p "$img.tmp/x" "$img.tmp/root/lib/modules"
+	mkdir -p "$img.tmp/root/"{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp}
+	dpkg-deb -x "$kdeb" "$img.tmp/x" || die "cannot unpack $kdeb"
+	dpkg-deb -x "$bbdeb" "$img.tmp/x" || die "cannot unpack $bbdeb"
+	cp "$img.tmp/x/boot/vmlinuz-$kver" "$img.tmp/vmlinuz"
+	kmod=$img.tmp/x/lib/modules/$kver/kernel
+	# The package has no modules.dep: order the modules so that each
+	# comes after those it depends on (the .modinfo "depends=" field).
+	declare -A done_mod=()
+	order=()
+	add_mod() {
+		local m=$1 f d
+		[ -z "${done_mod[$m]:-}" ] || return 0
+		done_mod[$m]=1
+		f=$(find "$kmod" -name "$m.ko" | head -1)
+		[ -n "$f" ] || die "$kpkg has no module $m"
+		for d in $(strings -a "$f" | sed -n 's/^depends=//p' |
+			tr , ' '); do
+			add_mod "$d"
+		done
+		cp "$f" "$img.tmp/root/lib/modules/"
+		order+=("$m")
+	}
+	for m in "${mods[@]}"; do add_mod "$m"; done
+	printf '%s\n' "${order[@]}" >"$img.tmp/root/lib/modules/order"
+	cp "$img.tmp/x/bin/busybox" "$img.tmp/root/bin/busybox"
+	ln -s busybox "$img.tmp/root/bin/sh"
+	cp "$here/init" "$img.tmp/root/init"
+	chmod 755 "$img.tmp/root/init"
+	# Reproducible: sorted names, fixed owner and times, no gzip name.
+	find "$img.tmp/root" -exec touch -h -d @0 {} +
+	(cd "$img.tmp/root" && find . | LC_ALL=C sort |
+		"$img.tmp/x/bin/busybox" cpio -o -H newc -R 0:0 2>/dev/null) |
+		gzip -n -6 >"$img.tmp/initrd.gz"
+	rm -rf "$img.tmp/x" "$img.tmp/root"
+	rm -rf "$img"
+	mv "$img.tmp" "$img"
+fi
+
+# ---- 3. the job: the command, its directory and environment
+mkdir -p "$cache/jobs"
+job=$(mktemp -d "$cache/jobs/job.XXXXXX")
+qpid=
+cleanup() {
+	[ -z "$qpid" ] || kill "$qpid" 2>/dev/null || true
+	rm -rf "$job"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+{
+	echo "# written by tools/kvmrig/run.sh"
+	export -p | grep -vE '^declare -x (BASH_[A-Z_]*|SHLVL|OLDPWD|PWD|_|TMPDIR|XDG_RUNTIME_DIR|SSH_[A-Z_]*|DISPLAY|TERM)='
+	echo "export KVMRIG=1 TERM=dumb"
+	printf 'cd %q || exit 125\n' "$(pwd -P)"
+	printf 'exec'
+	printf ' %q' "$@"
+	echo
+} >"$job/cmd.sh"
+
+# ---- 4. boot
+append="console=ttyS0 panic=-1 quiet loglevel=3 mitigations=off"
+append+=" kvmrig.repo=$top"
+console=$job/console.log
+: >"$console"
+# The command's stdout and stderr: the rig's ttyS1 and ttyS2, through
+# FIFOs (QEMU's "pipe" chardev writes NAME.out, reads NAME.in).
+mkfifo "$job/out.in" "$job/out.out" "$job/err.in" "$job/err.out"
+"$qemu" -accel tcg -cpu "$cpu_model" -m "$mem" -smp "$cpus" \
+	-nodefaults -no-user-config -display none -no-reboot \
+	-kernel "$img/vmlinuz" -initrd "$img/initrd.gz" -append "$append" \
+	-chardev file,id=con,path="$console" -serial chardev:con \
+	-chardev pipe,id=out,path="$job/out" -serial chardev:out \
+	-chardev pipe,id=err,path="$job/err" -serial chardev:err \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	-virtfs local,path="$top",mount_tag=repo,security_model=none,multidevs=remap \
+	-virtfs local,path="$job",mount_tag=job,security_model=none \
+	</dev/null >"$job/qemu.log" 2>&1 &
+qpid=$!
+# The readers end when QEMU closes the pipes' write ends (it exits).
+cat "$job/out.out" &
+cat "$job/err.out" >&2 &
+[ "$verbose" = 0 ] || tail -n +1 -f --pid="$qpid" "$console" >&2 &
+start=$SECONDS
+while kill -0 "$qpid" 2>/dev/null; do
+	if [ $((SECONDS - start)) -ge "$tmo" ]; then
+		kill "$qpid" 2>/dev/null || true
+		wait "$qpid" 2>/dev/null || true
+		qpid=
+		cp "$console" "$cache/last-console.log" 2>/dev/null || true
+		echo "kvmrig: timed out after ${tmo}s: '$*' killed with the rig;" \
+			"console's tail ($cache/last-console.log has it all):" >&2
+		tail -15 "$console" >&2
+		exit 124
+	fi
+	sleep 0.5
+done
+wait "$qpid" && qrc=0 || qrc=$?
+qpid=
+wait
+# The rig's kernel console of the last run, kept for a post-mortem.
+cp "$console" "$cache/last-console.log" 2>/dev/null || true
+status=$(cat "$job/status" 2>/dev/null || true)
+case "$status" in
+[0-9]*) exit "$status" ;;
+rig-error:*)
+	echo "kvmrig: ${status#rig-error: }" >&2
+	tail -15 "$console" >&2
+	exit 125 ;;
+*)
+	echo "kvmrig: the rig stopped without the command's status (QEMU" \
+		"exit $qrc); QEMU said: $(tail -3 "$job/qemu.log")" >&2
+	echo "kvmrig: console's tail ($cache/last-console.log has it all):" >&2
+	tail -40 "$console" >&2
+	exit 125 ;;
+esac
