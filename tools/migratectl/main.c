@@ -122,6 +122,10 @@ void ctl_print_json(const ProtobufCMessage *msg)
 	migd_json_print(stdout, msg);
 	fputc('\n', stdout);
 	fflush(stdout);
+	/* The answer is on stdout: an exit code that reports it (a drain
+	 * that ended cancelled, a page that failed its check) adds no
+	 * client error line after it. */
+	migd_cli_json_printed();
 }
 
 int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
@@ -155,7 +159,6 @@ int ctl_call(struct ctl *ctl, Migd__Request *req, Migd__Response **resp)
 	}
 	if (ctl->json) {
 		ctl_print_json(&(*resp)->base);
-		migd_cli_json_printed();
 	} else
 		fprintf(stderr, "migratectl: %s: %s\n", migd_status_text(st),
 			migd_resp_message(*resp));

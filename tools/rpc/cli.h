@@ -91,7 +91,8 @@ int migd_cli_conn_open(const char *tool, struct migd_cli_conn *cc,
 
 /* --json errors (above). end() returns @exit_code. */
 void migd_cli_json_begin(void);
-/* A JSON error was already printed on stdout (the daemon's). */
+/* A JSON answer or error was already printed on stdout (the daemon's):
+ * end() adds no error line for a non-zero exit code. */
 void migd_cli_json_printed(void);
 int migd_cli_json_end(int exit_code);
 
