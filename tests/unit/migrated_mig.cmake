@@ -1,1 +1,1 @@
-hv_unit_area(migrated/mig LIBS mig LABELS tsan TIMEOUT 120)
+hv_unit_area(migrated/mig LIBS mig LABELS tsan TIMEOUT 300)
