@@ -88,6 +88,9 @@ struct hv_blob {
 struct hv_accel_ops {
 	const char *name; /* "kvm", "soft" */
 	enum hv_accel_kind kind;
+	/* vm_init boots cfg.boot.kernel when it is set (hvcore/vm.h); VMs
+	 * with a kernel are refused (-EOPNOTSUPP) on accelerators without. */
+	bool boots_linux;
 
 	/* VM: set up vm->accel. Guest memory (vm->mem) and the (still empty)
 	 * memslot set exist; vm.c then adds the initial slots, announcing each

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "hvcore/bug.h"
+#include "hvcore/console.h"
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
 #include "hvcore/memslots.h"
@@ -166,11 +167,11 @@ unsigned hv_vm_slot_geometry(uint64_t mem_bytes, uint64_t slot_bytes,
 static int add_slots(struct hv_vm *vm)
 {
 	struct hv_ram_layout l = hv_vm_ram_layout(vm);
-	unsigned n = hv_vm_slot_geometry(vm->cfg.mem_bytes,
-					 vm->cfg.slot_bytes, 0, NULL, NULL);
+	unsigned n = hv_vm_slot_geometry(vm->cfg.mem_bytes, vm->cfg.slot_bytes,
+					 0, NULL, NULL);
 
 	for (unsigned id = 0; id < n; id++) {
-		struct hv_memslot_desc d = { .id = id, .flags = 0 };
+		struct hv_memslot_desc d = {.id = id, .flags = 0};
 		uint64_t off;
 		int ret;
 
@@ -237,6 +238,11 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 		       hv_accel_kind_name(cfg->accel), -ENODEV);
 		return -ENODEV;
 	}
+	if (cfg->boot.kernel[0] && !accel_ops[cfg->accel]->boots_linux) {
+		hv_err("vm", "op=create accel=%s err=%d reason=no_linux_boot",
+		       hv_accel_kind_name(cfg->accel), -EOPNOTSUPP);
+		return -EOPNOTSUPP;
+	}
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return -ENOMEM;
@@ -251,6 +257,11 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 	if (!vm->vcpus) {
 		ret = -ENOMEM;
 		goto err_free;
+	}
+	if (cfg->boot.kernel[0]) {
+		ret = hv_console_create(0, cfg->boot.console_log, &vm->console);
+		if (ret)
+			goto err_free;
 	}
 	if (cfg->adopt_mem)
 		ret = hv_guest_mem_adopt(cfg->mem_fd, cfg->mem_bytes,
@@ -278,7 +289,7 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 	}
 	/* After the vCPUs: the accelerator may learn tsc_khz from one. An
 	 * adopted RAM holds the params its guest runs with already. */
-	ret = vm->mem->adopted ? 0 : write_params(vm);
+	ret = vm->mem->adopted || hv_vm_is_linux(vm) ? 0 : write_params(vm);
 	if (ret)
 		goto err_vcpus;
 	hv_info("vm",
@@ -300,6 +311,7 @@ err_slots:
 err_mem:
 	hv_guest_mem_destroy(vm->mem);
 err_free:
+	hv_console_destroy(vm->console);
 	free(vm->vcpus);
 	pthread_mutex_destroy(&vm->dirty_lock);
 	pthread_mutex_destroy(&vm->lock);
@@ -318,9 +330,40 @@ void hv_vm_destroy(struct hv_vm *vm)
 	vm->ops->vm_fini(vm);
 	hv_memslots_destroy(vm->slots);
 	hv_guest_mem_destroy(vm->mem);
+	hv_console_destroy(vm->console);
 	pthread_mutex_destroy(&vm->dirty_lock);
 	pthread_mutex_destroy(&vm->lock);
 	free(vm);
+}
+
+struct hv_console *hv_vm_console(struct hv_vm *vm)
+{
+	return vm->console;
+}
+
+enum hv_vm_exit hv_vm_exit_reason(struct hv_vm *vm)
+{
+	return (enum hv_vm_exit)atomic_load(&vm->exit_reason);
+}
+
+void hv_vm_set_exit_reason(struct hv_vm *vm, enum hv_vm_exit why)
+{
+	int none = HV_VM_EXIT_NONE;
+
+	atomic_compare_exchange_strong(&vm->exit_reason, &none, (int)why);
+}
+
+const char *hv_vm_exit_name(enum hv_vm_exit why)
+{
+	static const char *const names[HV_VM_EXIT_COUNT] = {
+		[HV_VM_EXIT_NONE] = "none",
+		[HV_VM_EXIT_POWEROFF] = "poweroff",
+		[HV_VM_EXIT_REBOOT] = "reboot",
+		[HV_VM_EXIT_PANIC] = "panic",
+		[HV_VM_EXIT_ERROR] = "error",
+	};
+
+	return (unsigned)why < HV_VM_EXIT_COUNT ? names[why] : "?";
 }
 
 static int start_threads(struct hv_vm *vm, bool paused)

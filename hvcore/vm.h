@@ -38,6 +38,7 @@
 #define HVCORE_VM_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "hvcore/accel.h"
 #include "hvcore/ram_layout.h"
@@ -48,6 +49,7 @@
 struct hv_vcpu;
 struct hv_memslots;
 struct hv_guest_mem;
+struct hv_console;
 
 enum hv_vm_state {
 	HV_VM_INVALID = 0,
@@ -73,13 +75,36 @@ enum hv_vm_state {
  * stacks and the workload ABI pages; workload regions start here. */
 #define HV_VM_WL_BASE (8ULL << 20)
 
+/*
+ * A Linux guest instead of the workload image (docs/guests.md). The
+ * strings are copied with the cfg; "" means absent.
+ */
+#define HV_BOOT_PATH_MAX 512
+#define HV_BOOT_CMDLINE_MAX 2048
+struct hv_boot_cfg {
+	char kernel[HV_BOOT_PATH_MAX];	    /* bzImage, or ELF vmlinux (PVH) */
+	char initrd[HV_BOOT_PATH_MAX];	    /* "" = none */
+	char cmdline[HV_BOOT_CMDLINE_MAX];  /* appended to the default one */
+	char console_log[HV_BOOT_PATH_MAX]; /* UART output file; "" = none */
+};
+
+/* Why a VM stopped on its own (hv_vm_exit_reason()). */
+enum hv_vm_exit {
+	HV_VM_EXIT_NONE = 0, /* running, or stopped by its owner */
+	HV_VM_EXIT_POWEROFF, /* the guest powered off */
+	HV_VM_EXIT_REBOOT,   /* the guest asked for a reset */
+	HV_VM_EXIT_PANIC,    /* the guest said it panicked */
+	HV_VM_EXIT_ERROR,    /* a vCPU failed (hv_vm_vcpu_stats) */
+	HV_VM_EXIT_COUNT,
+};
+
 struct hv_vm_cfg {
 	enum hv_accel_kind accel;
-	uint64_t mem_bytes;  /* multiple of 2 MiB, MIN..MAX_MEM */
+	uint64_t mem_bytes; /* multiple of 2 MiB, MIN..MAX_MEM */
 	/* 0: one slot per RAM range (below and above the hole); else a
 	 * multiple of 2 MiB, each range cut into slots of this size. */
 	uint64_t slot_bytes;
-	uint32_t nr_vcpus;   /* 1..HV_VM_MAX_VCPUS */
+	uint32_t nr_vcpus; /* 1..HV_VM_MAX_VCPUS */
 	enum hv_mem_backing backing;
 	/* kvm: dirty ring entries per vCPU (power of two, 0 = no ring). KVM
 	 * fixes this at VM creation; with a ring, bitmap mode needs
@@ -111,6 +136,9 @@ struct hv_vm_cfg {
 	 * name); "" logs as "unnamed". Logs name the objects an operator
 	 * knows, never an address. */
 	char name[64];
+	/* boot.kernel set: boot it (accelerators with boots_linux only);
+	 * the workload fields above are then not used. */
+	struct hv_boot_cfg boot;
 };
 
 /* Per-VM counters (racy snapshot). */
@@ -147,6 +175,11 @@ struct hv_vm {
 
 	/* atomic counters */
 	struct hv_vm_stats stats;
+
+	/* Linux guests: the UART's bytes (NULL for the workload guest) */
+	struct hv_console *console;
+	/* enum hv_vm_exit, set once by whoever saw the guest stop */
+	_Atomic int exit_reason;
 };
 
 /* The VM's name for logs: cfg.name, or "unnamed". Any thread. */
@@ -175,6 +208,26 @@ void hv_vm_cfg_init(struct hv_vm_cfg *cfg, enum hv_accel_kind accel,
  * *out untouched on failure.
  */
 int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out);
+
+/* True when the VM boots a Linux kernel (cfg.boot.kernel set). */
+static inline bool hv_vm_is_linux(const struct hv_vm *vm)
+{
+	return vm->cfg.boot.kernel[0] != '\0';
+}
+
+/* The console of a Linux guest (hvcore/console.h); NULL otherwise. Valid
+ * until hv_vm_destroy(). Any thread. */
+struct hv_console *hv_vm_console(struct hv_vm *vm);
+
+/*
+ * Why the VM stopped on its own; HV_VM_EXIT_NONE while it runs or when
+ * its owner stopped it. Any thread. hv_vm_set_exit_reason() is for the
+ * accelerator and devices: the first reason set sticks.
+ */
+enum hv_vm_exit hv_vm_exit_reason(struct hv_vm *vm);
+void hv_vm_set_exit_reason(struct hv_vm *vm, enum hv_vm_exit why);
+/* "none", "poweroff", "reboot", "panic", "error"; "?" otherwise. */
+const char *hv_vm_exit_name(enum hv_vm_exit why);
 
 /* Stops the vCPUs if needed, frees everything. destroy(NULL) no-op. */
 void hv_vm_destroy(struct hv_vm *vm);
