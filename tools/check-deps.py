@@ -31,17 +31,22 @@ LAYERS = {
     "arch/x86": ["hvcore/base"],
     "arch/arm64": ["hvcore/base"],
     "hvcore/accel": ["hvcore/base"],
-    "hvcore/kvm": ["hvcore/accel", "hvcore/base", "arch/x86"],
+    # Device models of Linux guests: they see their VM through the
+    # callbacks of hvcore/devices/dev.h only.
+    "hvcore/devices": ["hvcore/base"],
+    "hvcore/kvm": ["hvcore/devices", "hvcore/accel", "hvcore/base",
+                   "arch/x86"],
     "hvcore/soft": ["hvcore/accel", "hvcore/base", "arch/x86", "arch/arm64"],
-    "hvcore/vm": ["hvcore/kvm", "hvcore/soft", "hvcore/accel",
+    "hvcore/vm": ["hvcore/kvm", "hvcore/soft", "hvcore/devices",
+                  "hvcore/accel",
                   "hvcore/base", "arch/x86", "arch/arm64"],
     "migrated/mig": ["hvcore/vm", "hvcore/accel", "hvcore/base"],
     "migrated/fleet": ["hvcore/base"],
     "migrated/rpc": ["migrated/mig", "hvcore/base"],
     "migrated/vmm": ["migrated/rpc", "migrated/mig", "migrated/fleet",
                      "hvcore/vm", "hvcore/kvm", "hvcore/soft",
-                     "hvcore/accel", "hvcore/base", "arch/x86",
-                     "arch/arm64"],
+                     "hvcore/devices", "hvcore/accel", "hvcore/base",
+                     "arch/x86", "arch/arm64"],
     # The host reaches its workers over the control RPC only; from mig it
     # takes the TLS context, addresses and the development CA.
     "migrated/host": ["migrated/rpc", "migrated/mig", "migrated/fleet",
@@ -50,7 +55,7 @@ LAYERS = {
     # Any other tool: anything below, and the tools' shared helpers.
     "tools": ["tools/rpc", "migrated/host", "migrated/vmm", "migrated/rpc",
               "migrated/mig", "migrated/fleet", "hvcore/vm", "hvcore/kvm",
-              "hvcore/soft", "hvcore/accel", "hvcore/base", "arch/x86",
+              "hvcore/soft", "hvcore/devices", "hvcore/accel", "hvcore/base", "arch/x86",
               "arch/arm64"],
 }
 
