@@ -13,6 +13,7 @@
 # log (the transaction alone). Prints each run and the medians.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+source "$top/tools/bench/lib.sh"
 b=${1:-$top/build/release}
 reps=${2:-7}
 MIGRATED=$b/migrated/daemon/migrated
@@ -50,7 +51,6 @@ start d0
 start s1 --etcd "$ETCD_ENDPOINTS" --host-id s1
 start d1 --etcd "$ETCD_ENDPOINTS" --host-id d1
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 # run MODE I: one migration; appends "downtime_ms resume_ms" to $TMP/MODE
 run() {

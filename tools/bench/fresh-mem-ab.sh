@@ -50,36 +50,14 @@ for t in "$MIGRATED" "$CTL" "$SEND" "$RECV"; do
 done
 command -v jq >/dev/null || { echo "needs jq" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/fresh-mem-ab.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
+source "$top/tools/bench/lib.sh"
+bench_init fresh-mem-ab
 
-start_daemon() { # name, env assignments... -> DPID
-	local name=$1
-	shift
-	env "$@" "$MIGRATED" --state-dir "$TMP/$name" --dev-tls \
-		--tls-dir "$TMP/tls" --accel "$ACCEL" --log-level info \
-		--stop-vms >"$TMP/$name.log" 2>&1 &
-	DPID=$!
-	PIDS+=("$DPID")
-	for _ in $(seq 200); do
-		[ -S "$TMP/$name/control.sock" ] && return 0
-		sleep 0.05
-	done
-	echo "daemon $name did not start" >&2
-	cat "$TMP/$name.log" >&2
-	exit 1
-}
 # One after the other: the first makes the dev CA.
-start_daemon src
-start_daemon old
+bench_start_daemon src
+bench_start_daemon old
 DP_old=$DPID
-start_daemon new MIGRATED_DST_PREFAULT=on
+bench_start_daemon new env MIGRATED_DST_PREFAULT=on
 DP_new=$DPID
 S=$TMP/src/control.sock
 

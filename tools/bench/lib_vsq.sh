@@ -12,8 +12,11 @@
 # Globals after vsq_init: the tools' paths (MIGRATED CTL SEND RECV HVBENCH
 # GUEST PY), QACCEL, TMP (removed at exit unless KEEP is set), HZ,
 # TSC_KHZ; link_up sets SRC_IP DST_IP and the netns prefixes NSX_S NSX_D;
-# start_daemon sets DPID; qemu_boot sets QSP and QDP (source's and
+# bench_start_daemon (lib.sh) sets DPID; qemu_boot sets QSP and QDP (source's and
 # destination's QEMU pids).
+
+# shellcheck source=tools/bench/lib.sh
+. "$top/tools/bench/lib.sh"
 
 # ---- setup ---------------------------------------------------------------
 
@@ -179,24 +182,6 @@ link_up() { # lo|1g|10g
 
 # ---- our side ------------------------------------------------------------
 
-start_daemon() { # name, netns prefix... -> DPID
-	local name=$1
-	shift
-	"$@" "$MIGRATED" --state-dir "$TMP/$name" --dev-tls \
-		--tls-dir "$TMP/tls" --accel "$ACCEL" --log-level info \
-		--stop-vms >"$TMP/$name.log" 2>&1 &
-	DPID=$!
-	PIDS+=("$DPID")
-	for _ in $(seq 200); do
-		[ -S "$TMP/$name/control.sock" ] && return 0
-		kill -0 "$DPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "$ME: daemon $name did not start" >&2
-	cat "$TMP/$name.log" >&2
-	exit 1
-}
-
 # Wait until @vm's prefill is done (every page of its region written
 # once); 1 (and the VM destroyed) if not within 900 s.
 ours_wait_prefill() { # socket vm
@@ -220,10 +205,6 @@ ours_wl() { # rate -> words
 	max) echo "--pattern $PATTERN" ;;
 	*) echo "--pattern $PATTERN --rate $(rate_pages "$1")" ;;
 	esac
-}
-
-cpu_ticks() { # pid -> utime+stime ticks ("" when gone)
-	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || true
 }
 
 # Sample the CPU time of @pid every 20 ms into @file until it exits or

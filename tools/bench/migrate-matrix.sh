@@ -36,37 +36,17 @@ done
 command -v jq >/dev/null || { echo "needs jq" >&2; exit 1; }
 [ -w /dev/kvm ] || { echo "needs /dev/kvm" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/migrate-matrix.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-start_daemon() { # name -> DPID
-	"$MIGRATED" --state-dir "$TMP/$1" --dev-tls --tls-dir "$TMP/tls" \
-		--accel kvm --log-level info --stop-vms >"$TMP/$1.log" 2>&1 &
-	DPID=$!
-	PIDS+=("$DPID")
-	for _ in $(seq 100); do
-		[ -S "$TMP/$1/control.sock" ] && return 0
-		sleep 0.05
-	done
-	echo "daemon $1 did not start" >&2
-	cat "$TMP/$1.log" >&2
-	exit 1
-}
-start_daemon src
+source "$top/tools/bench/lib.sh"
+bench_init migrate-matrix
+ACCEL=kvm
+bench_start_daemon src
 SRC_PID=$DPID
 # The second daemon must not race the first one generating the dev CA.
-start_daemon dst
+bench_start_daemon dst
 DST_PID=$DPID
 S=$TMP/src/control.sock
 D=$TMP/dst/control.sock
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_anon() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status"; }
 HZ=$(getconf CLK_TCK)
 

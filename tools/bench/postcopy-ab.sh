@@ -9,6 +9,7 @@
 # change: dev TLS as the tools use it).
 set -uo pipefail
 B=${1:-build/release}
+source "$(dirname "$0")/lib.sh"
 MEM=${MEM:-512M} REPS=${REPS:-3} ACCEL=${ACCEL:-soft}
 T=$(mktemp -d /tmp/postcopy-ab.XXXXXX)
 C="$B/tools/migratectl/migratectl"
@@ -72,8 +73,6 @@ done
 echo
 echo "medians ($MEM, $ACCEL, $REPS runs each):"
 echo -e "$hdr" | cut -f1,3-13
-median() { sort -n | awk '{ a[NR] = $1 } END {
-	print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 for v in precopy postcopy; do
 	row=$v
 	for c in $(seq 3 13); do

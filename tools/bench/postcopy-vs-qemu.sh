@@ -293,9 +293,9 @@ touch "$TMP/rows" "$TMP/failed"
 
 for link in $LINKS; do
 	link_up "$link"
-	start_daemon "src-$link" "${NSX_S[@]}"
+	bench_start_daemon "src-$link" "${NSX_S[@]}"
 	# The second daemon must not race the first generating the dev CA.
-	start_daemon "dst-$link" "${NSX_D[@]}"
+	bench_start_daemon "dst-$link" "${NSX_D[@]}"
 	DSOCK_S=$TMP/src-$link/control.sock
 	DSOCK_D=$TMP/dst-$link/control.sock
 	for mem in $MEMS; do

@@ -13,6 +13,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+source "$top/tools/bench/lib.sh"
 base_ref=${1:-main}
 rounds=${2:-3}
 secs=${3:-2}
@@ -41,7 +42,6 @@ fi
 build "$base_src" "$work/base-build" "$work/vwc-base"
 build "$top" "$top/build/release" "$work/vwc-new"
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "## one soft vCPU: $rounds rounds of ${secs}s, A/B alternating, medians"
 echo

@@ -193,10 +193,10 @@ touch "$TMP/rows"
 
 for link in $LINKS; do
 	link_up "$link"
-	start_daemon "src-$link" "${NSX_S[@]}"
+	bench_start_daemon "src-$link" "${NSX_S[@]}"
 	DPID_S=$DPID
 	# The second daemon must not race the first generating the dev CA.
-	start_daemon "dst-$link" "${NSX_D[@]}"
+	bench_start_daemon "dst-$link" "${NSX_D[@]}"
 	DPID_D=$DPID
 	DSOCK_S=$TMP/src-$link/control.sock
 	DSOCK_D=$TMP/dst-$link/control.sock
