@@ -211,6 +211,8 @@ void hv_pci_intx(struct hv_pci_dev *d, bool level)
 	 * INTx-disable bit only delays or repeats one edge of a level. */
 	uint16_t cmd = (uint16_t)le_get(&d->cfg[HV_PCI_COMMAND], 2);
 
+	if (!d->env)
+		return; /* not on a bus yet */
 	if (level && (cmd & HV_PCI_COMMAND_INTX_DISABLE))
 		return;
 	d->env->irq_line(d->env->opaque, d->intx_gsi, level);

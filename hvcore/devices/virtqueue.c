@@ -268,12 +268,20 @@ bool hv_vq_need_irq(struct hv_vq *vq)
 	uint16_t old, new, event;
 	bool valid;
 
-	if (!vq->started)
+	if (!vq->started ||
+	    (vq->signalled_valid && vq->signalled_used == vq->used_idx))
 		return false;
+	if (!vq->event_idx && vq->used_idx == vq->signalled_used) {
+		vq->signalled_valid = true;
+		return false; /* nothing pushed since the last look */
+	}
 	/* Our used->idx before the driver's used_event / flags. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!vq->event_idx)
+	if (!vq->event_idx) {
+		vq->signalled_used = vq->used_idx;
+		vq->signalled_valid = true;
 		return !(ld16(&vq->avail[0]) & HV_VRING_AVAIL_F_NO_INTERRUPT);
+	}
 	old = vq->signalled_used;
 	valid = vq->signalled_valid;
 	new = vq->signalled_used = vq->used_idx;
