@@ -7,22 +7,29 @@
 /*
  * Guest memory is shared with vCPUs that run while the device works:
  * every ring field is read or written once, with an atomic access, and the
- * orderings the spec asks for (2.7.13, 2.7.14) are explicit fences:
+ * orderings the spec asks for (2.7.13, 2.7.14) ride on those accesses
+ * (no bare fences: ThreadSanitizer does not model them):
  *
- *   device reads avail->idx  -> acquire -> reads ring[] and descriptors
- *   device writes data, used ring element -> release -> writes used->idx
- *   device writes used->idx (or avail_event) -> full fence -> reads
- *     used_event (or avail->idx), which the driver wrote before its own
- *     full fence and its read of our index: one of us sees the other.
+ *   device reads avail->idx (acquire) -> reads ring[] and descriptors
+ *   device writes data, used ring element -> writes used->idx (release)
+ *   device writes used->idx (or avail_event) -> reads used_event (or
+ *     avail->idx), both seq_cst so the store is not passed by the load;
+ *     the driver wrote those before its own full barrier and its read of
+ *     our index: one of us sees the other.
  */
 static inline uint16_t ld16(const uint16_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-static inline void st16(uint16_t *p, uint16_t v)
+static inline uint16_t ld16_sc(const uint16_t *p)
 {
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+static inline void st16_sc(uint16_t *p, uint16_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
 static inline void st32(uint32_t *p, uint32_t v)
@@ -212,13 +219,12 @@ int hv_vq_pop(struct hv_vq *vq, struct hv_vq_chain *c)
 
 	if (!vq->started)
 		return 0;
-	avail_idx = ld16(&vq->avail[1]);
+	avail_idx = __atomic_load_n(&vq->avail[1], __ATOMIC_ACQUIRE);
 	if (avail_idx == vq->last_avail)
 		return 0;
 	/* The driver never has more than a queue's worth outstanding. */
 	if ((uint16_t)(avail_idx - vq->last_avail) > vq->size)
 		return -EPROTO;
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	head = ld16(&vq->avail[2 + (vq->last_avail & (vq->size - 1))]);
 	vq->last_avail++;
 	ret = hv_vq_walk(vq, head, c);
@@ -236,8 +242,7 @@ static void used_put(struct hv_vq *vq, uint16_t head, uint32_t len)
 	env->mark_dirty(env->opaque, vq->used_gpa + 4 + 8 * slot, 8);
 	vq->used_idx++;
 	/* The data and the element before the index the driver polls. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	st16((uint16_t *)(vq->used + 2), vq->used_idx);
+	st16_sc((uint16_t *)(vq->used + 2), vq->used_idx);
 	env->mark_dirty(env->opaque, vq->used_gpa + 2, 2);
 }
 
@@ -275,12 +280,13 @@ bool hv_vq_need_irq(struct hv_vq *vq)
 		vq->signalled_valid = true;
 		return false; /* nothing pushed since the last look */
 	}
-	/* Our used->idx before the driver's used_event / flags. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Our used->idx (stored seq_cst) before the driver's used_event or
+	 * flags. */
 	if (!vq->event_idx) {
 		vq->signalled_used = vq->used_idx;
 		vq->signalled_valid = true;
-		return !(ld16(&vq->avail[0]) & HV_VRING_AVAIL_F_NO_INTERRUPT);
+		return !(ld16_sc(&vq->avail[0]) &
+			 HV_VRING_AVAIL_F_NO_INTERRUPT);
 	}
 	old = vq->signalled_used;
 	valid = vq->signalled_valid;
@@ -288,7 +294,7 @@ bool hv_vq_need_irq(struct hv_vq *vq)
 	vq->signalled_valid = true;
 	if (!valid)
 		return true;
-	event = ld16(&vq->avail[2 + vq->size]);
+	event = ld16_sc(&vq->avail[2 + vq->size]);
 	/* vring_need_event(): did new pass event since old? */
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
 }
@@ -302,19 +308,18 @@ bool hv_vq_notify_enable(struct hv_vq *vq)
 	if (vq->event_idx) {
 		uint16_t *ev = (uint16_t *)(vq->used + 4 + 8 * vq->size);
 
-		st16(ev, vq->last_avail);
+		st16_sc(ev, vq->last_avail);
 		env->mark_dirty(env->opaque, vq->used_gpa + 4 + 8 * vq->size,
 				2);
 	} else {
 		uint16_t *flags = (uint16_t *)vq->used;
 
-		st16(flags, ld16(flags) & ~HV_VRING_USED_F_NO_NOTIFY);
+		st16_sc(flags, ld16(flags) & ~HV_VRING_USED_F_NO_NOTIFY);
 		env->mark_dirty(env->opaque, vq->used_gpa, 2);
 	}
-	/* Publish before we look again: a buffer added meanwhile either
-	 * sees our request and notifies, or is seen here. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return ld16(&vq->avail[1]) != vq->last_avail;
+	/* Published (seq_cst) before we look again: a buffer added
+	 * meanwhile either sees our request and notifies, or is seen here. */
+	return ld16_sc(&vq->avail[1]) != vq->last_avail;
 }
 
 void hv_vq_notify_disable(struct hv_vq *vq)
@@ -324,7 +329,7 @@ void hv_vq_notify_disable(struct hv_vq *vq)
 	if (!vq->started || vq->event_idx)
 		return;
 	flags = (uint16_t *)vq->used;
-	st16(flags, ld16(flags) | HV_VRING_USED_F_NO_NOTIFY);
+	st16_sc(flags, ld16(flags) | HV_VRING_USED_F_NO_NOTIFY);
 	vq->env->mark_dirty(vq->env->opaque, vq->used_gpa, 2);
 }
 

@@ -114,6 +114,26 @@ static inline unsigned fake_msis(struct fake_vm *vm)
 	return n;
 }
 
+static inline uint32_t fake_msi_data(struct fake_vm *vm)
+{
+	uint32_t v;
+
+	pthread_mutex_lock(&vm->lock);
+	v = vm->msi_data;
+	pthread_mutex_unlock(&vm->lock);
+	return v;
+}
+
+static inline int fake_irq_level(struct fake_vm *vm, uint32_t gsi)
+{
+	int l;
+
+	pthread_mutex_lock(&vm->lock);
+	l = vm->irq_level[gsi];
+	pthread_mutex_unlock(&vm->lock);
+	return l;
+}
+
 static inline bool fake_dirty(struct fake_vm *vm, gpa_t gpa)
 {
 	bool d;
@@ -188,7 +208,6 @@ static inline void fake_ring_offer(struct fake_ring *r, uint16_t head)
 	uint16_t *a = fake_avail(r);
 
 	a[2 + (r->avail_idx & (r->size - 1))] = head;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	r->avail_idx++;
 	__atomic_store_n(&a[1], r->avail_idx, __ATOMIC_RELEASE);
 }

@@ -51,7 +51,7 @@ static void echo_notify(struct hv_virtio_dev *vd, unsigned q)
 	uint8_t buf[256];
 	int ret;
 
-	e->notify_thread = pthread_self();
+	__atomic_store_n(&e->notify_thread, pthread_self(), __ATOMIC_SEQ_CST);
 	while ((ret = hv_vq_pop(&vd->vq[q], &c)) != 0) {
 		uint64_t n;
 
@@ -138,9 +138,11 @@ static void test_linux_sequence_reaches_the_device(void)
 	CU_ASSERT_EQUAL(memcmp(d.vm->ram + DRV_BUF + 0x100, "ping", 4), 0);
 	CU_ASSERT(fake_dirty(d.vm, DRV_BUF + 0x100));
 	CU_ASSERT(drv_wait_msis(&d, 1));
-	CU_ASSERT_EQUAL(d.vm->msi_data, 0x40 + 2); /* queue 1's vector */
+	CU_ASSERT_EQUAL(fake_msi_data(d.vm), 0x40 + 2); /* queue 1's vector */
 	/* Served on the device's thread, not the one that kicked. */
-	CU_ASSERT_FALSE(pthread_equal(e.notify_thread, pthread_self()));
+	CU_ASSERT_FALSE(pthread_equal(
+		__atomic_load_n(&e.notify_thread, __ATOMIC_SEQ_CST),
+		pthread_self()));
 
 	/* Past FEATURES_OK and DRIVER_OK, their registers are frozen. */
 	drv_wr(&d, HV_VIRTIO_PCI_GFSELECT, 0, 4);
@@ -214,7 +216,7 @@ static void test_rings_outside_ram_make_needs_reset(void)
 	drv_wr(&d, HV_VIRTIO_PCI_STATUS, 0x0f, 1);
 	CU_ASSERT(drv_status(&d) & HV_VIRTIO_S_NEEDS_RESET);
 	CU_ASSERT(drv_wait_msis(&d, 1)); /* the config interrupt */
-	CU_ASSERT_EQUAL(d.vm->msi_data, 0x40);
+	CU_ASSERT_EQUAL(fake_msi_data(d.vm), 0x40);
 	CU_ASSERT_EQUAL(drv_rd(&d, HV_VIRTIO_PCI_CFG_GENERATION, 1), 1);
 	/* A queue size that is not a power of two is not taken. */
 	drv_wr(&d, HV_VIRTIO_PCI_STATUS, 0, 1);
@@ -272,11 +274,11 @@ static void test_intx_and_isr_without_msix(void)
 	offer_ping(&d, 0, 0);
 	drv_kick(&d, 0);
 	CU_ASSERT_FATAL(fake_wait_used(&d.ring[0], 1));
-	for (int i = 0; i < 1000 && !d.vm->irq_level[gsi]; i++)
+	for (int i = 0; i < 1000 && !fake_irq_level(d.vm, gsi); i++)
 		usleep(1000);
-	CU_ASSERT_EQUAL(d.vm->irq_level[gsi], 1);
+	CU_ASSERT_EQUAL(fake_irq_level(d.vm, gsi), 1);
 	CU_ASSERT_EQUAL(drv_rd(&d, HV_VIRTIO_PCI_ISR, 1), 1);
-	CU_ASSERT_EQUAL(d.vm->irq_level[gsi], 0);
+	CU_ASSERT_EQUAL(fake_irq_level(d.vm, gsi), 0);
 	CU_ASSERT_EQUAL(drv_rd(&d, HV_VIRTIO_PCI_ISR, 1), 0);
 	CU_ASSERT_EQUAL(fake_msis(d.vm), 0);
 	drv_detach(&d);
