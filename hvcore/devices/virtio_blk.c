@@ -155,7 +155,7 @@ int hv_virtio_blk_create(const struct hv_virtio_blk_cfg *cfg,
 			 struct hv_virtio_blk **out)
 {
 	struct hv_virtio_blk *b;
-	const char *base;
+	const char *base, *id;
 	struct stat s;
 	uint64_t size;
 	int ret;
@@ -190,7 +190,9 @@ int hv_virtio_blk_create(const struct hv_virtio_blk_cfg *cfg,
 	}
 	base = strrchr(cfg->path, '/');
 	base = base ? base + 1 : cfg->path;
-	strncpy(b->id, cfg->serial ? cfg->serial : base, sizeof(b->id));
+	/* 20 bytes, zero-padded, not NUL-terminated when full (5.2.6). */
+	id = cfg->serial ? cfg->serial : base;
+	memcpy(b->id, id, HV_MIN(strlen(id), sizeof(b->id)));
 	put_le(b->cfg, b->sectors, 8);
 	put_le(b->cfg + 12, SEG_MAX, 4);
 	b->vd = (struct hv_virtio_dev){
