@@ -21,7 +21,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 shift || true
-all=(frame batch hello layout vmstate ctl_frame metrics_http etcd_json)
+all=(frame batch hello layout vmstate ctl_frame metrics_http etcd_json
+	virtqueue)
 # The decoder sources of each target, for FUZZ_COV (path prefixes).
 declare -A srcs=(
 	[frame]="migrated/mig/frame.c"
@@ -32,6 +33,7 @@ declare -A srcs=(
 	[ctl_frame]="migrated/rpc/ctl_frame.c"
 	[metrics_http]="migrated/rpc/http_head.c"
 	[etcd_json]="migrated/fleet/etcd_json.c"
+	[virtqueue]="hvcore/devices/virtqueue.c"
 )
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
