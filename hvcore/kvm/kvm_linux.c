@@ -373,8 +373,7 @@ static void post_read(void *dev, uint64_t off, void *data, uint32_t len)
 	memset(data, 0xff, len);
 }
 
-static void post_write(void *dev, uint64_t off, const void *data,
-		       uint32_t len)
+static void post_write(void *dev, uint64_t off, const void *data, uint32_t len)
 {
 	(void)dev;
 	(void)off;
