@@ -27,7 +27,6 @@
 #include "hvcore/devices/i8042.h"
 #include "hvcore/devices/iobus.h"
 #include "hvcore/devices/uart16550.h"
-#include "hvcore/guest_mem.h"
 #include "hvcore/kvm/kvm_priv.h"
 #include "hvcore/log.h"
 #include "hvcore/vcpu.h"
@@ -299,7 +298,7 @@ static int load_linux(struct hv_vm *vm, struct hv_kvm_linux *lx)
 	struct hv_ram_layout l = hv_vm_ram_layout(vm);
 	struct x86_linux_boot in = {0};
 	struct x86_linux_entry e;
-	uint8_t *ram = vm->mem->hva;
+	uint8_t *ram = hv_vm_ram(vm);
 	char *cmdline;
 	int ret, pt;
 
