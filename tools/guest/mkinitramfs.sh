@@ -64,11 +64,28 @@ fetch() { # fetch PACKAGE: echo the cached .deb of its candidate version
 kdeb=$(fetch "$kpkg")
 bbdeb=$(fetch busybox-static)
 
+# Rebuild only when an input changed: the key of the last build is kept
+# next to the output.
+image_rev=1
+key=$( (basename "$kdeb"; basename "$bbdeb"; echo "$image_rev ${mods[*]}";
+	sha256sum <"$hvguest"; cat "$here/init" "$0") | sha256sum | cut -c1-16)
+if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ] &&
+	{ [ -z "$kout" ] || [ -f "$kout" ]; }; then
+	echo "mkinitramfs: $out is up to date" >&2
+	exit 0
+fi
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mkinitramfs.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/x" "$tmp/root/lib/modules"
 mkdir -p "$tmp/root/"{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp}
-dpkg-deb -x "$kdeb" "$tmp/x" || die "cannot unpack $kdeb"
+# Only the kernel and the module folders we need: the whole package is
+# hundreds of MiB unpacked.
+m=./lib/modules/$kver/kernel
+dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$tmp/x" --wildcards \
+	"./boot/vmlinuz-$kver" "$m/drivers/virtio/*" "$m/drivers/block/*" \
+	"$m/drivers/net/*.ko" "$m/net/core/*" "$m/drivers/char/hw_random/*" \
+	"$m/net/vmw_vsock/*" || die "cannot unpack $kdeb"
 dpkg-deb -x "$bbdeb" "$tmp/x" || die "cannot unpack $bbdeb"
 kmod=$tmp/x/lib/modules/$kver/kernel
 declare -A done_mod=()
@@ -104,4 +121,5 @@ if [ -n "$kout" ]; then
 	cp "$tmp/x/boot/vmlinuz-$kver" "$kout.tmp"
 	mv "$kout.tmp" "$kout"
 fi
+echo "$key" >"$out.key"
 echo "mkinitramfs: $out ($(du -k "$out" | cut -f1) KiB, modules: ${order[*]})" >&2
