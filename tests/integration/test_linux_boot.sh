@@ -36,7 +36,7 @@ for n in 1 2; do
 	"$hvbench" boot --kernel "$img/vmlinuz" \
 		--initrd "$img/initramfs.cpio.gz" \
 		--cmdline "hv.size=32 hv.duration=10" --mem 512M --vcpus "$n" \
-		--timeout 300 --until "hvguest: start" >"$log.raw" 2>&1
+		--timeout 200 --until "hvguest: start" >"$log.raw" 2>&1
 	rc=$?
 	# The guest's tty ends lines with CR LF.
 	tr -d '\r' <"$log.raw" >"$log"
