@@ -42,7 +42,7 @@ struct hv_kvm_vm {
 	bool ring_acq_rel;
 	bool manual_protect;
 	struct x86_fpu_caps fpu; /* XSAVE or FPU, XCRs or none */
-	void *cpuid;	/* struct kvm_cpuid2 from GET_SUPPORTED */
+	void *cpuid;		 /* struct kvm_cpuid2 from GET_SUPPORTED */
 	uint32_t entry32;
 	uint64_t ap_entry64;
 	struct hv_kvm_linux *lx; /* Linux guests only (kvm_linux.c) */
