@@ -353,6 +353,25 @@ void hv_vm_set_exit_reason(struct hv_vm *vm, enum hv_vm_exit why)
 	atomic_compare_exchange_strong(&vm->exit_reason, &none, (int)why);
 }
 
+void hv_vm_guest_stopped(struct hv_vm *vm, enum hv_vm_exit why)
+{
+	hv_vm_set_exit_reason(vm, why);
+	/* Ask every vCPU to stop without joining (the caller may be one of
+	 * them): each leaves at its next kick check and parks as STOPPED;
+	 * hv_vm_get_state() then reads STOPPED. */
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct hv_vcpu *v = vm->vcpus[i];
+
+		if (!v)
+			continue;
+		pthread_mutex_lock(&v->lock);
+		__atomic_store_n(&v->req, HV_VCPU_REQ_STOP, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&v->cond);
+		pthread_mutex_unlock(&v->lock);
+		vm->ops->vcpu_kick(v);
+	}
+}
+
 const char *hv_vm_exit_name(enum hv_vm_exit why)
 {
 	static const char *const names[HV_VM_EXIT_COUNT] = {
@@ -457,6 +476,18 @@ enum hv_vm_state hv_vm_get_state(struct hv_vm *vm)
 
 	pthread_mutex_lock(&vm->lock);
 	s = vm->state;
+	/* A guest that stopped itself (hv_vm_guest_stopped) is STOPPED once
+	 * its last vCPU parked. */
+	if ((s == HV_VM_RUNNING || s == HV_VM_PAUSED) &&
+	    hv_vm_exit_reason(vm) != HV_VM_EXIT_NONE) {
+		bool all = true;
+
+		for (uint32_t i = 0; i < vm->cfg.nr_vcpus && all; i++)
+			all = hv_vcpu_get_state(vm->vcpus[i]) ==
+			      HV_VCPU_STOPPED;
+		if (all)
+			s = vm->state = HV_VM_STOPPED;
+	}
 	pthread_mutex_unlock(&vm->lock);
 	return s;
 }
@@ -771,15 +802,24 @@ int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,
 		      uint64_t len)
 {
 	uint8_t *p = hv_vm_gpa_to_hva(vm, gpa, len);
-	const struct hv_memslots_snap *s;
-	const struct hv_memslot *m = NULL;
-	uint64_t marked = 0;
 
 	if (!p)
 		return -EFAULT;
 	if (!len)
 		return 0;
 	memcpy(p, buf, len);
+	hv_vm_mark_dirty(vm, gpa, len);
+	return 0;
+}
+
+void hv_vm_mark_dirty(struct hv_vm *vm, gpa_t gpa, uint64_t len)
+{
+	const struct hv_memslots_snap *s;
+	const struct hv_memslot *m = NULL;
+	uint64_t marked = 0;
+
+	if (!len)
+		return;
 	/* Data first, then the bit (release in the bitmap): a harvester that
 	 * sees the bit reads the new data. */
 	s = hv_memslots_read_lock(vm->slots);
@@ -796,7 +836,6 @@ int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,
 	if (marked)
 		__atomic_fetch_add(&vm->stats.vmm_writes, marked,
 				   __ATOMIC_RELAXED);
-	return 0;
 }
 
 int hv_vm_read_guest(struct hv_vm *vm, gpa_t gpa, void *buf, uint64_t len)

@@ -226,6 +226,12 @@ struct hv_console *hv_vm_console(struct hv_vm *vm);
  */
 enum hv_vm_exit hv_vm_exit_reason(struct hv_vm *vm);
 void hv_vm_set_exit_reason(struct hv_vm *vm, enum hv_vm_exit why);
+/*
+ * The guest ended itself (reset, poweroff, a fatal error): record @why
+ * (first one sticks) and ask every vCPU to stop without waiting; the VM
+ * reads STOPPED once they all parked. Any thread, vCPU threads included.
+ */
+void hv_vm_guest_stopped(struct hv_vm *vm, enum hv_vm_exit why);
 /* "none", "poweroff", "reboot", "panic", "error"; "?" otherwise. */
 const char *hv_vm_exit_name(enum hv_vm_exit why);
 
@@ -313,6 +319,9 @@ void *hv_vm_gpa_to_hva(struct hv_vm *vm, gpa_t gpa, uint64_t len);
 int hv_vm_write_guest(struct hv_vm *vm, gpa_t gpa, const void *buf,
 		      uint64_t len);
 int hv_vm_read_guest(struct hv_vm *vm, gpa_t gpa, void *buf, uint64_t len);
+/* Mark [gpa, gpa + len) dirty (when logging is on) after the caller
+ * wrote it through hv_vm_gpa_to_hva() (device models). Any thread. */
+void hv_vm_mark_dirty(struct hv_vm *vm, gpa_t gpa, uint64_t len);
 
 /* Workload: replace vCPU @idx's parameters (logged VMM write; the guest
  * picks them up at its next batch). Any thread. */

@@ -72,6 +72,8 @@ KNOWN = {
     # memslots, guest memory): a narrow accessor header should replace it.
     "hvcore/kvm/kvm_dirty.c -> hvcore/vcpu.h",
     "hvcore/kvm/kvm_dirty.c -> hvcore/vm.h",
+    "hvcore/kvm/kvm_linux.c -> hvcore/vcpu.h",
+    "hvcore/kvm/kvm_linux.c -> hvcore/vm.h",
     "hvcore/kvm/kvm_priv.h -> hvcore/vm.h",
     "hvcore/kvm/kvm_state.c -> hvcore/vcpu.h",
     "hvcore/kvm/kvm_state.c -> hvcore/vm.h",

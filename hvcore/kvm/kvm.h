@@ -37,6 +37,26 @@ void hv_kvm_get_ring_stats(struct hv_vm *vm, struct hv_kvm_ring_stats *out);
 /* Name of a KVM exit reason ("KVM_EXIT_IO"), "KVM_EXIT_?" if unknown. */
 const char *hv_kvm_exit_name(uint32_t reason);
 
+/*
+ * Linux guests (hvcore/kvm/kvm_linux.c, docs/guests.md): the VM's port
+ * I/O and MMIO buses, where device models register (before the vCPUs
+ * run), and the device environment they are created with. NULL for a
+ * VM without cfg.boot.kernel. Valid until hv_vm_destroy().
+ */
+struct hv_iobus;
+struct hv_dev_env;
+struct hv_iobus *hv_kvm_pio_bus(struct hv_vm *vm);
+struct hv_iobus *hv_kvm_mmio_bus(struct hv_vm *vm);
+const struct hv_dev_env *hv_kvm_dev_env(struct hv_vm *vm);
+
+/* Guest accesses no device claimed (reads got all ones). Racy snapshot;
+ * zeros for a VM without a kernel. */
+struct hv_kvm_linux_stats {
+	uint64_t unclaimed_pio;
+	uint64_t unclaimed_mmio;
+};
+void hv_kvm_linux_get_stats(struct hv_vm *vm, struct hv_kvm_linux_stats *out);
+
 /* True when /dev/kvm opens and reports API version 12. */
 bool hv_kvm_available(void);
 

@@ -2,7 +2,8 @@
 /*
  * Private state of the KVM accelerator, shared by its files:
  * kvm_vm.c (VM, capabilities, memslots), kvm_vcpu.c (vCPUs, exits),
- * kvm_dirty.c (ring and bitmap logging), kvm_state.c (save/restore).
+ * kvm_dirty.c (ring and bitmap logging), kvm_state.c (save/restore),
+ * kvm_linux.c (the platform of Linux guests).
  */
 #ifndef HVCORE_KVM_KVM_PRIV_H
 #define HVCORE_KVM_KVM_PRIV_H
@@ -41,9 +42,10 @@ struct hv_kvm_vm {
 	bool ring_acq_rel;
 	bool manual_protect;
 	struct x86_fpu_caps fpu; /* XSAVE or FPU, XCRs or none */
-	void *cpuid;	/* struct kvm_cpuid2 from GET_SUPPORTED */
+	void *cpuid;		 /* struct kvm_cpuid2 from GET_SUPPORTED */
 	uint32_t entry32;
 	uint64_t ap_entry64;
+	struct hv_kvm_linux *lx; /* Linux guests only (kvm_linux.c) */
 
 	/* control thread (memslot updates) and harvester, under vm->dirty_lock
 	 * for the harvester's reads */
@@ -117,6 +119,17 @@ int hv_kvm_vcpu_init(struct hv_vcpu *vcpu);
 void hv_kvm_vcpu_fini(struct hv_vcpu *vcpu);
 int hv_kvm_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit);
 void hv_kvm_vcpu_kick(struct hv_vcpu *vcpu);
+
+/* kvm_linux.c: the platform of a VM with cfg.boot.kernel. init (from
+ * vm_init, after the irqchip) creates the PIT, buses and devices and
+ * loads the kernel; vcpu_init sets CPUID, MSRs, LAPIC and the BSP's
+ * entry; exit handles one KVM exit: 0 re-enter, 1 report @exit,
+ * 2 not handled (use the exit table), or a negative errno. */
+int hv_kvm_linux_init(struct hv_vm *vm, struct hv_kvm_vm *k);
+void hv_kvm_linux_fini(struct hv_vm *vm, struct hv_kvm_vm *k);
+int hv_kvm_linux_vcpu_init(struct hv_vcpu *vcpu, int fd);
+int hv_kvm_linux_exit(struct hv_vcpu *vcpu, struct kvm_run *run,
+		      struct hv_exit *exit);
 
 /* kvm_state.c */
 int hv_kvm_vm_state_save(struct hv_vm *vm, struct hv_blob *out);

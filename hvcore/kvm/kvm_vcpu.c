@@ -57,10 +57,15 @@ int hv_kvm_vcpu_init(struct hv_vcpu *vcpu)
 			goto err_ring;
 		}
 	}
-	ret = x86_vcpu_set_cpuid(c->fd, k->cpuid, vcpu->id);
+	if (k->lx)
+		ret = hv_kvm_linux_vcpu_init(vcpu, c->fd);
+	else
+		ret = x86_vcpu_set_cpuid(c->fd, k->cpuid, vcpu->id);
 	if (ret)
 		goto err_ring;
-	if (vcpu->id == 0) {
+	if (k->lx) {
+		/* Linux guest: entry state set above. */
+	} else if (vcpu->id == 0) {
 		ret = x86_vcpu_boot_pvh(c->fd, k->entry32,
 					(uint32_t)HV_X86_START_INFO_GPA);
 	} else {
@@ -392,6 +397,15 @@ int hv_kvm_vcpu_run(struct hv_vcpu *vcpu, struct hv_exit *exit)
 			return ret;
 		}
 		r = run->exit_reason;
+		if (kvm_of(vcpu->vm)->lx) {
+			ret = hv_kvm_linux_exit(vcpu, run, exit);
+			if (ret < 0)
+				return ret;
+			if (ret == 0)
+				continue;
+			if (ret == 1)
+				return 0;
+		}
 		if (r >= HV_ARRAY_SIZE(exit_table) || !exit_table[r].fn) {
 			exit->kind = HV_EXIT_ERROR;
 			exit->detail = "KVM_EXIT_?";

@@ -283,7 +283,10 @@ static int kvm_vm_init(struct hv_vm *vm)
 	/* Adopted RAM (hv_vm_cfg.adopt_mem) holds a running guest: loading
 	 * the image would overwrite it; the restored registers, not the
 	 * entry points, continue it. */
-	ret = vm->mem->adopted ? 0 : load_guest(vm, k);
+	if (hv_vm_is_linux(vm))
+		ret = hv_kvm_linux_init(vm, k);
+	else
+		ret = vm->mem->adopted ? 0 : load_guest(vm, k);
 	if (ret)
 		goto err_cpuid;
 	vm->accel = k;
@@ -308,6 +311,7 @@ static void kvm_vm_fini(struct hv_vm *vm)
 	if (!k)
 		return;
 	hv_kvm_ring_drain_stop(vm);
+	hv_kvm_linux_fini(vm, k);
 	for (uint32_t i = 0; i < k->nr_slots; i++)
 		free(k->slots[i].scratch);
 	free(k->slots);
@@ -403,6 +407,7 @@ void hv_kvm_get_ring_stats(struct hv_vm *vm, struct hv_kvm_ring_stats *out)
 const struct hv_accel_ops hv_kvm_ops = {
 	.name = "kvm",
 	.kind = HV_ACCEL_KVM,
+	.boots_linux = true,
 	.vm_init = kvm_vm_init,
 	.vm_fini = kvm_vm_fini,
 	.memslot_update = kvm_memslot_update,

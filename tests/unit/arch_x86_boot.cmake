@@ -1,0 +1,1 @@
+hv_unit_area(arch/x86/boot LIBS hv_arch_x86 hvcore TIMEOUT 60)
