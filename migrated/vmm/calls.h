@@ -9,6 +9,7 @@
 #define MIGD_CALLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "hvcore/accel.h"
 
@@ -54,6 +55,13 @@ void migd_call_unsubscribe(struct migd_call *call);
 void migd_call_dirty_rate(struct migd_call *call);
 void migd_call_converge_estimate(struct migd_call *call);
 void migd_call_vm_set_workload(struct migd_call *call);
+/* calls_console.c: a Linux guest's console, read and typed into. */
+void migd_call_vm_console(struct migd_call *call);
+void migd_call_vm_console_write(struct migd_call *call);
+/* calls_vm.c: where a Linux guest's console output is kept,
+ * STATE/vms/NAME.console (rotated to NAME.console.1). */
+void migd_console_log_path(struct migd *d, const char *name, char *buf,
+			   size_t size);
 /* calls_check.c: the page-stamp oracle over one VM. */
 void migd_call_vm_check(struct migd_call *call);
 

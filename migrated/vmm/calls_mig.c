@@ -11,6 +11,7 @@
 #include "migrated/vmm/calls.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
+#include "migrated/vmm/vm_info.h"
 
 #define COMP "migd.rpc"
 
@@ -177,6 +178,8 @@ void migd_call_mig_start(struct migd_call *call)
 			       "VM '%s' is already being migrated", v->name);
 		return;
 	}
+	if (migd_vm_refuse_linux(call, v, "migrating its device state"))
+		return;
 	prm.channels = r->channels;
 	prm.bandwidth = r->bandwidth;
 	prm.downtime_ms = r->downtime_ms;
