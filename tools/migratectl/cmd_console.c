@@ -217,20 +217,13 @@ static int send_input(struct console *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* --input FILE|-: its bytes, as typed. */
-static int send_file(struct console *c, const char *path)
+/* --input FILE|-: its bytes (@fd), as typed. */
+static int send_file(struct console *c, int fd, const char *path)
 {
 	uint8_t buf[WRITE_MAX];
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC)
-				   : STDIN_FILENO;
 	ssize_t n;
 	int ret = 0;
 
-	if (fd < 0) {
-		fprintf(stderr, "migratectl: --input '%s': %s\n", path,
-			strerror(errno));
-		return 2;
-	}
 	while (!ret && (n = read(fd, buf, sizeof(buf))) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
@@ -242,8 +235,6 @@ static int send_file(struct console *c, const char *path)
 		}
 		ret = send_input(c, buf, (size_t)n);
 	}
-	if (fd != STDIN_FILENO)
-		close(fd);
 	return ret;
 }
 
@@ -351,7 +342,7 @@ int ctl_vm_console(struct ctl *ctl, int argc, char **argv)
 	struct console c = {.ctl = ctl};
 	const char *input = NULL;
 	bool follow_on = false, from_start = false, tty;
-	int opt, ret;
+	int opt, ret, in_fd = -1;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
@@ -393,12 +384,23 @@ int ctl_vm_console(struct ctl *ctl, int argc, char **argv)
 	/* A one-shot read prints all that is kept; a session or --follow
 	 * what comes next, unless asked for what is kept first. */
 	c.from_end = (tty || follow_on) && !from_start;
-	/* Where "now" is before the input goes: its echo and answer come
-	 * after. */
-	if (c.from_end && input && (ret = drain_output(&c)))
-		goto out;
 	if (input) {
-		ret = send_file(&c, input);
+		in_fd = strcmp(input, "-") ? open(input, O_RDONLY | O_CLOEXEC)
+					   : STDIN_FILENO;
+		if (in_fd < 0) {
+			fprintf(stderr, "migratectl: --input '%s': %s\n", input,
+				strerror(errno));
+			ret = 2;
+			goto out;
+		}
+		/* First a read: the VM has a console, and "now" is known
+		 * before the input goes (its echo and answer come after);
+		 * with --follow --from-start it prints what is kept. */
+		if (!follow_on)
+			c.from_end = true;
+		ret = drain_output(&c);
+		if (!ret)
+			ret = send_file(&c, in_fd, input);
 		if (ret || !follow_on)
 			goto out;
 	}
@@ -409,6 +411,8 @@ int ctl_vm_console(struct ctl *ctl, int argc, char **argv)
 	else
 		ret = drain_output(&c);
 out:
+	if (in_fd > STDIN_FILENO)
+		close(in_fd);
 	free(c.tail);
 	return ret;
 }
