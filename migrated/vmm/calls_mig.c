@@ -79,6 +79,11 @@ void migd_call_mig_incoming(struct migd_call *call)
 	}
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
+	/* 0: the default; all ones: none (control.proto). */
+	prm.arm_timeout_ms = !r->arm_timeout_ms ? MIGD_ARM_TIMEOUT_MS_DEFAULT
+			     : r->arm_timeout_ms == UINT32_MAX
+				     ? 0
+				     : r->arm_timeout_ms;
 	if (r->accel && *r->accel) {
 		prm.accel = hv_accel_kind_parse(r->accel, HV_ACCEL_INVALID);
 		if (prm.accel == HV_ACCEL_INVALID) {

@@ -151,6 +151,9 @@ static void dirty_timer_cb(uv_timer_t *t)
 	struct migd *d = t->data;
 	struct migd_dr_msg *m;
 
+	/* An incoming-only worker has no VM yet: its armed receive's limit
+	 * is checked here too. */
+	migd_mig_arm_check(d);
 	if (!d->reg.head)
 		return;
 	for (struct migd_vm *v = d->reg.head; v; v = v->next)

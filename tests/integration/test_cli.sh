@@ -13,7 +13,8 @@
 # meets it: the progress bar on 80- and 40-column pseudo-terminals,
 # Ctrl-C, SIGTERM and --detach, the dirty rate and pause/resume during a
 # migration, the workload shown on the destination, failure reasons with
-# a next step, and an armed migrate-recv listed and disarmed.
+# a next step, and an armed migrate-recv listed and disarmed, by hand or
+# by its --arm-timeout.
 # Usage: test_cli.sh MIGRATED MIGRATECTL SEND RECV DIRTYRATE HVBENCH
 DR=$5
 HVB=$6
@@ -51,6 +52,35 @@ refused() {
 	else
 		fail "$desc: rc=$RC (want $rc) stderr=$ERR"
 	fi
+}
+
+# An armed receive that no source reaches disarms itself after
+# --arm-timeout (issue 25: it waited forever), saying why, its worker
+# gone; --arm-timeout 0 keeps waiting. Needs $DST and nworkers.
+arm_timeout_check() {
+	local out id ph msg w0
+	w0=$(nworkers)
+	out=$("$RECV" --json --socket "$DST" --name arm2 --arm-timeout 2 127.0.0.1:0)
+	id=$(jq -r .id <<<"$out")
+	out=$("$RECV" --json --socket "$DST" --name arm3 --arm-timeout 0 127.0.0.1:0)
+	id0=$(jq -r .id <<<"$out")
+	for _ in $(seq 100); do
+		ph=$(SOCK=$DST ctl --json migration status "$id" | jq -r '.migrations[0].progress.phase')
+		[ "$ph" = MIG_PHASE_CANCELLED ] && break
+		sleep 0.1
+	done
+	msg=$(SOCK=$DST ctl --json migration status "$id" | jq -r '.migrations[0].progress.message')
+	[ "$ph" = MIG_PHASE_CANCELLED ] &&
+		grep -q "no source connected within 2 s of arming (migrate-recv --arm-timeout): disarmed" <<<"$msg" &&
+		ok "an armed receive no source reached disarms after --arm-timeout 2: $msg" ||
+		fail "armed receive $id after its --arm-timeout: $ph: $msg"
+	ph=$(SOCK=$DST ctl --json migration status "$id0" | jq -r '.migrations[0].progress.phase')
+	[ "$ph" = MIG_PHASE_SETUP ] && ok "--arm-timeout 0: still armed" ||
+		fail "--arm-timeout 0: $ph"
+	SOCK=$DST ctl migration cancel "$id0" >/dev/null
+	for _ in $(seq 100); do [ "$(nworkers)" -le "$((w0))" ] && break; sleep 0.1; done
+	[ "$(nworkers)" -le "$w0" ] && ok "both armed receives' workers are gone" ||
+		fail "workers left: $(nworkers), was $w0"
 }
 
 # ---- --version and --help ----------------------------------------------
@@ -160,6 +190,8 @@ refused "migrate-recv --name" 2 "--name '-x'" \
 	"$RECV" --socket "$NOSOCK" --name -x :0
 refused "migrate-recv --timeout-ms -1" 2 "--timeout-ms '-1'" \
 	"$RECV" --socket "$NOSOCK" --timeout-ms -1 :0
+refused "migrate-recv --arm-timeout -1" 2 "--arm-timeout '-1'" \
+	"$RECV" --socket "$NOSOCK" --arm-timeout -1 :0
 refused "dirtyrate --interval 5" 2 "--interval '5'.*50\.\.60000" \
 	"$DR" --socket "$NOSOCK" --interval 5 vm1
 refused "migrated --dirty-interval-ms 5" 2 "dirty-interval-ms.*20\.\.1000" \
@@ -450,5 +482,6 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 	for _ in $(seq 100); do [ "$(nworkers)" -le "$w0" ] && break; sleep 0.1; done
 	[ "$(nworkers)" -le "$w0" ] && ok "disarmed: its worker is gone ($(nworkers) left)" ||
 		fail "disarmed, but $(nworkers) workers (was $w0)"
+	arm_timeout_check
 fi
 finish
