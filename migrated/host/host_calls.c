@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "hvcore/log.h"
-#include "migrated/vmm/boot_check.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"

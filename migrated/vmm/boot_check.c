@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The boot files of a create request, checked (boot_check.h).
+ * The boot files of a create request, checked (calls.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "hvcore/vm.h"
-#include "migrated/vmm/boot_check.h"
+#include "migrated/vmm/calls.h"
 
 bool migd_boot_wanted(const Migd__VmCreateRequest *r)
 {

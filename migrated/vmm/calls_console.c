@@ -10,7 +10,6 @@
 
 #include "hvcore/console.h"
 #include "hvcore/log.h"
-#include "migrated/host/daemon.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/vmm/console_read.h"
 #include "migrated/vmm/vm_info.h"
@@ -20,19 +19,10 @@
 /* The VM @name with a console, or NULL with the call failed. */
 static struct migd_vm *console_vm(struct migd_call *call, const char *name)
 {
-	struct migd_vm *v;
+	struct migd_vm *v = migd_call_find_vm(call, name);
 
-	if (!name || !*name) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "VM name missing");
+	if (!v)
 		return NULL;
-	}
-	v = migd_registry_find(&migd_of(call)->reg, name);
-	if (!v) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
-			       "no VM named '%s'", name);
-		return NULL;
-	}
 	if (!hv_vm_console(v->vm)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "VM '%s' runs the workload guest, which has no "

@@ -14,7 +14,6 @@
 #include "hvcore/log.h"
 #include "hvcore/time.h"
 #include "hvcore/vcpu.h"
-#include "migrated/vmm/boot_check.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
@@ -47,6 +46,14 @@ static struct migd_vm *ref_vm(struct migd_call *call, const Migd__VmRef *ref,
 		return NULL;
 	}
 	return v;
+}
+
+struct migd_vm *migd_call_find_vm(struct migd_call *call, const char *name)
+{
+	Migd__VmRef ref = MIGD__VM_REF__INIT;
+
+	ref.name = (char *)name;
+	return ref_vm(call, &ref, false);
 }
 
 static void reply_vm(struct migd_call *call, struct migd_vm *v)
