@@ -14,7 +14,8 @@
 # Ctrl-C, SIGTERM and --detach, the dirty rate and pause/resume during a
 # migration, the workload shown on the destination, failure reasons with
 # a next step, and an armed migrate-recv listed and disarmed, by hand or
-# by its --arm-timeout.
+# by its --arm-timeout; the ETA of a capped migration never rises while
+# its percentage does.
 # Usage: test_cli.sh MIGRATED MIGRATECTL SEND RECV DIRTYRATE HVBENCH
 DR=$5
 HVB=$6
@@ -81,6 +82,47 @@ arm_timeout_check() {
 	for _ in $(seq 100); do [ "$(nworkers)" -le "$((w0))" ] && break; sleep 0.1; done
 	[ "$(nworkers)" -le "$w0" ] && ok "both armed receives' workers are gone" ||
 		fail "workers left: $(nworkers), was $w0"
+}
+
+# The ETA never rises while progress rises (issue 25): the progress events
+# of a capped migration of a writing VM, in order; wherever the percentage
+# went up and both samples had an estimate, the later estimate must not be
+# above the earlier one. Needs $SRC, $DST.
+eta_check() {
+	local port ev bad n
+	SOCK=$SRC ctl vm create eta1 --mem 128M --rate 2000 --prefill \
+		--content random >/dev/null || { fail "eta: vm create"; return; }
+	for _ in $(seq 300); do
+		[ "$(SOCK=$SRC ctl --json vm inspect eta1 | jq -r .prefill_done)" = true ] && break
+		sleep 0.1
+	done
+	port=$("$RECV" --socket "$DST" --name eta1 127.0.0.1:0)
+	SOCK=$SRC ctl --json events --vm eta1 --kind progress --interval 100 \
+		>"$TMP/eta.ev" 2>/dev/null &
+	ev=$!
+	PIDS+=("$ev")
+	sleep 0.3
+	timeout 120 "$SEND" --socket "$SRC" --bandwidth 16MiB/s \
+		--compress off eta1 \
+		"127.0.0.1:$port" >"$TMP/eta.out" 2>&1 ||
+		fail "eta: migrate-send: $(tail -3 "$TMP/eta.out")"
+	kill "$ev" 2>/dev/null
+	wait "$ev" 2>/dev/null
+	jq -r 'select(.migration.migration.direction == "MIG_DIRECTION_OUTGOING")
+		| .migration.migration.progress
+		| "\(.percent // 0) \(.eta_ns // 0) \(.phase)"' \
+		"$TMP/eta.ev" >"$TMP/eta.pts"
+	n=$(awk '$2 > 0' "$TMP/eta.pts" | wc -l)
+	bad=$(awk '$2 > 0 { if (pp != "" && $1 > pp && pe > 0 && $2 > pe)
+		printf "%s%% %.2fs -> %s%% %.2fs; ", pp, pe / 1e9, $1, $2 / 1e9;
+		pp = $1; pe = $2 }' "$TMP/eta.pts")
+	if [ "$n" -lt 5 ]; then
+		fail "eta: only $n progress samples with an estimate: $(head -5 "$TMP/eta.pts")"
+	elif [ -z "$bad" ]; then
+		ok "eta: never rose while progress rose ($n samples)"
+	else
+		fail "eta rose while progress rose: $bad"
+	fi
 }
 
 # ---- --version and --help ----------------------------------------------
@@ -483,5 +525,6 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 	[ "$(nworkers)" -le "$w0" ] && ok "disarmed: its worker is gone ($(nworkers) left)" ||
 		fail "disarmed, but $(nworkers) workers (was $w0)"
 	arm_timeout_check
+	eta_check
 fi
 finish
