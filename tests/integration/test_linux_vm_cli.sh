@@ -132,6 +132,17 @@ expect_rc 2 "vm console --input of a missing file" \
 out=$(ctl --json vm console w1 2>/dev/null)
 [ "$(json_get "$out" .error.status)" = STATUS_FAILED_PRECONDITION ] &&
 	ok "--json: the refusal as a JSON error" || fail "--json: $out"
+# On a terminal vm console is interactive (raw mode): the terminal's
+# settings come back on its way out, here a refusal.
+python3 "$(dirname "$0")/pty_run.py" 80 "$TMP/tty.out" -- sh -c \
+	'a=$(stty -g); "$1" --socket "$2" vm console w1; rc=$?
+	 [ "$a" = "$(stty -g)" ] && echo TTY-RESTORED; exit $rc' _ "$CTL" "$SOCK"
+rc=$?
+tr -d '\r' <"$TMP/tty.out" >"$TMP/tty.txt"
+[ "$rc" = 1 ] && grep -q "Connected to the console of VM 'w1'; Ctrl-] detaches" "$TMP/tty.txt" &&
+	grep -q TTY-RESTORED "$TMP/tty.txt" &&
+	ok "vm console on a terminal: interactive, the terminal restored after the refusal" ||
+	fail "vm console on a terminal (rc=$rc): $(cat "$TMP/tty.txt")"
 expect_rc 0 "vm inspect of the workload guest" ctl vm inspect w1
 grep -qE '^(kernel|console|guest):' <<<"$LAST_OUT" &&
 	fail "inspect shows Linux fields for the workload guest: $LAST_OUT"
