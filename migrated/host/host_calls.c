@@ -123,6 +123,18 @@ static struct migd_worker *vm_worker(struct migd_call *call, const char *name)
 	return w;
 }
 
+bool migd__host_refuse_linux(struct migd_call *call, struct migd_worker *w,
+			     const char *what)
+{
+	if (!w->info || !w->info->kernel || !w->info->kernel[0])
+		return false;
+	migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+		       "VM '%s' runs a Linux kernel; %s is not supported yet: "
+		       "the VM keeps running here, untouched",
+		       w->name, what);
+	return true;
+}
+
 static void forward_vm(struct migd_call *call, const char *name)
 {
 	struct migd_worker *w = vm_worker(call, name);
@@ -159,6 +171,16 @@ static void h_converge(struct migd_call *call)
 static void h_set_workload(struct migd_call *call)
 {
 	forward_vm(call, call->req->vm_set_workload->vm);
+}
+
+static void h_console(struct migd_call *call)
+{
+	forward_vm(call, call->req->vm_console->vm);
+}
+
+static void h_console_write(struct migd_call *call)
+{
+	forward_vm(call, call->req->vm_console_write->vm);
 }
 
 /* ---- create / destroy / list ------------------------------------------- */
@@ -218,6 +240,7 @@ static void h_vm_create(struct migd_call *call)
 	const Migd__VmCreateRequest *r = call->req->vm_create;
 	struct migd_worker *w;
 	Migd__Request req;
+	char err[512];
 
 	if (!r->name || !migd_name_valid(r->name)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
@@ -225,11 +248,18 @@ static void h_vm_create(struct migd_call *call)
 			       r->name ? r->name : "", MIGD_NAME_MAX);
 		return;
 	}
+	/* Bad boot files cost no worker (the worker checks them again). */
+	if (migd_boot_check(r, hv_accel_kind_parse(r->accel,
+						   migd_of(call)->accel),
+			    err, sizeof(err))) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "%s", err);
+		return;
+	}
 	if (refuse_draining(call))
 		return;
 	/* The name must be free in the fleet too (a no-op standalone). */
 	if (!migd_host_name_taken(migd_of(call), r->name)) {
-		char err[512];
 		int ret = migd_host_fleet_claim(migd_of(call), r->name, err,
 						sizeof(err));
 
@@ -487,7 +517,7 @@ static void h_mig_start(struct migd_call *call)
 	struct migd_worker *w = vm_worker(call, r->vm);
 	Migd__Request req;
 
-	if (!w)
+	if (!w || migd__host_refuse_linux(call, w, "migrating its device state"))
 		return;
 	ms.id = migd_host_next_mig_id(migd_of(call));
 	req = *call->req;
@@ -723,6 +753,9 @@ static const struct host_handler host_handlers[] = {
 						  h_set_workload },
 	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", h_vmref },
 	[MIGD__REQUEST__CALL_VM_UPDATE] = { "vm_update", migd_host_vm_update },
+	[MIGD__REQUEST__CALL_VM_CONSOLE] = { "vm_console", h_console },
+	[MIGD__REQUEST__CALL_VM_CONSOLE_WRITE] = { "vm_console_write",
+						   h_console_write },
 	[MIGD__REQUEST__CALL_HOST_DRAIN] = { "host_drain",
 					     migd_host_drain_call },
 	[MIGD__REQUEST__CALL_HOST_DRAIN_STATUS] = {

@@ -51,17 +51,24 @@ uint64_t mig_eta_update(struct mig_eta *e, uint64_t now_ns, uint64_t raw_ns)
 	if (!e->eta_ns) {
 		e->eta_ns = raw_ns;
 		e->at_ns = now_ns;
+		e->eta_pct = e->percent;
 		return raw_ns;
 	}
 	dt = now_ns > e->at_ns ? now_ns - e->at_ns : 0;
 	left = e->eta_ns > dt ? e->eta_ns - dt : 0;
 	s = (double)left + ((double)raw_ns - (double)left) * MIG_ETA_ALPHA;
-	cap = e->eta_ns + dt / MIG_ETA_RISE_DIV;
+	/* While the percentage moves, the time left may not grow. */
+	if (e->percent > e->eta_pct)
+		e->moved_ns = now_ns;
+	cap = now_ns - e->moved_ns < MIG_ETA_STALL_NS
+		      ? left
+		      : e->eta_ns + dt / MIG_ETA_RISE_DIV;
 	if (s > (double)cap)
 		s = (double)cap;
 	if (s < 1)
 		s = 1;
 	e->eta_ns = (uint64_t)s;
 	e->at_ns = now_ns;
+	e->eta_pct = e->percent;
 	return e->eta_ns;
 }

@@ -21,7 +21,10 @@
  * and moves a quarter of the way (MIG_ETA_ALPHA) towards each new raw
  * figure; it may rise (run backwards), but between any two known values
  * t1 < t2 by at most (t2 - t1) / MIG_ETA_RISE_DIV: the predicted end
- * slips by at most half the time that passed. It may fall without
+ * slips by at most half the time that passed, and only once the
+ * percentage stood still for MIG_ETA_STALL_NS: an ETA that rose while the
+ * bar advanced read as a contradiction (issue 25), so while the
+ * percentage moves the ETA only falls. It may fall without
  * bound (news that it ends sooner is shown at once, smoothed). 0 means
  * unknown; the bound also holds across unknown stretches (it is taken
  * from the last known value).
@@ -34,12 +37,16 @@
 
 #define MIG_ETA_ALPHA 0.25
 #define MIG_ETA_RISE_DIV 2u
+/* The percentage counts as standing still after this long unchanged. */
+#define MIG_ETA_STALL_NS 1000000000ull
 
 struct mig_eta {
 	uint64_t work_bytes;
 	uint32_t percent;
 	uint64_t eta_ns;  /* last known ETA (0: none yet) */
 	uint64_t at_ns;	  /* when it was computed */
+	uint32_t eta_pct; /* percent when it was computed */
+	uint64_t moved_ns; /* when an update last saw the percent rise */
 };
 
 /* Start over with @work_bytes of work (0 is allowed: 99% at once). */

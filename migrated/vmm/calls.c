@@ -53,6 +53,10 @@ static const struct call_handler handlers[] = {
 	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = { "vm_set_workload",
 						  migd_call_vm_set_workload },
 	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", migd_call_vm_check },
+	[MIGD__REQUEST__CALL_VM_CONSOLE] = { "vm_console",
+					     migd_call_vm_console },
+	[MIGD__REQUEST__CALL_VM_CONSOLE_WRITE] = {
+		"vm_console_write", migd_call_vm_console_write },
 	[MIGD__REQUEST__CALL_WORKER_INFO] = { "worker_info",
 					      migd_call_worker_info },
 	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = { "worker_handover",

@@ -9,6 +9,7 @@
 #define MIGD_CALLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "hvcore/accel.h"
 
@@ -54,6 +55,45 @@ void migd_call_unsubscribe(struct migd_call *call);
 void migd_call_dirty_rate(struct migd_call *call);
 void migd_call_converge_estimate(struct migd_call *call);
 void migd_call_vm_set_workload(struct migd_call *call);
+/*
+ * boot_check.c: the boot files of a create request (VmCreateRequest.boot,
+ * a Linux guest), checked before anything is made. The host daemon calls
+ * it before it spawns a worker, so a bad request costs no process and
+ * leaves nothing behind; the worker calls it again (a request may come
+ * from an older daemon, and the files may have changed in between). The
+ * worker's VM still fails later for what only the accelerator can tell.
+ * In migd_calls, which both link.
+ */
+/* The request asks for a Linux guest: boot.kernel is set. */
+bool migd_boot_wanted(const Migd__VmCreateRequest *r);
+
+/*
+ * 0 when @r is a workload guest or a well-formed Linux guest whose files
+ * the calling process can read. Otherwise the reason in @err, with the
+ * options' names as migratectl spells them, and:
+ *   -EINVAL  initrd or cmdline without a kernel; workload options with a
+ *            kernel; a kernel on an accelerator that is not kvm (@accel,
+ *            resolved: the request's or the daemon's default); a relative
+ *            path or one of HV_BOOT_PATH_MAX bytes or more; a command line
+ *            of HV_BOOT_CMDLINE_MAX bytes or more, or with a control
+ *            character; a file that is not a regular file, or empty;
+ *   -errno   opening a file failed (-ENOENT, -EACCES, ...): @err names
+ *            the path and the errno.
+ * Any thread; touches the file system only to open and stat the files.
+ */
+int migd_boot_check(const Migd__VmCreateRequest *r, enum hv_accel_kind accel,
+		    char *err, size_t err_size);
+
+/* calls_console.c: a Linux guest's console, read and typed into. */
+void migd_call_vm_console(struct migd_call *call);
+/* calls_vm.c: the VM @name of the worker's registry, or NULL with @call
+ * failed (INVALID_ARGUMENT without a name, NOT_FOUND). */
+struct migd_vm *migd_call_find_vm(struct migd_call *call, const char *name);
+void migd_call_vm_console_write(struct migd_call *call);
+/* calls_vm.c: where a Linux guest's console output is kept,
+ * STATE/vms/NAME.console (rotated to NAME.console.1). */
+void migd_console_log_path(struct migd *d, const char *name, char *buf,
+			   size_t size);
 /* calls_check.c: the page-stamp oracle over one VM. */
 void migd_call_vm_check(struct migd_call *call);
 

@@ -20,7 +20,8 @@
 static const char *const built_features[] = {
 	"capabilities",	     "migration-uuid", "vm-check",
 	"dirty-rate",	     "converge-estimate", "live-update",
-	"rpc-roles",	     "paused-migration",
+	"rpc-roles",	     "paused-migration", "linux-boot",
+	"vm-console",
 #ifdef MIGD_HAVE_ENGINE
 	"migration",	     "postcopy",	  "delta",
 	"compression",	     "migration-resolve",

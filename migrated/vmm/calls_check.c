@@ -85,6 +85,13 @@ void migd_call_vm_check(struct migd_call *call)
 			       "no VM named '%s'", ref->name);
 		return;
 	}
+	if (hv_vm_is_linux(v->vm)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "VM '%s' runs a Linux kernel: vm check verifies "
+			       "the workload guest's page stamps only",
+			       v->name);
+		return;
+	}
 	if (v->mig_id && !v->mig_unresolved) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "VM '%s' is being migrated (migration %llu)",

@@ -163,6 +163,13 @@ void migd_call_vm_set_workload(struct migd_call *call)
 	if (!v)
 		return;
 	nv = v->vm->cfg.nr_vcpus;
+	if (hv_vm_is_linux(v->vm)) {
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "VM '%s' runs a Linux kernel: its pace is its "
+			       "own (set-rate paces the workload guest)",
+			       v->name);
+		return;
+	}
 	if (v->mig_id) {
 		/* The engine's throttle rewrites the same params page. */
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,

@@ -11,6 +11,7 @@
 #include "migrated/vmm/calls.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
+#include "migrated/vmm/vm_info.h"
 
 #define COMP "migd.rpc"
 
@@ -78,6 +79,11 @@ void migd_call_mig_incoming(struct migd_call *call)
 	}
 	prm.insecure = r->insecure;
 	prm.timeout_ms = r->timeout_ms;
+	/* 0: the default; all ones: none (control.proto). */
+	prm.arm_timeout_ms = !r->arm_timeout_ms ? MIGD_ARM_TIMEOUT_MS_DEFAULT
+			     : r->arm_timeout_ms == UINT32_MAX
+				     ? 0
+				     : r->arm_timeout_ms;
 	if (r->accel && *r->accel) {
 		prm.accel = hv_accel_kind_parse(r->accel, HV_ACCEL_INVALID);
 		if (prm.accel == HV_ACCEL_INVALID) {
@@ -177,6 +183,8 @@ void migd_call_mig_start(struct migd_call *call)
 			       "VM '%s' is already being migrated", v->name);
 		return;
 	}
+	if (migd_vm_refuse_linux(call, v, "migrating its device state"))
+		return;
 	prm.channels = r->channels;
 	prm.bandwidth = r->bandwidth;
 	prm.downtime_ms = r->downtime_ms;

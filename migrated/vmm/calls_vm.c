@@ -48,6 +48,14 @@ static struct migd_vm *ref_vm(struct migd_call *call, const Migd__VmRef *ref,
 	return v;
 }
 
+struct migd_vm *migd_call_find_vm(struct migd_call *call, const char *name)
+{
+	Migd__VmRef ref = MIGD__VM_REF__INIT;
+
+	ref.name = (char *)name;
+	return ref_vm(call, &ref, false);
+}
+
 static void reply_vm(struct migd_call *call, struct migd_vm *v)
 {
 	Migd__VmInfo *info = migd_vm_info_new(call, v);
@@ -95,6 +103,59 @@ static void warn_host_ram(struct migd_call *call, uint64_t mem_bytes)
 			       (double)host / (1 << 30));
 }
 
+void migd_console_log_path(struct migd *d, const char *name, char *buf,
+			   size_t size)
+{
+	snprintf(buf, size, "%.400s/vms/%s.console", d->cfg.state_dir, name);
+}
+
+/* The console log of a VM that is not (or no longer) there, and the
+ * rotated one beside it: nothing of a failed create stays behind. */
+static void console_log_remove(const char *path)
+{
+	char old[HV_BOOT_PATH_MAX + 2];
+
+	if (!path[0])
+		return;
+	unlink(path);
+	snprintf(old, sizeof(old), "%s.1", path);
+	unlink(old);
+}
+
+/* hv_vm_create()'s error, said for the operator. */
+static void create_failed(struct migd_call *call, const struct hv_vm_cfg *cfg,
+			  int ret)
+{
+	const char *accel = hv_accel_kind_name(cfg->accel);
+
+	console_log_remove(cfg->boot.console_log);
+	if (ret == -ENODEV)
+		migd_call_fail(call, MIGD__STATUS__STATUS_UNAVAILABLE,
+			       "accelerator %s is not available here%s", accel,
+			       cfg->accel == HV_ACCEL_KVM
+				       ? " (/dev/kvm does not open)"
+				       : "");
+	else if (ret == -EOPNOTSUPP && cfg->boot.kernel[0])
+		migd_call_fail(call, MIGD__STATUS__STATUS_UNAVAILABLE,
+			       "VM '%s': this build's %s accelerator cannot "
+			       "boot a Linux kernel yet; nothing was created",
+			       cfg->name, accel);
+	else if (cfg->boot.kernel[0] && (ret == -EINVAL || ret == -ENOEXEC ||
+					 ret == -E2BIG || ret == -EFBIG))
+		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
+			       "VM '%s': the kernel '%s'%s%s cannot boot in "
+			       "%llu MiB: %s (the daemon's log says more)",
+			       cfg->name, cfg->boot.kernel,
+			       cfg->boot.initrd[0] ? " with initrd " : "",
+			       cfg->boot.initrd,
+			       (unsigned long long)(cfg->mem_bytes >> 20),
+			       strerror(-ret));
+	else
+		migd_call_fail(call, migd_status_from_errno(ret),
+			       "creating VM '%s' failed: %s", cfg->name,
+			       strerror(-ret));
+}
+
 void migd_call_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
@@ -108,7 +169,10 @@ void migd_call_vm_create(struct migd_call *call)
 	int ret;
 
 	accel = hv_accel_kind_parse(r->accel, d->accel);
-	ret = migd_vm_cfg_build(r, accel, &cfg, &wl, err, sizeof(err));
+	/* The boot files first: cfg_build only copies them. */
+	ret = migd_boot_check(r, accel, err, sizeof(err));
+	if (!ret)
+		ret = migd_vm_cfg_build(r, accel, &cfg, &wl, err, sizeof(err));
 	if (ret) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
 			       "%s", err);
@@ -140,24 +204,21 @@ void migd_call_vm_create(struct migd_call *call)
 		return;
 	}
 	snprintf(cfg.name, sizeof(cfg.name), "%s", r->name);
+	if (migd_boot_wanted(r))
+		migd_console_log_path(d, r->name, cfg.boot.console_log,
+				      sizeof(cfg.boot.console_log));
 	ret = hv_vm_create(&cfg, &vm);
 	if (ret) {
 		hv_warn(COMP, "event=vm_create_failed vm=%s accel=%s err=%d",
 			r->name, hv_accel_kind_name(accel), ret);
-		if (ret == -ENODEV)
-			migd_call_fail(call, MIGD__STATUS__STATUS_UNAVAILABLE,
-				       "accelerator %s is not available here",
-				       hv_accel_kind_name(accel));
-		else
-			migd_call_fail(call, migd_status_from_errno(ret),
-				       "creating VM '%s' failed: %s",
-				       r->name, strerror(-ret));
+		create_failed(call, &cfg, ret);
 		return;
 	}
 	if (!r->paused) {
 		ret = hv_vm_start(vm);
 		if (ret) {
 			hv_vm_destroy(vm);
+			console_log_remove(cfg.boot.console_log);
 			migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,
 				       "starting VM '%s' failed: %s", r->name,
 				       strerror(-ret));
@@ -167,6 +228,7 @@ void migd_call_vm_create(struct migd_call *call)
 	ret = migd_registry_add(&d->reg, r->name, vm, &wl, false, &v);
 	if (ret) {
 		hv_vm_destroy(vm);
+		console_log_remove(cfg.boot.console_log);
 		migd_call_fail(call, migd_status_from_errno(ret),
 			       "registering VM '%s' failed: %s", r->name,
 			       strerror(-ret));
@@ -185,6 +247,12 @@ void migd_call_vm_create(struct migd_call *call)
 			cfg.wl[0].content),
 		(unsigned long long)wl.rate_pages,
 		wl.prefill, !r->paused);
+	if (hv_vm_is_linux(vm))
+		hv_info(COMP,
+			"event=vm_linux vm=%s kernel=\"%s\" initrd=\"%s\" "
+			"console_log=\"%s\"",
+			v->name, cfg.boot.kernel, cfg.boot.initrd,
+			cfg.boot.console_log);
 	warn_host_ram(call, cfg.mem_bytes);
 	reply_vm(call, v);
 	d->vms_created++;
@@ -264,7 +332,11 @@ static bool prefill_done(struct migd_vm *v, uint32_t i,
 static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 		      Migd__VcpuStatus *s, uint64_t now_ns)
 {
-	const volatile struct hv_wl_status *st = hv_vm_wl_status(v->vm, i);
+	/* A Linux guest's RAM holds no workload status: its vCPUs say only
+	 * what the host saw of them. */
+	bool wl = !hv_vm_is_linux(v->vm);
+	const volatile struct hv_wl_status *st =
+		wl ? hv_vm_wl_status(v->vm, i) : NULL;
 	const struct hv_wl_vcpu_params *p = &v->vm->cfg.wl[i];
 	struct hv_vcpu_stats vs;
 	char buf[160] = "";
@@ -280,14 +352,16 @@ static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 			s->guest_max_gap_us =
 				st->max_gap_tsc * 1000 / v->vm->tsc_khz;
 	}
-	{
+	if (wl) {
 		struct hv_ram_layout l = hv_vm_ram_layout(v->vm);
 
 		/* Clients speak RAM offsets (control.proto). */
 		s->region_offset = hv_ram_gpa_to_off(&l, p->region_gpa);
+		s->prefill_done = prefill_done(v, i, st);
+		s->region_bytes = p->region_pages * HV_PAGE_SIZE;
+	} else {
+		s->prefill_done = true;
 	}
-	s->prefill_done = prefill_done(v, i, st);
-	s->region_bytes = p->region_pages * HV_PAGE_SIZE;
 	if (hv_vm_vcpu_stats(v->vm, i, &vs) == 0) {
 		s->heartbeats = vs.heartbeats;
 		s->write_rate = vs.write_rate;
@@ -306,6 +380,24 @@ static void fill_vcpu(struct migd_call *call, struct migd_vm *v, uint32_t i,
 				 vs.last_detail ? vs.last_detail : "");
 	}
 	s->error = migd_call_strdup(call, buf);
+}
+
+/* A Linux guest's boot files and console log (strings point into the
+ * VM's cfg, which outlives the call). */
+static void fill_boot(struct migd_call *call, struct migd_vm *v,
+		      Migd__VmInspectResult *r)
+{
+	struct hv_boot_cfg *b = &v->vm->cfg.boot;
+	Migd__Boot *m = migd_call_alloc(call, sizeof(*m));
+
+	if (!m)
+		return;
+	migd__boot__init(m);
+	m->kernel = b->kernel;
+	m->initrd = b->initrd;
+	m->cmdline = b->cmdline;
+	r->boot = m;
+	r->console_log = b->console_log;
 }
 
 void migd_call_vm_inspect(struct migd_call *call)
@@ -328,7 +420,10 @@ void migd_call_vm_inspect(struct migd_call *call)
 		return;
 	migd__vm_inspect_result__init(r);
 	r->info = migd_vm_info_new(call, v);
-	r->workload = workload_msg(call, &v->wl);
+	if (hv_vm_is_linux(v->vm))
+		fill_boot(call, v, r);
+	else
+		r->workload = workload_msg(call, &v->wl);
 	/* vcpu.h stamps heartbeats with CLOCK_MONOTONIC. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -440,6 +535,7 @@ void migd_call_vm_resume(struct migd_call *call)
 void migd_call_vm_destroy(struct migd_call *call)
 {
 	struct migd_vm *v = ref_vm(call, call->req->vm_destroy, true);
+	char log[HV_BOOT_PATH_MAX];
 	Migd__VmInfo *info;
 	Migd__VmState old;
 
@@ -455,7 +551,10 @@ void migd_call_vm_destroy(struct migd_call *call)
 	old = info->state;
 	info->state = MIGD__VM_STATE__VM_STATE_STOPPED;
 	migd_publish_vm_state(migd_of(call), v, old, true);
+	/* Its console log goes with it. */
+	snprintf(log, sizeof(log), "%s", v->vm->cfg.boot.console_log);
 	migd_registry_remove(&migd_of(call)->reg, v);
+	console_log_remove(log);
 	call->resp->result_case = MIGD__RESPONSE__RESULT_VM;
 	call->resp->vm = info;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/vmm/worker.h"
 #include "migrated/vmm/vm_info.h"
 #include "migrated/host/daemon.h"
@@ -677,6 +678,7 @@ int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
 	}
 	if (!ret) {
 		m->port = mig_dest_port(m->dst);
+		m->armed_ns = hv_now_ns();
 		ret = mig_launch(m);
 		if (ret) {
 			struct hv_vm *vm = NULL;

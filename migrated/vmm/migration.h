@@ -83,7 +83,13 @@ struct migd_mig_params {
 	char vm_name[MIGD_NAME_MAX + 1]; /* incoming: registry name */
 	/* incoming: accelerator to receive into; INVALID = the default */
 	enum hv_accel_kind accel;
+	/* incoming: wait at most this long for the source to connect
+	 * (MigIncomingRequest.arm_timeout_ms, resolved: 0 = no limit) */
+	uint32_t arm_timeout_ms;
 };
+
+/* An armed receive's wait for its source when the request names none. */
+#define MIGD_ARM_TIMEOUT_MS_DEFAULT (10u * 60 * 1000)
 
 struct migd_mig {
 	/* immutable after start */
@@ -128,6 +134,9 @@ struct migd_mig {
 	struct migd_fleet_owner fleet_own;
 	atomic_bool settle_stop; /* a cancel ends the settle's retries */
 	const char *cancel_why; /* static; prefixes the final message */
+	/* incoming: when it was armed, and why it disarmed itself */
+	uint64_t armed_ns;
+	char arm_why[160];
 	struct mig_progress final;
 };
 
@@ -170,6 +179,13 @@ struct migd_mig *migd_mig_find(struct migd *d, uint64_t id, const char *vm);
 
 /* 0, -EALREADY (finished or past the commit point). */
 int migd_mig_cancel(struct migd_mig *m);
+/*
+ * Disarm each incoming migration of @d whose source has not connected
+ * (no uuid yet, still in setup) within its prm.arm_timeout_ms: cancelled
+ * with a message naming the limit. Loop thread; called every second
+ * (monitor.c's timer). migration_ops.c.
+ */
+void migd_mig_arm_check(struct migd *d);
 /*
  * Settle UNRESOLVED @m (see mig_source_resolve): resume the source VM, or
  * destroy it because the destination runs it. 0; -EBADE (confirmed, but

@@ -8,8 +8,10 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "hvcore/log.h"
+#include "hvcore/time.h"
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/mig/session.h"
@@ -26,6 +28,41 @@ int migd_mig_cancel(struct migd_mig *m)
 		(unsigned long long)m->id, m->vm);
 	atomic_store(&m->settle_stop, true);
 	return m->src ? mig_source_cancel(m->src) : mig_dest_cancel(m->dst);
+}
+
+void migd_mig_arm_check(struct migd *d)
+{
+	uint64_t now = hv_now_ns();
+
+	for (struct migd_mig *m = d->migs; m; m = m->next) {
+		bool waiting;
+
+		if (m->finished || !m->dst || !m->prm.arm_timeout_ms ||
+		    m->cancel_why ||
+		    now - m->armed_ns <
+			    (uint64_t)m->prm.arm_timeout_ms * 1000000ull)
+			continue;
+		/* The source's uuid arrives with its hello: none yet, and
+		 * still in setup, means nobody came. */
+		pthread_mutex_lock(&m->lock);
+		waiting = !m->latest.uuid[0] &&
+			  m->latest.phase <= MIG_PHASE_SETUP;
+		pthread_mutex_unlock(&m->lock);
+		if (!waiting)
+			continue;
+		snprintf(m->arm_why, sizeof(m->arm_why),
+			 "no source connected within %u s of arming "
+			 "(migrate-recv --arm-timeout): disarmed, its port and "
+			 "worker freed; arm it again when the source is ready",
+			 (m->prm.arm_timeout_ms + 999) / 1000);
+		m->cancel_why = m->arm_why;
+		if (migd_mig_cancel(m) == 0)
+			hv_warn(COMP,
+				"event=migration_disarmed mig=%llu vm=%s "
+				"arm_timeout_ms=%u",
+				(unsigned long long)m->id, m->vm,
+				m->prm.arm_timeout_ms);
+	}
 }
 
 int migd_mig_postcopy(struct migd_mig *m)
@@ -89,6 +126,11 @@ int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
 }
 
 #else /* !MIGD_HAVE_ENGINE */
+
+void migd_mig_arm_check(struct migd *d)
+{
+	(void)d;
+}
 
 int migd_mig_cancel(struct migd_mig *m)
 {

@@ -10,6 +10,7 @@
 #include "migrated/host/daemon.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"
+#include "migrated/vmm/vm_info.h"
 
 #define COMP "migd.dirty"
 
@@ -127,13 +128,36 @@ void migd_dirty_fill(struct migd *d, struct migd_vm *v, struct migd_dr_msg *m)
 	s->hist_seconds = sn->hist_seconds;
 }
 
+bool migd_vm_watch_exit(struct migd *d, struct migd_vm *v)
+{
+	enum hv_vm_exit why = hv_vm_exit_reason(v->vm);
+	Migd__VmState old;
+	int ret;
+
+	if (why == HV_VM_EXIT_NONE || v->exit_seen || v->mig_id)
+		return false;
+	v->exit_seen = true;
+	old = migd_vm_api_state(v);
+	migd_monitor_detach(v);
+	ret = hv_vm_stop(v->vm);
+	hv_info(COMP, "event=guest_stopped vm=%s reason=%s stop_err=%d",
+		v->name, hv_vm_exit_name(why), ret);
+	migd_publish_vm_state(d, v, old, false);
+	return true;
+}
+
 static void dirty_timer_cb(uv_timer_t *t)
 {
 	struct migd *d = t->data;
 	struct migd_dr_msg *m;
 
+	/* An incoming-only worker has no VM yet: its armed receive's limit
+	 * is checked here too. */
+	migd_mig_arm_check(d);
 	if (!d->reg.head)
 		return;
+	for (struct migd_vm *v = d->reg.head; v; v = v->next)
+		migd_vm_watch_exit(d, v);
 	m = malloc(sizeof(*m));
 	if (!m)
 		return;

@@ -11,10 +11,18 @@
  * dirty rate; a monitor is created again when the VM comes back (failed
  * or cancelled migration) or arrives (incoming).
  *
+ * The same timer watches each guest for stopping on its own (a Linux
+ * guest's poweroff, reboot or panic: hv_vm_exit_reason()): such a VM is
+ * stopped for good (its vCPUs joined, its monitor gone; a reboot is not
+ * restarted, as Firecracker does not) and one VM_STATE event says so,
+ * within a DIRTY_RATE period (1 s by default).
+ *
  * Threads: loop thread.
  */
 #ifndef MIGD_MONITOR_H
 #define MIGD_MONITOR_H
+
+#include <stdbool.h>
 
 #include "hvcore/dirtyrate.h"
 #include "proto/control.pb-c.h"
@@ -42,6 +50,9 @@ void migd_monitor_detach(struct migd_vm *v);
 
 /* Fill @m for @v (strings point into @v and static storage). */
 void migd_dirty_fill(struct migd *d, struct migd_vm *v, struct migd_dr_msg *m);
+
+/* The exit watch above, for one VM: true when it stopped @v just now. */
+bool migd_vm_watch_exit(struct migd *d, struct migd_vm *v);
 
 /* Start / stop the DIRTY_RATE event timer. */
 void migd_monitor_events_start(struct migd *d);

@@ -141,6 +141,23 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 	/* "" (the daemon default) is resolved by the caller. */
 	if (r->backing && *r->backing)
 		cfg->backing = hv_mem_backing_parse(r->backing);
+	/* A Linux guest: the files as given (migd_boot_check() checks them;
+	 * the caller names the console log). Too long a string is refused
+	 * there, never cut here. */
+	if (r->boot && r->boot->kernel && *r->boot->kernel) {
+		if (strlen(r->boot->kernel) >= sizeof(cfg->boot.kernel) ||
+		    (r->boot->initrd &&
+		     strlen(r->boot->initrd) >= sizeof(cfg->boot.initrd)) ||
+		    (r->boot->cmdline &&
+		     strlen(r->boot->cmdline) >= sizeof(cfg->boot.cmdline)))
+			FAIL("--kernel, --initrd or --cmdline too long");
+		snprintf(cfg->boot.kernel, sizeof(cfg->boot.kernel), "%s",
+			 r->boot->kernel);
+		snprintf(cfg->boot.initrd, sizeof(cfg->boot.initrd), "%s",
+			 r->boot->initrd ? r->boot->initrd : "");
+		snprintf(cfg->boot.cmdline, sizeof(cfg->boot.cmdline), "%s",
+			 r->boot->cmdline ? r->boot->cmdline : "");
+	}
 	*wl = o;
 	return 0;
 }

@@ -71,6 +71,9 @@ struct migd_vm {
 	uint64_t mon_last_bps;
 	/* Local live updates it went through (vmm/update.c). */
 	uint32_t updates;
+	/* Its guest stopped on its own and the worker stopped the VM
+	 * (monitor.c, migd_vm_watch_exit). */
+	bool exit_seen;
 };
 
 /* A name held for a VM arriving by migration. */

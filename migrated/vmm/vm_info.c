@@ -27,6 +27,8 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 	info->worker_id = migd_self_worker_id;
 	info->updates = v->updates;
 	info->backing = (char *)hv_mem_backing_name(cfg->backing);
+	info->kernel = (char *)cfg->boot.kernel;
+	info->stop_reason = (char *)migd_vm_stop_reason(v);
 	if (cfg->accel == HV_ACCEL_KVM && cfg->dirty_ring_entries) {
 		struct hv_kvm_ring_stats rs;
 
@@ -34,6 +36,25 @@ void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
 		info->ring_desyncs = rs.desyncs;
 		info->ring_resyncs = rs.resyncs;
 	}
+}
+
+const char *migd_vm_stop_reason(struct migd_vm *v)
+{
+	enum hv_vm_exit why = hv_vm_exit_reason(v->vm);
+
+	return why == HV_VM_EXIT_NONE ? "" : hv_vm_exit_name(why);
+}
+
+bool migd_vm_refuse_linux(struct migd_call *call, struct migd_vm *v,
+			  const char *what)
+{
+	if (!hv_vm_is_linux(v->vm))
+		return false;
+	migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+		       "VM '%s' runs a Linux kernel; %s is not supported yet: "
+		       "the VM keeps running here, untouched",
+		       v->name, what);
+	return true;
 }
 
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v)

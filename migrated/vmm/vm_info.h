@@ -20,6 +20,20 @@ Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);
 /* Fill @info (strings point into @v: use before @v changes). */
 void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v);
 
+/* Why @v's guest stopped on its own (VmInfo.stop_reason): "poweroff",
+ * "reboot", "panic", "error", or "" while it runs or when its owner
+ * stopped it. A static string. */
+const char *migd_vm_stop_reason(struct migd_vm *v);
+
+/*
+ * A Linux guest's device state does not move yet (docs/guests.md): an
+ * operation that would carry the VM elsewhere fails @call FAILED_PRECONDITION,
+ * saying the VM keeps running here, and returns true. False for the workload
+ * guest. @what: "migrating its device state", ...
+ */
+bool migd_vm_refuse_linux(struct migd_call *call, struct migd_vm *v,
+			  const char *what);
+
 /* Publish a VM_STATE event for @v (before it is freed when @destroyed). */
 void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
 			   Migd__VmState old_state, bool destroyed);

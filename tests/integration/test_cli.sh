@@ -13,7 +13,9 @@
 # meets it: the progress bar on 80- and 40-column pseudo-terminals,
 # Ctrl-C, SIGTERM and --detach, the dirty rate and pause/resume during a
 # migration, the workload shown on the destination, failure reasons with
-# a next step, and an armed migrate-recv listed and disarmed.
+# a next step, and an armed migrate-recv listed and disarmed, by hand or
+# by its --arm-timeout; the ETA of a capped migration never rises while
+# its percentage does.
 # Usage: test_cli.sh MIGRATED MIGRATECTL SEND RECV DIRTYRATE HVBENCH
 DR=$5
 HVB=$6
@@ -50,6 +52,76 @@ refused() {
 		ok "$desc: $(echo "$ERR" | grep -E -- "$pat" | head -1)"
 	else
 		fail "$desc: rc=$RC (want $rc) stderr=$ERR"
+	fi
+}
+
+# An armed receive that no source reaches disarms itself after
+# --arm-timeout (issue 25: it waited forever), saying why, its worker
+# gone; --arm-timeout 0 keeps waiting. Needs $DST and nworkers.
+arm_timeout_check() {
+	local out id ph msg w0
+	w0=$(nworkers)
+	out=$("$RECV" --json --socket "$DST" --name arm2 --arm-timeout 2 127.0.0.1:0)
+	id=$(jq -r .id <<<"$out")
+	out=$("$RECV" --json --socket "$DST" --name arm3 --arm-timeout 0 127.0.0.1:0)
+	id0=$(jq -r .id <<<"$out")
+	for _ in $(seq 100); do
+		ph=$(SOCK=$DST ctl --json migration status "$id" | jq -r '.migrations[0].progress.phase')
+		[ "$ph" = MIG_PHASE_CANCELLED ] && break
+		sleep 0.1
+	done
+	msg=$(SOCK=$DST ctl --json migration status "$id" | jq -r '.migrations[0].progress.message')
+	[ "$ph" = MIG_PHASE_CANCELLED ] &&
+		grep -q "no source connected within 2 s of arming (migrate-recv --arm-timeout): disarmed" <<<"$msg" &&
+		ok "an armed receive no source reached disarms after --arm-timeout 2: $msg" ||
+		fail "armed receive $id after its --arm-timeout: $ph: $msg"
+	ph=$(SOCK=$DST ctl --json migration status "$id0" | jq -r '.migrations[0].progress.phase')
+	[ "$ph" = MIG_PHASE_SETUP ] && ok "--arm-timeout 0: still armed" ||
+		fail "--arm-timeout 0: $ph"
+	SOCK=$DST ctl migration cancel "$id0" >/dev/null
+	for _ in $(seq 100); do [ "$(nworkers)" -le "$((w0))" ] && break; sleep 0.1; done
+	[ "$(nworkers)" -le "$w0" ] && ok "both armed receives' workers are gone" ||
+		fail "workers left: $(nworkers), was $w0"
+}
+
+# The ETA never rises while progress rises (issue 25): the progress events
+# of a capped migration of a writing VM, in order; wherever the percentage
+# went up and both samples had an estimate, the later estimate must not be
+# above the earlier one. Needs $SRC, $DST.
+eta_check() {
+	local port ev bad n
+	SOCK=$SRC ctl vm create eta1 --mem 128M --rate 2000 --prefill \
+		--content random >/dev/null || { fail "eta: vm create"; return; }
+	for _ in $(seq 300); do
+		[ "$(SOCK=$SRC ctl --json vm inspect eta1 | jq -r .prefill_done)" = true ] && break
+		sleep 0.1
+	done
+	port=$("$RECV" --socket "$DST" --name eta1 127.0.0.1:0)
+	SOCK=$SRC ctl --json events --vm eta1 --kind progress --interval 100 \
+		>"$TMP/eta.ev" 2>/dev/null &
+	ev=$!
+	PIDS+=("$ev")
+	sleep 0.3
+	timeout 120 "$SEND" --socket "$SRC" --bandwidth 16MiB/s \
+		--compress off eta1 \
+		"127.0.0.1:$port" >"$TMP/eta.out" 2>&1 ||
+		fail "eta: migrate-send: $(tail -3 "$TMP/eta.out")"
+	kill "$ev" 2>/dev/null
+	wait "$ev" 2>/dev/null
+	jq -r 'select(.migration.migration.direction == "MIG_DIRECTION_OUTGOING")
+		| .migration.migration.progress
+		| "\(.percent // 0) \(.eta_ns // 0) \(.phase)"' \
+		"$TMP/eta.ev" >"$TMP/eta.pts"
+	n=$(awk '$2 > 0' "$TMP/eta.pts" | wc -l)
+	bad=$(awk '$2 > 0 { if (pp != "" && $1 > pp && pe > 0 && $2 > pe)
+		printf "%s%% %.2fs -> %s%% %.2fs; ", pp, pe / 1e9, $1, $2 / 1e9;
+		pp = $1; pe = $2 }' "$TMP/eta.pts")
+	if [ "$n" -lt 5 ]; then
+		fail "eta: only $n progress samples with an estimate: $(head -5 "$TMP/eta.pts")"
+	elif [ -z "$bad" ]; then
+		ok "eta: never rose while progress rose ($n samples)"
+	else
+		fail "eta rose while progress rose: $bad"
 	fi
 }
 
@@ -160,6 +232,8 @@ refused "migrate-recv --name" 2 "--name '-x'" \
 	"$RECV" --socket "$NOSOCK" --name -x :0
 refused "migrate-recv --timeout-ms -1" 2 "--timeout-ms '-1'" \
 	"$RECV" --socket "$NOSOCK" --timeout-ms -1 :0
+refused "migrate-recv --arm-timeout -1" 2 "--arm-timeout '-1'" \
+	"$RECV" --socket "$NOSOCK" --arm-timeout -1 :0
 refused "dirtyrate --interval 5" 2 "--interval '5'.*50\.\.60000" \
 	"$DR" --socket "$NOSOCK" --interval 5 vm1
 refused "migrated --dirty-interval-ms 5" 2 "dirty-interval-ms.*20\.\.1000" \
@@ -450,5 +524,7 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 	for _ in $(seq 100); do [ "$(nworkers)" -le "$w0" ] && break; sleep 0.1; done
 	[ "$(nworkers)" -le "$w0" ] && ok "disarmed: its worker is gone ($(nworkers) left)" ||
 		fail "disarmed, but $(nworkers) workers (was $w0)"
+	arm_timeout_check
+	eta_check
 fi
 finish

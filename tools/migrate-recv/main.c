@@ -25,6 +25,7 @@ static void usage(FILE *f)
 		"                    [--insecure] [--name VM]\n"
 		"                    [--accel kvm|soft] [--timeout-ms N] "
 		"[--json]\n"
+		"                    [--arm-timeout SECONDS]\n"
 		"                    [ADDR:PORT]\n"
 		"       migrate-recv --version | --help\n"
 		"Prints the port the daemon listens on (PORT 0 picks one;\n"
@@ -43,6 +44,9 @@ static void usage(FILE *f)
 		"An armed receive keeps its port and a worker until the\n"
 		"source comes: 'migratectl migration list' shows it (phase\n"
 		"setup), 'migratectl migration cancel ID' disarms it.\n"
+		"--arm-timeout: how long it waits for the source to connect\n"
+		"(default 600 s; 0: no limit); then it disarms itself, its\n"
+		"phase cancelled with a message saying so.\n"
 		"--json: the result and errors as JSON lines.\n");
 }
 
@@ -59,6 +63,7 @@ static int recv_main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "accel", required_argument, NULL, 'a' },
 		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "arm-timeout", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -106,6 +111,16 @@ static int recv_main(int argc, char **argv)
 							  optarg, 0,
 							  UINT32_MAX);
 			ir.timeout_ms = (uint32_t)v;
+			break;
+		case 'A':
+			/* 0 = no limit: all ones on the wire (control.proto) */
+			if (migd_parse_u64(optarg, UINT32_MAX / 1000, &v))
+				return migd_cli_bad_range("migrate-recv",
+							  "--arm-timeout",
+							  optarg, 0,
+							  UINT32_MAX / 1000);
+			ir.arm_timeout_ms = v ? (uint32_t)(v * 1000)
+					      : UINT32_MAX;
 			break;
 		case 'j':
 			json = true;

@@ -110,12 +110,24 @@ static void print_event(const Migd__Event *ev)
 	case MIGD__EVENT__BODY_VM_STATE:
 		if (!ev->vm_state->vm)
 			break;
-		printf("vm %s: %s -> %s%s\n", ev->vm_state->vm->name,
+		printf("vm %s: %s -> %s%s%s%s%s\n", ev->vm_state->vm->name,
 		       migd_fmt_enum(a, sizeof(a), &migd__vm_state__descriptor,
 				     ev->vm_state->old_state, "VM_STATE_"),
 		       migd_fmt_enum(b, sizeof(b), &migd__vm_state__descriptor,
 				     ev->vm_state->vm->state, "VM_STATE_"),
-		       ev->vm_state->destroyed ? " (destroyed)" : "");
+		       ev->vm_state->destroyed ? " (destroyed)" : "",
+		       /* a guest that stopped on its own: why */
+		       ev->vm_state->vm->stop_reason &&
+				       *ev->vm_state->vm->stop_reason
+			       ? " (guest "
+			       : "",
+		       ev->vm_state->vm->stop_reason
+			       ? ev->vm_state->vm->stop_reason
+			       : "",
+		       ev->vm_state->vm->stop_reason &&
+				       *ev->vm_state->vm->stop_reason
+			       ? ")"
+			       : "");
 		return;
 	case MIGD__EVENT__BODY_MIGRATION:
 		if (!ev->migration->migration)

@@ -2,11 +2,13 @@
 /*
  * migratectl vm ...: create, list, inspect, pause, resume, destroy.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hvcore/ram_layout.h"
 #include "hvcore/workload.h" /* HV_WL_MAX_VCPUS: the daemon's vCPU limit */
@@ -60,11 +62,84 @@ int ctl_parse_rate(const char *s, uint64_t *pages)
 	return 0;
 }
 
+/*
+ * A boot file's path as the daemon must see it: absolute. A relative one
+ * is taken from our directory when the daemon is local (its socket); over
+ * --connect it would name a file of another host, so it is refused.
+ */
+#define BOOT_PATH_MAX 4096
+static int boot_path(struct ctl *ctl, const char *opt, const char *arg,
+		     char *out)
+{
+	char cwd[BOOT_PATH_MAX];
+	int n;
+
+	if (arg[0] == '/' || !arg[0]) {
+		n = snprintf(out, BOOT_PATH_MAX, "%s", arg);
+		goto check;
+	}
+	if (ctl->conn.connect)
+		return bad(opt, arg,
+			   "an absolute path on the daemon's host (with "
+			   "--connect a relative path names nothing there)");
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "migratectl: %s '%s': cannot resolve: %s\n",
+			opt, arg, strerror(errno));
+		return 2;
+	}
+	n = snprintf(out, BOOT_PATH_MAX, "%s/%s", cwd, arg);
+check:
+	if (n < 0 || n >= BOOT_PATH_MAX)
+		return bad(opt, arg, "a shorter path");
+	return 0;
+}
+
+/*
+ * A daemon that predates Linux guests would skip VmCreateRequest.boot (an
+ * unknown field) and make the workload guest instead: ask it first.
+ */
+static int need_linux_boot(struct ctl *ctl)
+{
+	Migd__Request req = MIGD__REQUEST__INIT;
+	Migd__CapabilitiesRequest cr = MIGD__CAPABILITIES_REQUEST__INIT;
+	Migd__Response *resp;
+	bool ok = false;
+	int ret;
+
+	if (!ctl->client) {
+		ret = migd_cli_conn_open("migratectl", &ctl->conn,
+					 ctl->timeout_ms, &ctl->client);
+		if (ret)
+			return ret;
+	}
+	req.call_case = MIGD__REQUEST__CALL_CAPABILITIES;
+	req.capabilities = &cr;
+	ret = migd_client_call(ctl->client, &req, ctl->timeout_ms, &resp);
+	if (ret) {
+		fprintf(stderr, "migratectl: call failed: %s\n",
+			strerror(-ret));
+		return 5;
+	}
+	if (migd_resp_status(resp) == MIGD__STATUS__STATUS_OK &&
+	    resp->capabilities)
+		for (size_t i = 0; i < resp->capabilities->n_features; i++)
+			ok |= !strcmp(resp->capabilities->features[i],
+				      "linux-boot");
+	migd__response__free_unpacked(resp, NULL);
+	if (ok)
+		return 0;
+	fprintf(stderr, "migratectl: this daemon cannot boot a Linux kernel "
+			"(its capabilities lack 'linux-boot': an older "
+			"migrated); nothing was created\n");
+	return 4;
+}
+
 static int vm_create(struct ctl *ctl, int argc, char **argv)
 {
 	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
 	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
-	       O_PAUSED, O_RING, O_BACKING, O_PREFILL };
+	       O_PAUSED, O_RING, O_BACKING, O_PREFILL, O_KERNEL, O_INITRD,
+	       O_CMDLINE };
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -83,11 +158,16 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		{ "dirty-ring", required_argument, NULL, O_RING },
 		{ "backing", required_argument, NULL, O_BACKING },
 		{ "prefill", no_argument, NULL, O_PREFILL },
+		{ "kernel", required_argument, NULL, O_KERNEL },
+		{ "initrd", required_argument, NULL, O_INITRD },
+		{ "cmdline", required_argument, NULL, O_CMDLINE },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__VmCreateRequest cr = MIGD__VM_CREATE_REQUEST__INIT;
 	Migd__Workload wl = MIGD__WORKLOAD__INIT;
+	Migd__Boot boot = MIGD__BOOT__INIT;
+	char kernel[BOOT_PATH_MAX] = "", initrd[BOOT_PATH_MAX] = "";
 	Migd__Response *resp;
 	uint64_t v;
 	int c, ret;
@@ -189,6 +269,17 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		case O_BACKING: /* the daemon checks the name */
 			cr.backing = optarg;
 			break;
+		case O_KERNEL:
+		case O_INITRD:
+			ret = boot_path(
+				ctl, c == O_KERNEL ? "--kernel" : "--initrd",
+				optarg, c == O_KERNEL ? kernel : initrd);
+			if (ret)
+				return ret;
+			break;
+		case O_CMDLINE: /* the daemon checks it */
+			boot.cmdline = optarg;
+			break;
 		default:
 			return 2;
 		}
@@ -199,6 +290,17 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 	}
 	cr.name = argv[optind];
 	cr.workload = &wl;
+	/* The daemon says what is wrong with the boot options (so does it
+	 * for every client); only a daemon that knows them is sent them. */
+	if (kernel[0] || initrd[0] || boot.cmdline) {
+		boot.kernel = kernel;
+		boot.initrd = initrd;
+		boot.cmdline = boot.cmdline ? boot.cmdline : (char *)"";
+		cr.boot = &boot;
+		ret = need_linux_boot(ctl);
+		if (ret)
+			return ret;
+	}
 	req.call_case = MIGD__REQUEST__CALL_VM_CREATE;
 	req.vm_create = &cr;
 	ret = ctl_call(ctl, &req, &resp);
@@ -206,6 +308,13 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		return ret;
 	if (ctl->json)
 		ctl_print_json(&resp->vm->base);
+	else if (resp->vm->kernel && *resp->vm->kernel)
+		printf("created %s (Linux %s, %s, %u vCPUs, %llu MiB); "
+		       "migratectl vm console %s\n",
+		       resp->vm->name, resp->vm->kernel, resp->vm->accel,
+		       resp->vm->nr_vcpus,
+		       (unsigned long long)(resp->vm->mem_bytes >> 20),
+		       resp->vm->name);
 	else
 		printf("created %s (%s, %u vCPUs, %llu MiB)\n",
 		       resp->vm->name, resp->vm->accel, resp->vm->nr_vcpus,
@@ -218,6 +327,40 @@ static const char *state_text(Migd__VmState s, char *buf, size_t n)
 {
 	return migd_fmt_enum(buf, n, &migd__vm_state__descriptor, s,
 			     "VM_STATE_");
+}
+
+/* "stopped (reboot)": the state, and why a guest stopped on its own. */
+static const char *state_why(const Migd__VmInfo *v, char *buf, size_t n)
+{
+	char st[32];
+
+	state_text(v->state, st, sizeof(st));
+	if (v->stop_reason && *v->stop_reason)
+		snprintf(buf, n, "%s (%s)", st, v->stop_reason);
+	else
+		snprintf(buf, n, "%s", st);
+	return buf;
+}
+
+/* What each stop reason means, for vm inspect. */
+static const char *stop_meaning(const char *why)
+{
+	static const struct {
+		const char *why, *text;
+	} t[] = {
+		{"poweroff", "the guest powered off"},
+		{"reboot", "the guest asked for a reset; a reboot stops the "
+			   "VM (vm destroy, vm create to start it again)"},
+		{"panic", "the guest kernel panicked (vm console --from-start "
+			  "or the console log shows why)"},
+		{"error", "a vCPU failed (see the VCPU table and the daemon's "
+			  "log)"},
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(why, t[i].why))
+			return t[i].text;
+	return "";
 }
 
 static int vm_list(struct ctl *ctl)
@@ -239,11 +382,11 @@ static int vm_list(struct ctl *ctl)
 		       "STATE", "ACCEL", "VCPUS", "MEMORY", "ORIGIN", "PID");
 		for (size_t i = 0; i < resp->vm_list->n_vms; i++) {
 			Migd__VmInfo *v = resp->vm_list->vms[i];
-			char st[32], mem[32];
+			char st[64], mem[32];
 
 			printf("%-20s %-10s %-5s %5u %10s  %-8s %8llu\n",
-			       v->name, state_text(v->state, st, sizeof(st)),
-			       v->accel, v->nr_vcpus,
+			       v->name, state_why(v, st, sizeof(st)), v->accel,
+			       v->nr_vcpus,
 			       migd_fmt_bytes(mem, sizeof(mem), v->mem_bytes),
 			       v->origin, (unsigned long long)v->worker_pid);
 			if (v->exit_reason && *v->exit_reason)
@@ -271,6 +414,25 @@ static void print_inspect(const Migd__VmInspectResult *r)
 
 	printf("name:      %s\n", v->name);
 	printf("state:     %s\n", state_text(v->state, a, sizeof(a)));
+	if (v->stop_reason && *v->stop_reason)
+		printf("stopped:   %s: %s\n", v->stop_reason,
+		       stop_meaning(v->stop_reason));
+	if (r->boot && r->boot->kernel && *r->boot->kernel) {
+		printf("guest:     Linux\n");
+		printf("kernel:    %s\n", r->boot->kernel);
+		printf("initrd:    %s\n", r->boot->initrd && *r->boot->initrd
+						  ? r->boot->initrd
+						  : "(none)");
+		if (r->boot->cmdline && *r->boot->cmdline)
+			printf("cmdline:   the default + \"%s\"\n",
+			       r->boot->cmdline);
+		else
+			printf("cmdline:   the default\n");
+		printf("console:   %s (migratectl vm console %s)\n",
+		       r->console_log && *r->console_log ? r->console_log
+							 : "(no log file)",
+		       v->name);
+	}
 	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
 	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);
 	{
@@ -435,7 +597,7 @@ static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
 /* The vm subcommands (the usage line of migratectl --help has them). */
 static const char *const vm_cmds[] = {
 	"create", "list",    "inspect", "pause",  "resume",
-	"destroy", "set-rate", "check",  "update",
+	"destroy", "set-rate", "check",  "update", "console",
 };
 
 int ctl_vm(struct ctl *ctl, int argc, char **argv)
@@ -459,6 +621,8 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv)
 		return vm_create(ctl, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "set-rate"))
 		return ctl_vm_set_rate(ctl, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "console"))
+		return ctl_vm_console(ctl, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list")) {
 		if (argc != 2) {
 			fprintf(stderr, "migratectl: vm list takes no "

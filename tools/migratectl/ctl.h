@@ -49,6 +49,9 @@ int ctl_estimate(struct ctl *ctl, int argc, char **argv);
 int ctl_vm_set_rate(struct ctl *ctl, int argc, char **argv);
 /* "25000" pages/s or "100M" bytes/s -> pages/s. 0 or -EINVAL. */
 int ctl_parse_rate(const char *s, uint64_t *pages);
+/* cmd_console.c: vm console NAME [--follow] [--from-start] [--input F]
+ * [--until TEXT] */
+int ctl_vm_console(struct ctl *ctl, int argc, char **argv);
 /* cmd_check.c: vm check NAME (exit 1 when pages are bad) */
 int ctl_vm_check(struct ctl *ctl, const char *name);
 

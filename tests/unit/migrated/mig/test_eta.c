@@ -72,6 +72,38 @@ static void test_rise_is_bounded(void)
 	CU_ASSERT_EQUAL(v, 10 * S + S / 2 + 2 * S);
 }
 
+/* Issue 25: the bar advanced and the time left grew. With progress
+ * between two values the ETA counts down or falls, whatever the raw
+ * estimate says; only a stalled percentage lets it slip. */
+static void test_no_rise_while_progress_rises(void)
+{
+	struct mig_eta e;
+	uint64_t prev, v, now = 0;
+
+	mig_eta_init(&e, 1000);
+	mig_eta_percent(&e, 1000);
+	prev = mig_eta_update(&e, now, 10 * S);
+	for (uint64_t left = 900; left >= 100; left -= 100) {
+		now += S / 4;
+		mig_eta_percent(&e, left);
+		/* a raw estimate that keeps growing */
+		v = mig_eta_update(&e, now, (20 + 1000 - left) * S);
+		CU_ASSERT(v <= prev);
+		prev = v;
+	}
+	/* Updates more often than the percentage moves: still no rise
+	 * within MIG_ETA_STALL_NS of the last move. */
+	now += S / 4;
+	v = mig_eta_update(&e, now, 1000 * S);
+	CU_ASSERT(v <= prev);
+	prev = v;
+	/* Stalled: it may slip again, bounded. */
+	now += S;
+	v = mig_eta_update(&e, now, 1000 * S);
+	CU_ASSERT(v > prev);
+	CU_ASSERT(v <= prev + S / MIG_ETA_RISE_DIV);
+}
+
 static void test_random_walk_respects_the_bound(void)
 {
 	struct mig_eta e;
@@ -105,6 +137,7 @@ static CU_TestInfo tests[] = {
 	{ "counts_down_with_a_steady_estimate",
 	  test_counts_down_with_a_steady_estimate },
 	{ "rise_is_bounded", test_rise_is_bounded },
+	{ "no_rise_while_progress_rises", test_no_rise_while_progress_rises },
 	{ "random_walk_respects_the_bound",
 	  test_random_walk_respects_the_bound },
 	CU_TEST_INFO_NULL,
