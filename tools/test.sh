@@ -49,9 +49,19 @@ if [ ${#nokvm[@]} -gt 0 ]; then
 	echo "== tests: label kvm in the KVM rig (no /dev/kvm here; build/$kb)"
 	t0=$SECONDS
 	rrc=0
-	"$top/tools/kvmrig/run.sh" -t "${KVMRIG_TIMEOUT:-720}" -- \
-		sh -c 'cd "$1" && shift && ctest --output-on-failure -L kvm "$@"' \
-		sh "$top/build/$kb" "$@" || rrc=$?
+	# Every test has its own TIMEOUT; --timeout bounds one that has
+	# none. A rig whose kernel locks up is ended by run.sh (status 124,
+	# naming the test that ran and the console's tail).
+	# A rig that stopped answering (124) is tried once more; a failing
+	# test fails at once.
+	for try in 1 2; do
+		rrc=0
+		"$top/tools/kvmrig/run.sh" -t "${KVMRIG_TIMEOUT:-720}" -- \
+			sh -c 'cd "$1" && shift && ctest --output-on-failure --timeout 300 -L kvm "$@"' \
+			sh "$top/build/$kb" "$@" || rrc=$?
+		[ "$rrc" = 124 ] && [ "$try" = 1 ] || break
+		echo "== KVM rig: the rig stopped answering (status 124); once more"
+	done
 	if [ "$rrc" = 0 ]; then
 		echo "== KVM rig: every kvm test passed ($((SECONDS - t0)) s)"
 	elif [ "${KVMRIG_GATE:-0}" = 1 ]; then
