@@ -53,7 +53,7 @@ if [ ${#nokvm[@]} -gt 0 ]; then
 	# none. A rig whose kernel locks up is ended by run.sh (status 124,
 	# naming the test that ran and the console's tail).
 	# The KVM twins of the integration tests (label kvm_twin) only with
-	# KVMRIG_TWINS=1: nested under TCG they take about 15 minutes more
+	# KVMRIG_TWINS=1: nested under TCG they took 19 minutes more
 	# than the rig's budget here (docs/testing.md).
 	twins=(-LE kvm_twin)
 	tmo=${KVMRIG_TIMEOUT:-720}
