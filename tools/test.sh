@@ -53,8 +53,8 @@ if [ ${#nokvm[@]} -gt 0 ]; then
 	# none. A rig whose kernel locks up is ended by run.sh (status 124,
 	# naming the test that ran and the console's tail).
 	# The KVM twins of the integration tests (label kvm_twin) only with
-	# KVMRIG_TWINS=1: nested under TCG they took 19 minutes more
-	# than the rig's budget here (docs/testing.md).
+	# KVMRIG_TWINS=1: nested under TCG the six took 19 minutes, more
+	# than the test command's budget holds (docs/testing.md).
 	twins=(-LE kvm_twin)
 	tmo=${KVMRIG_TIMEOUT:-720}
 	if [ "${KVMRIG_TWINS:-0}" = 1 ]; then
