@@ -191,6 +191,10 @@ src_daemon src4 "src.acked@1=sleep:1000"
 dst_daemon dst4 ""
 guest v4 --backing memfd
 spid=$(SOCK=$SRC ctl --json vm inspect v4 | jq -r .info.worker_pid)
+# The memfd is found before the migration: the write must land inside the
+# source's 1 s stall after the Ack, which on a slow machine (KVM nested
+# under TCG) an ls of /proc in that window could miss.
+fd=$(ls -l /proc/"$spid"/fd 2>/dev/null | awk '/memfd:hv-guest-ram/ { print $9; exit }')
 port=$("$RECV" --socket "$DST" --name v4 127.0.0.1:0) || fail "migrate-recv v4: $port"
 "$SEND" --socket "$SRC" --json v4 "127.0.0.1:$port" >"$TMP/v4.out" 2>&1 &
 sp=$!
@@ -198,7 +202,6 @@ for _ in $(seq 100); do
 	[ "$(grep -c 'op=faultpoint name=src.acked action=sleep' "$SRC_LOG")" -ge 1 ] && break
 	sleep 0.02
 done
-fd=$(ls -l /proc/"$spid"/fd 2>/dev/null | awk '/memfd:hv-guest-ram/ { print $9; exit }')
 if [ -n "$fd" ] &&
 	printf 'changed after the ack' | dd of=/proc/"$spid"/fd/"$fd" bs=4096 \
 		seek=4096 conv=notrunc status=none; then

@@ -162,8 +162,10 @@ trap 'exit 130' INT TERM
 } >"$job/cmd.sh"
 
 # ---- 4. boot
-append="console=ttyS0 panic=-1 quiet loglevel=3 mitigations=off"
-append+=" kvmrig.repo=$top"
+# loglevel=5: a lockup's backtrace (printed at the default level) lands in
+# the console log, which is a file; boot stays quiet enough.
+append="console=ttyS0 panic=-1 quiet loglevel=5 mitigations=off"
+append+=" kvmrig.repo=$top ${KVMRIG_APPEND:-}"
 console=$job/console.log
 : >"$console"
 # The command's stdout and stderr: the rig's ttyS1 and ttyS2, through
@@ -180,21 +182,36 @@ mkfifo "$job/out.in" "$job/out.out" "$job/err.in" "$job/err.out"
 	-virtfs local,path="$job",mount_tag=job,security_model=none \
 	</dev/null >"$job/qemu.log" 2>&1 &
 qpid=$!
-# The readers end when QEMU closes the pipes' write ends (it exits).
-cat "$job/out.out" &
+# The readers end when QEMU closes the pipes' write ends (it exits). The
+# command's stdout is kept too, to say what ran when the rig hung.
+tee "$job/stdout.log" <"$job/out.out" &
 cat "$job/err.out" >&2 &
 [ "$verbose" = 0 ] || tail -n +1 -f --pid="$qpid" "$console" >&2 &
+# hung WHY: the rig is killed; say what the command was doing (its last
+# lines: ctest's "Start N: test" names the test) and the console's tail.
+cmdline="$*"
+hung() {
+	kill "$qpid" 2>/dev/null || true
+	wait "$qpid" 2>/dev/null || true
+	qpid=
+	cp "$console" "$cache/last-console.log" 2>/dev/null || true
+	echo "kvmrig: $1: '$cmdline' killed with the rig" >&2
+	echo "kvmrig: the command's last output lines:" >&2
+	tail -5 "$job/stdout.log" 2>/dev/null | sed 's/^/  | /' >&2
+	echo "kvmrig: console's tail ($cache/last-console.log has it all):" >&2
+	tail -25 "$console" >&2
+	exit 124
+}
+# A soft lockup of the rig's kernel that lasts this long is a hung rig
+# (seen: both vCPUs stuck for minutes, nothing inside could end it); the
+# watchdog reports it every ~30 s, so it is found well before -t.
+lockup=${KVMRIG_LOCKUP_SECS:-90}
 start=$SECONDS
+n=0
 while kill -0 "$qpid" 2>/dev/null; do
-	if [ $((SECONDS - start)) -ge "$tmo" ]; then
-		kill "$qpid" 2>/dev/null || true
-		wait "$qpid" 2>/dev/null || true
-		qpid=
-		cp "$console" "$cache/last-console.log" 2>/dev/null || true
-		echo "kvmrig: timed out after ${tmo}s: '$*' killed with the rig;" \
-			"console's tail ($cache/last-console.log has it all):" >&2
-		tail -15 "$console" >&2
-		exit 124
+	[ $((SECONDS - start)) -lt "$tmo" ] || hung "timed out after ${tmo}s"
+	if [ $((++n % 10)) = 0 ] && grep -qE "soft lockup - CPU#[0-9]+ stuck for ([0-9]{3,}|[$((lockup / 10))-9][0-9])s" "$console"; then
+		hung "the rig's kernel locked up (soft lockup over ${lockup}s)"
 	fi
 	sleep 0.5
 done
