@@ -39,13 +39,11 @@ echo "== tests: ThreadSanitizer build (label tsan)"
 	ctest --output-on-failure -L tsan "${nokvm[@]}" "$@") || rc=1
 if [ ${#nokvm[@]} -gt 0 ]; then
 	kb=${KVMRIG_BUILD:-release}
-	# Quarantined, not gating (KVMRIG_GATE=1 makes it gate): in the
-	# rig, kvm-amd nested under QEMU TCG, two suites fail now and then
-	# (unit_hvcore_kvm_kvm; unit_migrated_mig_kvm, a destination VM that
-	# did not progress within 10 s) and the nested machine has stopped
-	# answering once; issue 23 stays open for them. The run is printed
-	# in full and its verdict said plainly. The rig ends with status 124
-	# when the machine stops answering (KVMRIG_TIMEOUT, 720 s).
+	# Not gating yet (KVMRIG_GATE=1 makes it gate): nested under QEMU
+	# TCG the rig's own kernel has locked up once and panicked once, and
+	# some suites time out on a loaded host (docs/testing.md); issue 23
+	# stays open for it. The run is printed in full and its verdict said
+	# plainly.
 	echo "== tests: label kvm in the KVM rig (no /dev/kvm here; build/$kb)"
 	t0=$SECONDS
 	rrc=0
@@ -55,20 +53,31 @@ if [ ${#nokvm[@]} -gt 0 ]; then
 	# The KVM twins of the integration tests (label kvm_twin) only with
 	# KVMRIG_TWINS=1: nested under TCG the six took 19 minutes, more
 	# than the test command's budget holds (docs/testing.md).
+	# The Linux guest's kernel and initramfs are made here on the host
+	# (tools/guest/mkinitramfs.sh): unpacking the kernel package nested
+	# under TCG takes minutes; the tests find them up to date.
+	hvg=$top/build/$kb/tools/guest/hvguest
+	if [ -x "$hvg" ]; then
+		"$top/tools/guest/mkinitramfs.sh" --hvguest "$hvg" \
+			--out "$(dirname "$hvg")/initramfs.cpio.gz" \
+			--kernel-out "$(dirname "$hvg")/vmlinuz" ||
+			echo "== guest initramfs not made; the rig's Linux tests will fail"
+	fi
 	twins=(-LE kvm_twin)
-	tmo=${KVMRIG_TIMEOUT:-720}
+	tmo=${KVMRIG_TIMEOUT:-1200}
 	if [ "${KVMRIG_TWINS:-0}" = 1 ]; then
 		twins=()
 		tmo=${KVMRIG_TIMEOUT:-2400}
 	fi
-	# A rig that stopped answering (124) is tried once more; a failing
-	# test fails at once.
+	# A rig that stopped answering (124) early is tried once more; a
+	# failing test fails at once.
 	for try in 1 2; do
 		rrc=0
 		"$top/tools/kvmrig/run.sh" -t "$tmo" -- \
 			sh -c 'cd "$1" && shift && ctest --output-on-failure --timeout 300 -L kvm "$@"' \
 			sh "$top/build/$kb" "${twins[@]}" "$@" || rrc=$?
-		[ "$rrc" = 124 ] && [ "$try" = 1 ] || break
+		[ "$rrc" = 124 ] && [ "$try" = 1 ] &&
+			[ $((SECONDS - t0)) -lt 600 ] || break
 		echo "== KVM rig: the rig stopped answering (status 124); once more"
 	done
 	if [ "$rrc" = 0 ]; then

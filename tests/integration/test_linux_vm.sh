@@ -24,6 +24,17 @@ source "$(dirname "$0")/lib.sh" "$@"
 need_kvm
 KERNEL=${MIGD_GUEST_KERNEL:-}
 INITRD=${MIGD_GUEST_INITRD:-}
+# Without a guest named, the project's own (tools/guest, docs/guests.md):
+# Debian's kernel and the initramfs with a plain shell on the console.
+if [ -z "$KERNEL$INITRD" ] && [ -x "${MIGD_GUEST_HVGUEST:-}" ]; then
+	img=$(dirname "$MIGD_GUEST_HVGUEST")
+	"$(dirname "$0")/../../tools/guest/mkinitramfs.sh" \
+		--hvguest "$MIGD_GUEST_HVGUEST" --out "$img/initramfs.cpio.gz" \
+		--kernel-out "$img/vmlinuz" ||
+		{ echo "FAIL: cannot build the guest initramfs"; exit 1; }
+	KERNEL=$img/vmlinuz INITRD=$img/initramfs.cpio.gz
+	: "${MIGD_GUEST_CMDLINE:=hv.run=0 hv.after=shell}"
+fi
 if [ ! -r "$KERNEL" ] || [ ! -r "$INITRD" ]; then
 	echo "FAIL: set MIGD_GUEST_KERNEL and MIGD_GUEST_INITRD to a readable" \
 		"kernel and initramfs (now: '$KERNEL', '$INITRD'); docs/testing.md"
