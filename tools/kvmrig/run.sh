@@ -164,8 +164,18 @@ trap 'exit 130' INT TERM
 # ---- 4. boot
 # loglevel=5: a lockup's backtrace (printed at the default level) lands in
 # the console log, which is a file; boot stays quiet enough.
-append="console=ttyS0 panic=-1 quiet loglevel=5 mitigations=off"
+append="console=ttyS0 panic=-1 quiet loglevel=5 mitigations=off nokaslr"
 append+=" kvmrig.repo=$top ${KVMRIG_APPEND:-}"
+# The rig kernel's text symbols (Debian's System.map is a placeholder):
+# the first boot of an image writes /proc/kallsyms into the job folder,
+# kept in the image's folder to name a hung rig's vCPUs (regs.py).
+syms=$img/kallsyms
+[ -s "$syms" ] || append+=" kvmrig.kallsyms=1"
+keep_syms() {
+	if [ ! -s "$syms" ] && [ -s "$job/kallsyms" ]; then
+		cp "$job/kallsyms" "$syms.tmp" && mv "$syms.tmp" "$syms" || true
+	fi
+}
 console=$job/console.log
 : >"$console"
 # The command's stdout and stderr: the rig's ttyS1 and ttyS2, through
@@ -180,6 +190,7 @@ mkfifo "$job/out.in" "$job/out.out" "$job/err.in" "$job/err.out"
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs local,path="$top",mount_tag=repo,security_model=none,multidevs=remap \
 	-virtfs local,path="$job",mount_tag=job,security_model=none \
+	-monitor unix:"$job/mon.sock",server=on,wait=off \
 	</dev/null >"$job/qemu.log" 2>&1 &
 qpid=$!
 # The readers end when QEMU closes the pipes' write ends (it exits). The
@@ -191,6 +202,11 @@ cat "$job/err.out" >&2 &
 # lines: ctest's "Start N: test" names the test) and the console's tail.
 cmdline="$*"
 hung() {
+	# Where the rig's vCPUs are, twice 2 s apart (a loop or a stop), from
+	# QEMU's monitor, named by the kernel's symbols.
+	keep_syms
+	python3 "$here/regs.py" "$job/mon.sock" "$syms" \
+		>"$cache/last-registers.txt" 2>&1 || true
 	kill "$qpid" 2>/dev/null || true
 	wait "$qpid" 2>/dev/null || true
 	qpid=
@@ -200,6 +216,8 @@ hung() {
 	tail -5 "$job/stdout.log" 2>/dev/null | sed 's/^/  | /' >&2
 	echo "kvmrig: console's tail ($cache/last-console.log has it all):" >&2
 	tail -25 "$console" >&2
+	echo "kvmrig: the rig's vCPUs ($cache/last-registers.txt):" >&2
+	grep '^cpu' "$cache/last-registers.txt" >&2 || true
 	exit 124
 }
 # A soft lockup of the rig's kernel that lasts this long is a hung rig
@@ -218,6 +236,7 @@ done
 wait "$qpid" && qrc=0 || qrc=$?
 qpid=
 wait
+keep_syms
 # The rig's kernel console of the last run, kept for a post-mortem.
 cp "$console" "$cache/last-console.log" 2>/dev/null || true
 status=$(cat "$job/status" 2>/dev/null || true)
