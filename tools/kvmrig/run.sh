@@ -155,6 +155,14 @@ trap 'exit 130' INT TERM
 	echo "# written by tools/kvmrig/run.sh"
 	export -p | grep -vE '^declare -x (BASH_[A-Z_]*|SHLVL|OLDPWD|PWD|_|TMPDIR|XDG_RUNTIME_DIR|SSH_[A-Z_]*|DISPLAY|TERM)='
 	echo "export KVMRIG=1 TERM=dumb"
+	# KVM's static keys held on before the command (kvmhold.py says why):
+	# a rig whose kernel rewrites __schedule at every first and last VM
+	# has hung under TCG. KVMRIG_HOLD=0 leaves them to the tests.
+	if [ "${KVMRIG_HOLD:-1}" = 1 ]; then
+		printf 'python3 %q >/run/kvmhold.log 2>&1 &\n' "$here/kvmhold.py"
+		echo 'for i in $(seq 100); do grep -q "^kvmhold: ready" /run/kvmhold.log && break; kill -0 $! 2>/dev/null || break; sleep 0.1; done'
+		echo 'grep -q "^kvmhold: ready" /run/kvmhold.log || echo "kvmrig: static keys not held: $(cat /run/kvmhold.log)" >&2'
+	fi
 	printf 'cd %q || exit 125\n' "$(pwd -P)"
 	printf 'exec'
 	printf ' %q' "$@"
