@@ -395,6 +395,20 @@ static void post_write(void *dev, uint64_t off, const void *data, uint32_t len)
 
 static const struct hv_io_ops post_ops = {post_read, post_write};
 
+/* PCI bus 0 and the virtio devices the VM's configuration asks for. */
+static int add_pci(struct hv_vm *vm, struct hv_kvm_linux *lx)
+{
+	const struct hv_boot_cfg *b = &vm->cfg.boot;
+	struct hv_kvm_pci_disk disk[HV_BOOT_DISKS_MAX];
+	struct hv_kvm_pci_cfg c = {disk, 0, b->rng};
+
+	for (uint32_t i = 0; i < b->nr_disks && i < HV_BOOT_DISKS_MAX; i++)
+		disk[c.nr_disks++] = (struct hv_kvm_pci_disk){
+			b->disk[i].path, b->disk[i].read_only};
+	return hv_kvm_pci_create(hv_vm_name(vm), &c, lx->pio, lx->mmio,
+				 &lx->env, &lx->pci);
+}
+
 static int add_devices(struct hv_vm *vm, struct hv_kvm_linux *lx)
 {
 	int ret;
@@ -420,8 +434,7 @@ static int add_devices(struct hv_vm *vm, struct hv_kvm_linux *lx)
 		ret = hv_iobus_register(lx->pio, HV_I8042_CMD_PORT, 1,
 					&hv_i8042_cmd_ops, lx->i8042);
 	if (!ret)
-		ret = hv_kvm_pci_create(hv_vm_name(vm), &vm->cfg.boot, lx->pio,
-					lx->mmio, &lx->env, &lx->pci);
+		ret = add_pci(vm, lx);
 	return ret;
 }
 

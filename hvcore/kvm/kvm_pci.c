@@ -21,7 +21,7 @@
 struct kvm_pci_dev {
 	char name[8]; /* "vda".., "rng": the device's log name */
 	const char *kind;
-	char path[HV_BOOT_PATH_MAX];
+	char path[4096];
 	bool read_only;
 	struct hv_virtio_blk *blk; /* one of blk, rng */
 	struct hv_virtio_rng *rng;
@@ -89,15 +89,16 @@ static int add_one(const char *vm, struct hv_kvm_pci *p, struct kvm_pci_dev *d,
 	return 0;
 }
 
-int hv_kvm_pci_create(const char *name, const struct hv_boot_cfg *b,
+int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
 		      struct hv_iobus *pio, struct hv_iobus *mmio,
 		      const struct hv_dev_env *env, struct hv_kvm_pci **out)
 {
 	struct hv_kvm_pci *p;
 	int ret;
 
-	if (b->nr_disks > HV_BOOT_DISKS_MAX ||
-	    b->nr_disks + (b->rng ? 1 : 0) > HV_KVM_MAX_DEVS)
+	if (c->nr_disks > HV_KVM_MAX_DEVS ||
+	    c->nr_disks + (c->rng ? 1 : 0) > HV_KVM_MAX_DEVS ||
+	    (c->nr_disks && !c->disk))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -105,14 +106,19 @@ int hv_kvm_pci_create(const char *name, const struct hv_boot_cfg *b,
 	ret = hv_pci_bus_create(pio, mmio, &p->bus);
 	if (ret)
 		goto err;
-	for (uint32_t i = 0; i < b->nr_disks; i++) {
+	for (unsigned i = 0; i < c->nr_disks; i++) {
 		struct kvm_pci_dev *d = &p->dev[p->nr];
 		struct hv_virtio_blk_cfg bc = {0};
 
 		snprintf(d->name, sizeof(d->name), "vd%c", 'a' + (char)i);
 		d->kind = "virtio-blk";
-		snprintf(d->path, sizeof(d->path), "%s", b->disk[i].path);
-		d->read_only = b->disk[i].read_only;
+		if (!c->disk[i].path ||
+		    strlen(c->disk[i].path) >= sizeof(d->path)) {
+			ret = -EINVAL;
+			goto err;
+		}
+		snprintf(d->path, sizeof(d->path), "%s", c->disk[i].path);
+		d->read_only = c->disk[i].read_only;
 		bc.path = d->path;
 		bc.read_only = d->read_only;
 		bc.name = d->name;
@@ -127,7 +133,7 @@ int hv_kvm_pci_create(const char *name, const struct hv_boot_cfg *b,
 		if (ret)
 			goto err;
 	}
-	if (b->rng) {
+	if (c->rng) {
 		struct kvm_pci_dev *d = &p->dev[p->nr];
 
 		snprintf(d->name, sizeof(d->name), "rng");

@@ -27,19 +27,31 @@
 #include "hvcore/devices/dev.h"
 #include "hvcore/devices/iobus.h"
 #include "hvcore/kvm/kvm.h"
-#include "hvcore/vm.h"
 
 struct hv_kvm_pci;
 
+/* What devices a VM gets (kvm_linux.c fills it from its VM's
+ * struct hv_boot_cfg); the strings are copied. */
+struct hv_kvm_pci_disk {
+	const char *path; /* raw image or block device */
+	bool read_only;
+};
+struct hv_kvm_pci_cfg {
+	const struct hv_kvm_pci_disk *disk;
+	unsigned nr_disks; /* with the rng at most HV_KVM_MAX_DEVS */
+	bool rng;
+};
+
 /*
  * Register the configuration ports on @pio, the host bridge, and one
- * virtio-pci device for each of @b's disks and for its rng; @name names
+ * virtio-pci device for each of @c's disks and for its rng; @name names
  * the VM in logs. 0, or -errno with nothing left registered: the disk's
- * open (-ENOENT, -EACCES, -EROFS for a read-only file asked read-write,
- * -EINVAL not a file or block device), -ENOSPC (slots or BAR window),
- * -ENOMEM. @pio, @mmio and @env outlive the result.
+ * open (-ENOENT, -EACCES, -EROFS...), -EINVAL (not a file or block
+ * device, too many devices, a path of 4096 bytes or more), -ENOSPC
+ * (slots or BAR window), -ENOMEM. @pio, @mmio and @env outlive the
+ * result.
  */
-int hv_kvm_pci_create(const char *name, const struct hv_boot_cfg *b,
+int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
 		      struct hv_iobus *pio, struct hv_iobus *mmio,
 		      const struct hv_dev_env *env, struct hv_kvm_pci **out);
 /* Every device reset (its thread stopped), off the bus, its file closed;

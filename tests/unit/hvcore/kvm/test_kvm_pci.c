@@ -63,13 +63,14 @@ static void down(void)
 	unlink(img);
 }
 
-static void cfg_disks_rng(struct hv_boot_cfg *b, unsigned disks, bool rng)
+static struct hv_kvm_pci_disk disk[HV_KVM_MAX_DEVS + 1];
+
+static void cfg_disks_rng(struct hv_kvm_pci_cfg *b, unsigned disks, bool rng)
 {
 	memset(b, 0, sizeof(*b));
-	for (unsigned i = 0; i < disks; i++) {
-		snprintf(b->disk[i].path, sizeof(b->disk[i].path), "%s", img);
-		b->disk[i].read_only = i > 0;
-	}
+	for (unsigned i = 0; i < disks; i++)
+		disk[i] = (struct hv_kvm_pci_disk){img, i > 0};
+	b->disk = disk;
 	b->nr_disks = disks;
 	b->rng = rng;
 }
@@ -77,7 +78,7 @@ static void cfg_disks_rng(struct hv_boot_cfg *b, unsigned disks, bool rng)
 /* What arch/x86/pci/direct.c and the bus scan see. */
 static void test_host_bridge_and_devices_in_slot_order(void)
 {
-	struct hv_boot_cfg b;
+	struct hv_kvm_pci_cfg b;
 	struct hv_kvm_pci *p;
 	uint32_t a = 0x80000000u, back = 0;
 
@@ -130,7 +131,7 @@ static void test_bars_in_the_window_and_routes(void)
 {
 	struct x86_mp_pci_irq irq[8];
 	struct hv_kvm_dev_info info[8];
-	struct hv_boot_cfg b;
+	struct hv_kvm_pci_cfg b;
 	struct hv_kvm_pci *p;
 	uint64_t bar[4] = {0};
 	uint32_t n;
@@ -201,7 +202,7 @@ static void test_bars_in_the_window_and_routes(void)
 static void test_bad_disks_leave_nothing(void)
 {
 	struct x86_mp_pci_irq irq[8];
-	struct hv_boot_cfg b;
+	struct hv_kvm_pci_cfg b;
 	struct hv_kvm_pci *p = NULL;
 
 	up();
@@ -216,7 +217,7 @@ static void test_bad_disks_leave_nothing(void)
 
 	/* A missing second disk after a good first one. */
 	cfg_disks_rng(&b, 2, true);
-	snprintf(b.disk[1].path, sizeof(b.disk[1].path), "%s.nope", img);
+	disk[1].path = "/nonexistent/test_kvm_pci.img";
 	p = NULL;
 	CU_ASSERT_EQUAL(hv_kvm_pci_create("t", &b, pio, mmio, &vm->env, &p),
 			-ENOENT);
@@ -231,13 +232,12 @@ static void test_bad_disks_leave_nothing(void)
 
 	/* A directory is not an image. */
 	cfg_disks_rng(&b, 1, false);
-	snprintf(b.disk[0].path, sizeof(b.disk[0].path), "/tmp");
-	b.disk[0].read_only = true;
+	disk[0] = (struct hv_kvm_pci_disk){"/tmp", true};
 	CU_ASSERT_EQUAL(hv_kvm_pci_create("t", &b, pio, mmio, &vm->env, &p),
 			-EINVAL);
 	/* Too many disks. */
 	cfg_disks_rng(&b, 1, false);
-	b.nr_disks = HV_BOOT_DISKS_MAX + 1;
+	b.nr_disks = HV_KVM_MAX_DEVS + 1;
 	CU_ASSERT_EQUAL(hv_kvm_pci_create("t", &b, pio, mmio, &vm->env, &p),
 			-EINVAL);
 	down();
