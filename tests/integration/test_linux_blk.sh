@@ -8,7 +8,8 @@
 # a checksum), fsyncs, reads them back with O_DIRECT and says "hvblk: ok";
 # /dev/hwrng gives 64 bytes with virtio_rng.0 as the source; /dev/vdb is
 # read-only. vm inspect shows the three devices on PCI slots 1-3 with the
-# driver bound and MSI-X on, and the disk's counters; migrate-send refuses
+# driver bound and MSI-X on, and the disk's counters, and the pages the
+# devices wrote into guest RAM in the VM's dirty log; migrate-send refuses
 # the VM. After the guest's reboot the HOST checks the image: every block
 # the guest wrote is there (hvblk --verify, and a few block headers read
 # with od, independently of hvblk), the rest of the image still reads
@@ -91,6 +92,13 @@ r=$(jq -r '.devices[2].bytes_read' <<<"$j")
 	ok "counters: vda $w bytes written, $f flushes; vdb nothing written; rng $r bytes" ||
 	fail "counters: written=$w flushes=$f vdb_written=$e rng=$r: $j"
 [ "$(jq -r '.info.state' <<<"$j")" = VM_STATE_RUNNING ] || fail "not running"
+# The device's writes into guest RAM (the read-back's 32 MiB at least)
+# reached the VM's dirty log, which the dirty-rate monitor keeps on:
+# without them a migration would miss what the disk wrote.
+vw=$(jq -r '.vmm_writes // 0' <<<"$j")
+[ "$vw" -ge $((MIB * 256)) ] &&
+	ok "device writes marked dirty: $vw pages (>= $((MIB * 256)))" ||
+	fail "device writes marked dirty: $vw pages, fewer than $((MIB * 256))"
 
 out=$("$SEND" --socket "$SOCK" lx 127.0.0.1:1 2>&1)
 rc=$?
