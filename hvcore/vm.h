@@ -81,11 +81,20 @@ enum hv_vm_state {
  */
 #define HV_BOOT_PATH_MAX 512
 #define HV_BOOT_CMDLINE_MAX 2048
+#define HV_BOOT_DISKS_MAX 4
 struct hv_boot_cfg {
 	char kernel[HV_BOOT_PATH_MAX];	    /* bzImage, or ELF vmlinux (PVH) */
 	char initrd[HV_BOOT_PATH_MAX];	    /* "" = none */
 	char cmdline[HV_BOOT_CMDLINE_MAX];  /* appended to the default one */
 	char console_log[HV_BOOT_PATH_MAX]; /* UART output file; "" = none */
+	/* virtio-pci devices (docs/devices.md, hvcore/kvm/kvm_pci.c): disks
+	 * on slots 1.., then the entropy device. */
+	struct hv_boot_disk {
+		char path[HV_BOOT_PATH_MAX]; /* raw image or block device */
+		bool read_only;
+	} disk[HV_BOOT_DISKS_MAX];
+	uint32_t nr_disks;
+	bool rng;
 };
 
 /* Why a VM stopped on its own (hv_vm_exit_reason()). */

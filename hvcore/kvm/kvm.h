@@ -57,6 +57,27 @@ struct hv_kvm_linux_stats {
 };
 void hv_kvm_linux_get_stats(struct hv_vm *vm, struct hv_kvm_linux_stats *out);
 
+/*
+ * The virtio-pci devices of a Linux guest (hvcore/kvm/kvm_pci.h), for
+ * vm inspect: what and where, and their counters (racy snapshot).
+ */
+#define HV_KVM_MAX_DEVS 8
+struct hv_kvm_dev_info {
+	const char *kind; /* "virtio-blk", "virtio-rng" */
+	const char *path; /* a disk's image; "" otherwise */
+	bool read_only;
+	uint8_t slot;	  /* 00:slot.0 */
+	uint8_t status;	  /* virtio device status (0x0f: DRIVER_OK...) */
+	uint32_t gsi;	  /* INTA#'s */
+	bool msix;	  /* the guest enabled MSI-X */
+	uint64_t bar0;	  /* BAR 0 while decoded; 0 otherwise */
+	uint64_t requests, errors, bytes_read, bytes_written, flushes;
+};
+/* Fills up to @max entries; returns how many (0: no device or not a
+ * Linux guest). Any thread; valid until hv_vm_destroy(). */
+unsigned hv_kvm_linux_devices(struct hv_vm *vm, struct hv_kvm_dev_info *out,
+			      unsigned max);
+
 /* True when /dev/kvm opens and reports API version 12. */
 bool hv_kvm_available(void);
 

@@ -4,9 +4,10 @@
  * with cfg.boot.kernel: in-kernel irqchip (created for every VM in
  * kvm_vm.c) and PIT, the kernel loaded through the boot protocol's
  * 64-bit entry (arch/x86/boot/bzimage.h), an MP table, one port-I/O and
- * one MMIO bus with the COM1 UART and the i8042 on them, the device
- * environment (hvcore/devices/dev.h) of the VM, the vCPUs' CPUID, MSRs,
- * LAPIC and entry state, and the exits a Linux guest makes.
+ * one MMIO bus with the COM1 UART, the i8042 and PCI bus 0 with its
+ * virtio devices (kvm_pci.c) on them, the device environment
+ * (hvcore/devices/dev.h) of the VM, the vCPUs' CPUID, MSRs, LAPIC and
+ * entry state, and the exits a Linux guest makes.
  *
  * No ACPI: the MP table describes vCPUs and IOAPIC, PCI is found through
  * configuration mechanism 1 (ports 0xcf8/0xcfc), reset is the i8042's.
@@ -27,6 +28,7 @@
 #include "hvcore/devices/i8042.h"
 #include "hvcore/devices/iobus.h"
 #include "hvcore/devices/uart16550.h"
+#include "hvcore/kvm/kvm_pci.h"
 #include "hvcore/kvm/kvm_priv.h"
 #include "hvcore/log.h"
 #include "hvcore/vcpu.h"
@@ -59,6 +61,7 @@ struct hv_kvm_linux {
 	struct hv_dev_env env;
 	struct hv_uart *uart;
 	struct hv_i8042 *i8042;
+	struct hv_kvm_pci *pci; /* kvm_pci.c: PCI bus 0, virtio devices */
 	uint64_t entry64;
 	uint64_t zero_page;
 
@@ -249,6 +252,14 @@ void hv_kvm_linux_get_stats(struct hv_vm *vm, struct hv_kvm_linux_stats *out)
 		__atomic_load_n(&k->lx->unclaimed_mmio, __ATOMIC_RELAXED);
 }
 
+unsigned hv_kvm_linux_devices(struct hv_vm *vm, struct hv_kvm_dev_info *out,
+			      unsigned max)
+{
+	struct hv_kvm_vm *k = kvm_of(vm);
+
+	return k && k->lx ? hv_kvm_pci_devices(k->lx->pci, out, max) : 0;
+}
+
 /* ---- loading ---------------------------------------------------------- */
 
 /* Read a whole file (kernel, initrd) into a private mapping. */
@@ -298,6 +309,7 @@ static int load_linux(struct hv_vm *vm, struct hv_kvm_linux *lx)
 	struct hv_ram_layout l = hv_vm_ram_layout(vm);
 	struct x86_linux_boot in = {0};
 	struct x86_linux_entry e;
+	struct x86_mp_pci_irq irqs[HV_KVM_MAX_DEVS];
 	uint8_t *ram = hv_vm_ram(vm);
 	char *cmdline;
 	int ret, pt;
@@ -328,9 +340,10 @@ static int load_linux(struct hv_vm *vm, struct hv_kvm_linux *lx)
 	}
 	lx->entry64 = e.entry64;
 	lx->zero_page = e.zero_page;
-	ret = x86_mptable_write(ram + X86_BOOT_BIOS_GPA,
-				X86_BOOT_HIGH_GPA - X86_BOOT_BIOS_GPA,
-				(uint32_t)X86_BOOT_BIOS_GPA, vm->cfg.nr_vcpus);
+	ret = x86_mptable_write_pci(
+		ram + X86_BOOT_BIOS_GPA, X86_BOOT_HIGH_GPA - X86_BOOT_BIOS_GPA,
+		(uint32_t)X86_BOOT_BIOS_GPA, vm->cfg.nr_vcpus, irqs,
+		hv_kvm_pci_mp_irqs(lx->pci, irqs, HV_KVM_MAX_DEVS));
 	if (ret)
 		goto out_cmdline;
 	write_gdt(ram);
@@ -382,6 +395,20 @@ static void post_write(void *dev, uint64_t off, const void *data, uint32_t len)
 
 static const struct hv_io_ops post_ops = {post_read, post_write};
 
+/* PCI bus 0 and the virtio devices the VM's configuration asks for. */
+static int add_pci(struct hv_vm *vm, struct hv_kvm_linux *lx)
+{
+	const struct hv_boot_cfg *b = &vm->cfg.boot;
+	struct hv_kvm_pci_disk disk[HV_BOOT_DISKS_MAX];
+	struct hv_kvm_pci_cfg c = {disk, 0, b->rng};
+
+	for (uint32_t i = 0; i < b->nr_disks && i < HV_BOOT_DISKS_MAX; i++)
+		disk[c.nr_disks++] = (struct hv_kvm_pci_disk){
+			b->disk[i].path, b->disk[i].read_only};
+	return hv_kvm_pci_create(hv_vm_name(vm), &c, lx->pio, lx->mmio,
+				 &lx->env, &lx->pci);
+}
+
 static int add_devices(struct hv_vm *vm, struct hv_kvm_linux *lx)
 {
 	int ret;
@@ -406,6 +433,8 @@ static int add_devices(struct hv_vm *vm, struct hv_kvm_linux *lx)
 	if (!ret)
 		ret = hv_iobus_register(lx->pio, HV_I8042_CMD_PORT, 1,
 					&hv_i8042_cmd_ops, lx->i8042);
+	if (!ret)
+		ret = add_pci(vm, lx);
 	return ret;
 }
 
@@ -416,6 +445,9 @@ void hv_kvm_linux_fini(struct hv_vm *vm, struct hv_kvm_vm *k)
 	if (!lx)
 		return;
 	(void)vm;
+	/* The devices first (the vCPUs are gone): their threads stop and
+	 * their irqfds leave the routes before the buses go. */
+	hv_kvm_pci_destroy(lx->pci);
 	hv_iobus_destroy(lx->pio);
 	hv_iobus_destroy(lx->mmio);
 	hv_uart_destroy(lx->uart);

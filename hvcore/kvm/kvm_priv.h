@@ -3,7 +3,8 @@
  * Private state of the KVM accelerator, shared by its files:
  * kvm_vm.c (VM, capabilities, memslots), kvm_vcpu.c (vCPUs, exits),
  * kvm_dirty.c (ring and bitmap logging), kvm_state.c (save/restore),
- * kvm_linux.c (the platform of Linux guests).
+ * kvm_linux.c (the platform of Linux guests; its PCI devices in
+ * kvm_pci.c).
  */
 #ifndef HVCORE_KVM_KVM_PRIV_H
 #define HVCORE_KVM_KVM_PRIV_H

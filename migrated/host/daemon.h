@@ -38,7 +38,7 @@
 #define MIGD_VERSION "0.1.0"
 /* The control API's version (CapabilitiesResult.api_version): raised by
  * one with each compatible addition listed in docs/api.md. */
-#define MIGD_API_VERSION 4u
+#define MIGD_API_VERSION 5u
 
 struct migd_mig;
 struct migd_metrics;

@@ -129,7 +129,7 @@ int migd_boot_check(const Migd__VmCreateRequest *r, enum hv_accel_kind accel,
 			FAIL("--initrd needs --kernel (a Linux guest)");
 		if (b && set(b->cmdline))
 			FAIL("--cmdline needs --kernel (a Linux guest)");
-		return 0;
+		return migd_devices_check(b, false, err, err_size);
 	}
 	workload_options(r->workload, opts, sizeof(opts));
 	if (opts[0])
@@ -157,5 +157,7 @@ int migd_boot_check(const Migd__VmCreateRequest *r, enum hv_accel_kind accel,
 	ret = check_file("--kernel", b->kernel, err, err_size);
 	if (!ret && set(b->initrd))
 		ret = check_file("--initrd", b->initrd, err, err_size);
+	if (!ret)
+		ret = migd_devices_check(b, true, err, err_size);
 	return ret;
 }

@@ -84,6 +84,29 @@ bool migd_boot_wanted(const Migd__VmCreateRequest *r);
 int migd_boot_check(const Migd__VmCreateRequest *r, enum hv_accel_kind accel,
 		    char *err, size_t err_size);
 
+/*
+ * devices_check.c: a Linux guest's virtio devices (Boot.disks, Boot.rng),
+ * checked by migd_boot_check() with the boot files. 0, or the reason in
+ * @err (options as migratectl spells them) and -EINVAL (a device without
+ * a kernel, more than HV_BOOT_DISKS_MAX disks, a relative or too long
+ * path, not a regular file or block device, smaller than a sector, one
+ * image on two disks that are not both read-only), -EROFS (a regular
+ * file without any write permission bit, not asked read-only, even
+ * when the daemon is root) or the -errno of
+ * opening the image read-write (read-only with read_only): -ENOENT,
+ * -EACCES, -EROFS... Any thread.
+ */
+struct hv_boot_cfg;
+int migd_devices_check(const Migd__Boot *b, bool linux_guest, char *err,
+		       size_t err_size);
+/* Copy the (checked) devices of @b into @cfg. */
+void migd_devices_cfg(const Migd__Boot *b, struct hv_boot_cfg *cfg);
+/* vm_devices.c (the worker): the devices of @vm into an inspect result
+ * and its Boot, allocated in @call. */
+struct hv_vm;
+void migd_devices_inspect(struct migd_call *call, struct hv_vm *vm,
+			  Migd__Boot *boot, Migd__VmInspectResult *r);
+
 /* calls_console.c: a Linux guest's console, read and typed into. */
 void migd_call_vm_console(struct migd_call *call);
 /* calls_vm.c: the VM @name of the worker's registry, or NULL with @call

@@ -21,7 +21,7 @@ static const char *const built_features[] = {
 	"capabilities",	     "migration-uuid", "vm-check",
 	"dirty-rate",	     "converge-estimate", "live-update",
 	"rpc-roles",	     "paused-migration", "linux-boot",
-	"vm-console",
+	"vm-console",	     "virtio-blk",	  "virtio-rng",
 #ifdef MIGD_HAVE_ENGINE
 	"migration",	     "postcopy",	  "delta",
 	"compression",	     "migration-resolve",

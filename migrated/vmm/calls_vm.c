@@ -398,6 +398,7 @@ static void fill_boot(struct migd_call *call, struct migd_vm *v,
 	m->cmdline = b->cmdline;
 	r->boot = m;
 	r->console_log = b->console_log;
+	migd_devices_inspect(call, v->vm, m, r);
 }
 
 void migd_call_vm_inspect(struct migd_call *call)

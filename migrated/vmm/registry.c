@@ -11,6 +11,7 @@
 #include "hvcore/dirtyrate.h"
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "migrated/vmm/calls.h"
 #include "migrated/vmm/registry.h"
 
 #define COMP "migd.vm"
@@ -157,6 +158,7 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 			 r->boot->initrd ? r->boot->initrd : "");
 		snprintf(cfg->boot.cmdline, sizeof(cfg->boot.cmdline), "%s",
 			 r->boot->cmdline ? r->boot->cmdline : "");
+		migd_devices_cfg(r->boot, &cfg->boot);
 	}
 	*wl = o;
 	return 0;

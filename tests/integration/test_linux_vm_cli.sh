@@ -71,6 +71,45 @@ refused "a command line of HV_BOOT_CMDLINE_MAX bytes" 2 \
 refused "a control character in the command line" 2 \
 	"--cmdline: a control character at byte 5" \
 	--kernel "$K" --accel kvm --cmdline "$(printf 'quiet\ninit=/x')"
+# The virtio devices: each image checked before any worker.
+truncate -s 1M "$TMP/disk.img"
+printf 'x' >"$TMP/tiny.img"
+refused "--disk without --kernel" 2 "--disk needs --kernel (a Linux guest)" \
+	--disk "$TMP/disk.img" --accel kvm
+refused "--rng without --kernel" 2 "--rng needs --kernel (a Linux guest)" \
+	--rng --accel kvm
+refused "a missing disk image" 2 \
+	"--disk '$TMP/nope.img': No such file or directory (errno 2)" \
+	--kernel "$K" --accel kvm --disk "$TMP/nope.img"
+refused "a missing read-only disk image" 2 \
+	"--disk '$TMP/nope.img': No such file or directory (errno 2)" \
+	--kernel "$K" --accel kvm --disk "$TMP/nope.img,ro"
+refused "a directory as disk" 2 \
+	"--disk '$TMP': not a regular file or a block device" \
+	--kernel "$K" --accel kvm --disk "$TMP,ro"
+refused "a disk smaller than a sector" 2 \
+	"--disk '$TMP/tiny.img': 1 bytes, smaller than one 512-byte sector" \
+	--kernel "$K" --accel kvm --disk "$TMP/tiny.img"
+refused "one image on two writable disks" 2 \
+	"--disk '$TMP/disk.img' given twice" \
+	--kernel "$K" --accel kvm --disk "$TMP/disk.img" --disk "$TMP/disk.img"
+refused "five disks" 2 "--disk given 5 times: at most 4" \
+	--kernel "$K" --accel kvm --disk "$TMP/disk.img,ro" \
+	--disk "$TMP/disk.img,ro" --disk "$TMP/disk.img,ro" \
+	--disk "$TMP/disk.img,ro" --disk "$TMP/disk.img,ro"
+cp "$TMP/disk.img" "$TMP/ro.img"
+chmod 444 "$TMP/ro.img"
+if [ "$(id -u)" != 0 ]; then
+	refused "a read-only image asked read-write" 2 \
+		"--disk '$TMP/ro.img': Permission denied (errno 13): the daemon's user cannot write it (a read-only disk: --disk PATH,ro)" \
+		--kernel "$K" --accel kvm --disk "$TMP/ro.img"
+else
+	refused "a read-only image asked read-write (the daemon is root)" 2 \
+		"--disk '$TMP/ro.img': the file is read-only (mode 0444): a read-only disk is --disk PATH,ro" \
+		--kernel "$K" --accel kvm --disk "$TMP/ro.img"
+fi
+expect_rc 2 "--disk ',ro' alone" ctl vm create v1 --kernel "$K" --accel kvm \
+	--disk ,ro
 # A relative path is migratectl's directory's when the daemon is local...
 cd "$TMP"
 refused "a relative kernel path, made absolute" 2 \
@@ -155,11 +194,11 @@ out=$(ctl --json vm list)
 
 # What a client checks before it sends boot files.
 out=$(ctl --json capabilities)
-for f in linux-boot vm-console; do
+for f in linux-boot vm-console virtio-blk virtio-rng; do
 	json_get "$out" '.features[]' | grep -qx "$f" &&
 		ok "capabilities: feature $f" || fail "capabilities lack $f: $out"
 done
-[ "$(json_get "$out" .api_version)" = 4 ] && ok "api_version 4" ||
+[ "$(json_get "$out" .api_version)" = 5 ] && ok "api_version 5" ||
 	fail "api_version: $out"
 
 finish

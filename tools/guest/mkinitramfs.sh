@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the guest initramfs of Linux VMs (docs/guests.md) from Debian
 # packages: busybox-static, the virtio and vsock modules of the kernel
-# package the KVM rig uses (linux-image-amd64's dependency), hvguest and
-# tools/guest/init.
+# package the KVM rig uses (linux-image-amd64's dependency), hvguest, hvblk
+# (taken from hvguest's folder when it is there) and tools/guest/init.
 #
 #   tools/guest/mkinitramfs.sh --hvguest PATH --out FILE [--kernel-out FILE]
 #
@@ -34,6 +34,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$hvguest" ] && [ -x "$hvguest" ] || die "--hvguest: no program"
 [ -n "$out" ] || die "--out missing"
+hvblk=$(dirname "$hvguest")/hvblk
+[ -x "$hvblk" ] || hvblk=
 
 # The virtio transports and drivers, in no order: each is preceded by
 # what it depends on (its .modinfo depends=).
@@ -68,7 +70,8 @@ bbdeb=$(fetch busybox-static)
 # next to the output.
 image_rev=1
 key=$( (basename "$kdeb"; basename "$bbdeb"; echo "$image_rev ${mods[*]}";
-	sha256sum <"$hvguest"; cat "$here/init" "$0") | sha256sum | cut -c1-16)
+	sha256sum <"$hvguest"; [ -z "$hvblk" ] || sha256sum <"$hvblk";
+	cat "$here/init" "$0") | sha256sum | cut -c1-16)
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ] &&
 	{ [ -z "$kout" ] || [ -f "$kout" ]; }; then
 	echo "mkinitramfs: $out is up to date" >&2
@@ -109,6 +112,7 @@ for a in $("$tmp/x/bin/busybox" --list); do
 	[ -e "$tmp/root/bin/$a" ] || ln -s busybox "$tmp/root/bin/$a"
 done
 cp "$hvguest" "$tmp/root/bin/hvguest"
+[ -z "$hvblk" ] || cp "$hvblk" "$tmp/root/bin/hvblk"
 cp "$here/init" "$tmp/root/init"
 chmod 755 "$tmp/root/init" "$tmp/root/bin/hvguest"
 find "$tmp/root" -exec touch -h -d @0 {} +

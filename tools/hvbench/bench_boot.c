@@ -34,6 +34,10 @@ struct boot_opts {
 	uint32_t vcpus;
 	double timeout_s;
 	bool stop_at_until, stdin_in;
+	/* --disk PATH[,ro] (repeatable), --rng */
+	const char *disk[HV_BOOT_DISKS_MAX];
+	uint32_t nr_disks;
+	bool rng;
 };
 
 /* CLOCK_MONOTONIC ns at which this process started (/proc/self/stat
@@ -109,7 +113,8 @@ static void usage(void)
 		"usage: hvbench boot --kernel K [--initrd I] [--cmdline S] "
 		"[--mem SIZE] [--vcpus N]\n"
 		"       [--timeout SECS] [--until STRING [--stop-at-until]] "
-		"[--log FILE] [--stdin]\n");
+		"[--log FILE] [--stdin]\n"
+		"       [--disk PATH[,ro]]... [--rng]\n");
 }
 
 static int parse(int argc, char **argv, struct boot_opts *o)
@@ -125,6 +130,8 @@ static int parse(int argc, char **argv, struct boot_opts *o)
 		{"stop-at-until", no_argument, NULL, 's'},
 		{"log", required_argument, NULL, 'l'},
 		{"stdin", no_argument, NULL, 'I'},
+		{"disk", required_argument, NULL, 'd'},
+		{"rng", no_argument, NULL, 'r'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
@@ -166,6 +173,14 @@ static int parse(int argc, char **argv, struct boot_opts *o)
 		case 'I':
 			o->stdin_in = true;
 			break;
+		case 'd':
+			if (o->nr_disks == HV_BOOT_DISKS_MAX)
+				return -EINVAL;
+			o->disk[o->nr_disks++] = optarg;
+			break;
+		case 'r':
+			o->rng = true;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -203,6 +218,26 @@ static bool marker_seen(char *tail, size_t *tail_len, size_t cap,
 	return strstr(tail, marker) != NULL;
 }
 
+/* One line a device: what the guest made of it. */
+static void print_devices(struct hv_vm *vm)
+{
+	struct hv_kvm_dev_info d[HV_KVM_MAX_DEVS];
+	unsigned n = hv_kvm_linux_devices(vm, d, HV_KVM_MAX_DEVS);
+
+	for (unsigned i = 0; i < n; i++)
+		fprintf(stderr,
+			"\nhvbench boot: dev=%s slot=%u status=0x%x msix=%d "
+			"bar0=0x%llx requests=%llu errors=%llu read=%llu "
+			"written=%llu flushes=%llu",
+			d[i].kind, d[i].slot, d[i].status, d[i].msix,
+			(unsigned long long)d[i].bar0,
+			(unsigned long long)d[i].requests,
+			(unsigned long long)d[i].errors,
+			(unsigned long long)d[i].bytes_read,
+			(unsigned long long)d[i].bytes_written,
+			(unsigned long long)d[i].flushes);
+}
+
 static int bench_boot(int argc, char **argv)
 {
 	uint64_t t0 = process_start_ns(), first = 0, until_at = 0, deadline;
@@ -232,6 +267,22 @@ static int bench_boot(int argc, char **argv)
 	    copy_str(cfg.boot.console_log, sizeof(cfg.boot.console_log), o.log,
 		     "--log"))
 		return 2;
+	for (uint32_t i = 0; i < o.nr_disks; i++) {
+		struct hv_boot_disk *d = &cfg.boot.disk[i];
+		size_t len = strlen(o.disk[i]);
+
+		if (len > 3 && !strcmp(o.disk[i] + len - 3, ",ro")) {
+			d->read_only = true;
+			len -= 3;
+		}
+		if (len >= sizeof(d->path)) {
+			fprintf(stderr, "hvbench boot: --disk too long\n");
+			return 2;
+		}
+		memcpy(d->path, o.disk[i], len);
+	}
+	cfg.boot.nr_disks = o.nr_disks;
+	cfg.boot.rng = o.rng;
 	ret = hv_vm_create(&cfg, &vm);
 	if (ret) {
 		fprintf(stderr, "hvbench boot: cannot create the VM: %s\n",
@@ -295,6 +346,7 @@ static int bench_boot(int argc, char **argv)
 	why = hv_vm_exit_reason(vm);
 	hv_kvm_linux_get_stats(vm, &ls);
 	hv_vm_stop(vm);
+	print_devices(vm);
 	fflush(stdout);
 	fprintf(stderr,
 		"\nhvbench boot: exit=%s first_byte_ms=%.1f until_ms=%.1f "

@@ -94,16 +94,45 @@ check:
 	return 0;
 }
 
+/* --disk PATH[,ro]: the path made absolute as a boot file's. */
+#define MAX_DISKS 8
+static int disk_arg(struct ctl *ctl, const char *arg, size_t nd, char *path,
+		    Migd__Disk *d)
+{
+	char p[BOOT_PATH_MAX];
+	size_t len = strlen(arg);
+	bool ro = false;
+	int ret;
+
+	if (nd >= MAX_DISKS)
+		return bad("--disk", arg, "at most 4 disks");
+	if (len >= 3 && !strcmp(arg + len - 3, ",ro")) {
+		ro = true;
+		len -= 3;
+	}
+	if (!len || len >= sizeof(p))
+		return bad("--disk", arg, "PATH or PATH,ro");
+	memcpy(p, arg, len);
+	p[len] = 0;
+	ret = boot_path(ctl, "--disk", p, path);
+	if (ret)
+		return ret;
+	migd__disk__init(d);
+	d->path = path;
+	d->read_only = ro;
+	return 0;
+}
+
 /*
  * A daemon that predates Linux guests would skip VmCreateRequest.boot (an
  * unknown field) and make the workload guest instead: ask it first.
  */
-static int need_linux_boot(struct ctl *ctl)
+static int need_linux_boot(struct ctl *ctl, bool disks, bool rng)
 {
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__CapabilitiesRequest cr = MIGD__CAPABILITIES_REQUEST__INIT;
 	Migd__Response *resp;
-	bool ok = false;
+	bool ok = false, blk = false, ent = false;
 	int ret;
 
 	if (!ctl->client) {
@@ -122,10 +151,24 @@ static int need_linux_boot(struct ctl *ctl)
 	}
 	if (migd_resp_status(resp) == MIGD__STATUS__STATUS_OK &&
 	    resp->capabilities)
-		for (size_t i = 0; i < resp->capabilities->n_features; i++)
-			ok |= !strcmp(resp->capabilities->features[i],
-				      "linux-boot");
+		for (size_t i = 0; i < resp->capabilities->n_features; i++) {
+			const char *f = resp->capabilities->features[i];
+
+			ok |= !strcmp(f, "linux-boot");
+			blk |= !strcmp(f, "virtio-blk");
+			ent |= !strcmp(f, "virtio-rng");
+		}
 	migd__response__free_unpacked(resp, NULL);
+	/* Devices, like boot files, would be skipped by an older daemon. */
+	if (ok && ((disks && !blk) || (rng && !ent))) {
+		fprintf(stderr,
+			"migratectl: this daemon has no %s device (its "
+			"capabilities lack '%s': an older migrated); nothing "
+			"was created\n",
+			disks && !blk ? "virtio-blk" : "virtio-rng",
+			disks && !blk ? "virtio-blk" : "virtio-rng");
+		return 4;
+	}
 	if (ok)
 		return 0;
 	fprintf(stderr, "migratectl: this daemon cannot boot a Linux kernel "
@@ -139,7 +182,7 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
 	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
 	       O_PAUSED, O_RING, O_BACKING, O_PREFILL, O_KERNEL, O_INITRD,
-	       O_CMDLINE };
+	       O_CMDLINE, O_DISK, O_RNG };
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -161,6 +204,8 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "initrd", required_argument, NULL, O_INITRD },
 		{ "cmdline", required_argument, NULL, O_CMDLINE },
+		{ "disk", required_argument, NULL, O_DISK },
+		{ "rng", no_argument, NULL, O_RNG },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
@@ -168,6 +213,10 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 	Migd__Workload wl = MIGD__WORKLOAD__INIT;
 	Migd__Boot boot = MIGD__BOOT__INIT;
 	char kernel[BOOT_PATH_MAX] = "", initrd[BOOT_PATH_MAX] = "";
+	/* --disk PATH[,ro], repeatable: the daemon checks the count. */
+	static char disk_path[MAX_DISKS][BOOT_PATH_MAX];
+	Migd__Disk disk[MAX_DISKS], *disks[MAX_DISKS];
+	size_t nd = 0;
 	Migd__Response *resp;
 	uint64_t v;
 	int c, ret;
@@ -280,6 +329,17 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		case O_CMDLINE: /* the daemon checks it */
 			boot.cmdline = optarg;
 			break;
+		case O_DISK:
+			ret = disk_arg(ctl, optarg, nd, disk_path[nd % MAX_DISKS],
+				       &disk[nd % MAX_DISKS]);
+			if (ret)
+				return ret;
+			disks[nd] = &disk[nd];
+			nd++;
+			break;
+		case O_RNG:
+			boot.rng = true;
+			break;
 		default:
 			return 2;
 		}
@@ -292,12 +352,14 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 	cr.workload = &wl;
 	/* The daemon says what is wrong with the boot options (so does it
 	 * for every client); only a daemon that knows them is sent them. */
-	if (kernel[0] || initrd[0] || boot.cmdline) {
+	if (kernel[0] || initrd[0] || boot.cmdline || nd || boot.rng) {
 		boot.kernel = kernel;
 		boot.initrd = initrd;
 		boot.cmdline = boot.cmdline ? boot.cmdline : (char *)"";
+		boot.n_disks = nd;
+		boot.disks = nd ? disks : NULL;
 		cr.boot = &boot;
-		ret = need_linux_boot(ctl);
+		ret = need_linux_boot(ctl, nd > 0, boot.rng);
 		if (ret)
 			return ret;
 	}
@@ -406,6 +468,39 @@ static const char *ceiling_text(char *buf, size_t n, uint64_t ceiling)
 	return buf;
 }
 
+/* A Linux guest's virtio devices: where the guest sees them, what they
+ * did. */
+static void print_devices(const Migd__VmInspectResult *r)
+{
+	char a[32], b[32];
+
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const Migd__Device *d = r->devices[i];
+
+		printf("device:    00:%02x.0 %s", d->pci_slot, d->kind);
+		if (d->path && *d->path)
+			printf(" %s%s", d->path, d->read_only ? " (ro)" : "");
+		if (d->bar0)
+			printf(", bar0 0x%llx", (unsigned long long)d->bar0);
+		printf(", %s, %s\n",
+		       d->status & 0x4 ? "driver ok" : "no driver",
+		       d->msix ? "msi-x" : "intx");
+		if (!strcmp(d->kind, "virtio-blk"))
+			printf("           %llu requests (%llu errors), read "
+			       "%s, written %s, %llu flushes\n",
+			       (unsigned long long)d->requests,
+			       (unsigned long long)d->errors,
+			       migd_fmt_bytes(a, sizeof(a), d->bytes_read),
+			       migd_fmt_bytes(b, sizeof(b), d->bytes_written),
+			       (unsigned long long)d->flushes);
+		else
+			printf("           %s given to the guest\n",
+			       migd_fmt_bytes(a, sizeof(a), d->bytes_read));
+	}
+	if (!r->n_devices && r->boot && (r->boot->n_disks || r->boot->rng))
+		printf("device:    (asked for; the VM has none now)\n");
+}
+
 static void print_inspect(const Migd__VmInspectResult *r)
 {
 	const Migd__VmInfo *v = r->info;
@@ -432,6 +527,7 @@ static void print_inspect(const Migd__VmInspectResult *r)
 		       r->console_log && *r->console_log ? r->console_log
 							 : "(no log file)",
 		       v->name);
+		print_devices(r);
 	}
 	printf("accel:     %s, %u vCPUs, %s, %s\n", v->accel, v->nr_vcpus,
 	       migd_fmt_bytes(b, sizeof(b), v->mem_bytes), v->origin);

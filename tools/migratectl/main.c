@@ -29,6 +29,8 @@ static const struct {
 	  "          [--backing anon|memfd|memfd-thp|hugetlb]\n"
 	  "  vm create NAME --kernel PATH [--initrd PATH] [--cmdline TEXT]\n"
 	  "          --accel kvm [--mem SIZE] [--vcpus N] [--paused]\n"
+	  "          [--disk PATH[,ro]]... [--rng]  (virtio-blk disks of\n"
+	  "          raw images, a virtio-rng device)\n"
 	  "          (a Linux guest: paths on the daemon's host; not with\n"
 	  "          the workload options; it is not migrated or updated)\n"
 	  "  vm console NAME [--follow] [--from-start] [--until TEXT]\n"

@@ -42,16 +42,23 @@ static void put32(uint8_t *p, uint32_t v)
 	put16(p + 2, (uint16_t)(v >> 16));
 }
 
-static uint32_t nr_entries(uint32_t nr_cpus)
+static uint32_t nr_entries(uint32_t nr_cpus, uint32_t nr_pci)
 {
-	/* CPUs, 2 buses, the IOAPIC, 16 ISA IRQs, 2 local interrupts. */
-	return nr_cpus + 2 + 1 + NR_ISA_IRQS + 2;
+	/* CPUs, 2 buses, the IOAPIC, 16 ISA IRQs, the PCI IRQs, 2 local
+	 * interrupts. */
+	return nr_cpus + 2 + 1 + NR_ISA_IRQS + nr_pci + 2;
+}
+
+uint64_t x86_mptable_size_pci(uint32_t nr_cpus, uint32_t nr_pci)
+{
+	return MPF_BYTES + MPC_HDR_BYTES + (uint64_t)nr_cpus * MPC_CPU_BYTES +
+	       (uint64_t)(nr_entries(nr_cpus, nr_pci) - nr_cpus) *
+		       MPC_SMALL_BYTES;
 }
 
 uint64_t x86_mptable_size(uint32_t nr_cpus)
 {
-	return MPF_BYTES + MPC_HDR_BYTES + (uint64_t)nr_cpus * MPC_CPU_BYTES +
-	       (uint64_t)(nr_entries(nr_cpus) - nr_cpus) * MPC_SMALL_BYTES;
+	return x86_mptable_size_pci(nr_cpus, 0);
 }
 
 static uint8_t *intsrc(uint8_t *p, uint8_t kind, uint8_t type, uint8_t bus,
@@ -70,13 +77,25 @@ static uint8_t *intsrc(uint8_t *p, uint8_t kind, uint8_t type, uint8_t bus,
 int x86_mptable_write(uint8_t *buf, uint64_t buf_bytes, uint32_t gpa,
 		      uint32_t nr_cpus)
 {
-	uint64_t size = x86_mptable_size(nr_cpus);
+	return x86_mptable_write_pci(buf, buf_bytes, gpa, nr_cpus, NULL, 0);
+}
+
+int x86_mptable_write_pci(uint8_t *buf, uint64_t buf_bytes, uint32_t gpa,
+			  uint32_t nr_cpus, const struct x86_mp_pci_irq *pci,
+			  uint32_t nr_pci)
+{
+	uint64_t size = x86_mptable_size_pci(nr_cpus, nr_pci);
 	uint8_t *mpc = buf + MPF_BYTES, *p;
 	uint8_t ioapic_id = (uint8_t)nr_cpus;
 
 	if (!nr_cpus || nr_cpus > X86_MP_MAX_CPUS || (gpa & 15) ||
+	    nr_pci > X86_MP_MAX_PCI_IRQS || (nr_pci && !pci) ||
 	    buf_bytes < size)
 		return -EINVAL;
+	for (uint32_t i = 0; i < nr_pci; i++)
+		if (pci[i].slot > 31 || pci[i].pin > 3 ||
+		    pci[i].ioapic_pin >= X86_IOAPIC_PINS)
+			return -EINVAL;
 	memset(buf, 0, size);
 	/* Floating pointer: one 16-byte paragraph, spec 1.4, no default
 	 * configuration (the table follows), virtual wire mode. */
@@ -91,7 +110,7 @@ int x86_mptable_write(uint8_t *buf, uint64_t buf_bytes, uint32_t gpa,
 	mpc[6] = 4;
 	memcpy(mpc + 8, "MIGRATED", 8);
 	memcpy(mpc + 16, "HVCORE-KVM  ", 12);
-	put16(mpc + 34, (uint16_t)nr_entries(nr_cpus));
+	put16(mpc + 34, (uint16_t)nr_entries(nr_cpus, nr_pci));
 	put32(mpc + 36, X86_LAPIC_GPA);
 
 	p = mpc + MPC_HDR_BYTES;
@@ -121,6 +140,10 @@ int x86_mptable_write(uint8_t *buf, uint64_t buf_bytes, uint32_t gpa,
 	for (uint8_t irq = 0; irq < NR_ISA_IRQS; irq++)
 		p = intsrc(p, MP_INTSRC, MP_INT, X86_MP_ISA_BUS, irq, ioapic_id,
 			   irq);
+	for (uint32_t i = 0; i < nr_pci; i++)
+		p = intsrc(p, MP_INTSRC, MP_INT, X86_MP_PCI_BUS,
+			   (uint8_t)(pci[i].slot << 2 | pci[i].pin), ioapic_id,
+			   pci[i].ioapic_pin);
 	p = intsrc(p, MP_LINTSRC, MP_EXTINT, X86_MP_ISA_BUS, 0, 0xff, 0);
 	p = intsrc(p, MP_LINTSRC, MP_NMI, X86_MP_ISA_BUS, 0, 0xff, 1);
 	mpc[7] = checksum(mpc, size - MPF_BYTES);

@@ -109,8 +109,76 @@ static void test_bad_arguments_are_refused(void)
 	CU_ASSERT_EQUAL(x86_mptable_write(buf, sizeof(buf), GPA, 256), -EINVAL);
 }
 
+/* PCI INTx entries: on the PCI bus, source IRQ (slot << 2) | pin, the
+ * IOAPIC pin asked for, after the ISA ones; both checksums still hold. */
+static void test_pci_interrupt_entries(void)
+{
+	static uint8_t buf[1 << 16];
+	const struct x86_mp_pci_irq irq[3] = {{1, 0, 17}, {2, 0, 18},
+					      {5, 3, 17}};
+	const uint8_t *mpc = buf + 16, *p;
+	uint32_t len, n, pci = 0, isa = 0;
+
+	CU_ASSERT_EQUAL_FATAL(
+		x86_mptable_write_pci(buf, sizeof(buf), GPA, 2, irq, 3), 0);
+	len = mpc[4] | mpc[5] << 8;
+	CU_ASSERT_EQUAL(16 + len, x86_mptable_size_pci(2, 3));
+	CU_ASSERT_EQUAL(x86_mptable_size_pci(2, 3), x86_mptable_size(2) + 24);
+	CU_ASSERT_EQUAL(sum(buf, 16), 0);
+	CU_ASSERT_EQUAL(sum(mpc, len), 0);
+	n = mpc[34] | mpc[35] << 8;
+	p = mpc + 44;
+	for (uint32_t i = 0; i < n; i++) {
+		if (p[0] == 0) {
+			p += 20;
+			continue;
+		}
+		if (p[0] == 3 && p[4] == X86_MP_ISA_BUS) {
+			isa++;
+		} else if (p[0] == 3 && p[4] == X86_MP_PCI_BUS) {
+			CU_ASSERT_EQUAL(isa, 16); /* after the ISA IRQs */
+			CU_ASSERT_EQUAL(p[1], 0); /* INT */
+			CU_ASSERT_EQUAL(p[2] | p[3] << 8, 0); /* conforms */
+			CU_ASSERT_EQUAL(p[5], irq[pci].slot << 2 | irq[pci].pin);
+			CU_ASSERT_EQUAL(p[6], 2); /* the IOAPIC's id */
+			CU_ASSERT_EQUAL(p[7], irq[pci].ioapic_pin);
+			pci++;
+		}
+		p += 8;
+	}
+	CU_ASSERT_EQUAL(pci, 3);
+	CU_ASSERT_EQUAL(p, mpc + len);
+}
+
+static void test_bad_pci_entries_are_refused(void)
+{
+	static uint8_t buf[1 << 16];
+	struct x86_mp_pci_irq irq = {32, 0, 16};
+
+	CU_ASSERT_EQUAL(x86_mptable_write_pci(buf, sizeof(buf), GPA, 1, &irq,
+					      1),
+			-EINVAL);
+	irq = (struct x86_mp_pci_irq){1, 4, 16};
+	CU_ASSERT_EQUAL(x86_mptable_write_pci(buf, sizeof(buf), GPA, 1, &irq,
+					      1),
+			-EINVAL);
+	irq = (struct x86_mp_pci_irq){1, 0, X86_IOAPIC_PINS};
+	CU_ASSERT_EQUAL(x86_mptable_write_pci(buf, sizeof(buf), GPA, 1, &irq,
+					      1),
+			-EINVAL);
+	CU_ASSERT_EQUAL(x86_mptable_write_pci(buf, sizeof(buf), GPA, 1, NULL,
+					      1),
+			-EINVAL);
+	irq = (struct x86_mp_pci_irq){1, 0, 16};
+	CU_ASSERT_EQUAL(x86_mptable_write_pci(buf, x86_mptable_size(1) + 7,
+					      GPA, 1, &irq, 1),
+			-EINVAL);
+}
+
 static CU_TestInfo tests[] = {
 	{"checksums_and_entries", test_checksums_and_entries},
+	{"pci_interrupt_entries", test_pci_interrupt_entries},
+	{"bad_pci_entries_are_refused", test_bad_pci_entries_are_refused},
 	{"bad_arguments_are_refused", test_bad_arguments_are_refused},
 	CU_TEST_INFO_NULL,
 };

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * KVM Linux guests: PCI bus 0 and its virtio devices (kvm_pci.h,
+ * docs/devices.md). The bus (hvcore/devices/pci.c) answers configuration
+ * mechanism 1 and places BARs; here the VM's boot configuration becomes
+ * devices, and the MP table learns their INTA# pins.
+ */
+#include "hvcore/kvm/kvm_pci.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvcore/devices/pci.h"
+#include "hvcore/devices/virtio_blk.h"
+#include "hvcore/devices/virtio_pci.h"
+#include "hvcore/devices/virtio_rng.h"
+#include "hvcore/log.h"
+
+struct kvm_pci_dev {
+	char name[8]; /* "vda".., "rng": the device's log name */
+	const char *kind;
+	char path[4096];
+	bool read_only;
+	struct hv_virtio_blk *blk; /* one of blk, rng */
+	struct hv_virtio_rng *rng;
+	struct hv_virtio_pci *vp;
+};
+
+struct hv_kvm_pci {
+	/* immutable after create */
+	struct hv_pci_bus *bus;
+	unsigned nr;
+	struct kvm_pci_dev dev[HV_KVM_MAX_DEVS];
+};
+
+static void dev_fini(struct kvm_pci_dev *d)
+{
+	/* The transport first: it stops the device's thread, then the
+	 * device (its file) can go. */
+	hv_virtio_pci_destroy(d->vp);
+	d->vp = NULL;
+	hv_virtio_blk_destroy(d->blk);
+	d->blk = NULL;
+	hv_virtio_rng_destroy(d->rng);
+	d->rng = NULL;
+}
+
+void hv_kvm_pci_destroy(struct hv_kvm_pci *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = p->nr; i-- > 0;)
+		dev_fini(&p->dev[i]);
+	hv_pci_bus_destroy(p->bus);
+	free(p);
+}
+
+static int add_one(const char *vm, struct hv_kvm_pci *p, struct kvm_pci_dev *d,
+		   const struct hv_dev_env *env)
+{
+	struct hv_virtio_dev *vd;
+	struct hv_pci_dev *pd;
+	uint32_t lo, hi;
+	int ret;
+
+	if (d->blk)
+		vd = hv_virtio_blk_dev(d->blk);
+	else
+		vd = hv_virtio_rng_dev(d->rng);
+	ret = hv_virtio_pci_create(p->bus, vd, env, &d->vp);
+	if (ret) {
+		hv_err("kvm", "vm=%s op=pci_add dev=%s err=%d", vm, d->name,
+		       ret);
+		return ret;
+	}
+	pd = hv_virtio_pci_dev(d->vp);
+	/* Where the bus placed BAR 0 (decoded once the guest enables
+	 * memory space). */
+	memcpy(&lo, &pd->cfg[HV_PCI_BAR0], 4);
+	memcpy(&hi, &pd->cfg[HV_PCI_BAR0 + 4], 4);
+	hv_info("kvm",
+		"vm=%s op=pci_add dev=%s kind=%s slot=%u bar0=0x%llx gsi=%u%s%s",
+		vm, d->name, d->kind, pd->slot,
+		(unsigned long long)((uint64_t)hi << 32 | (lo & ~0xfu)),
+		pd->intx_gsi,
+		d->path[0] ? " path=" : "", d->path);
+	return 0;
+}
+
+int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
+		      struct hv_iobus *pio, struct hv_iobus *mmio,
+		      const struct hv_dev_env *env, struct hv_kvm_pci **out)
+{
+	struct hv_kvm_pci *p;
+	int ret;
+
+	if (c->nr_disks > HV_KVM_MAX_DEVS ||
+	    c->nr_disks + (c->rng ? 1 : 0) > HV_KVM_MAX_DEVS ||
+	    (c->nr_disks && !c->disk))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	ret = hv_pci_bus_create(pio, mmio, &p->bus);
+	if (ret)
+		goto err;
+	for (unsigned i = 0; i < c->nr_disks; i++) {
+		struct kvm_pci_dev *d = &p->dev[p->nr];
+		struct hv_virtio_blk_cfg bc = {0};
+
+		snprintf(d->name, sizeof(d->name), "vd%c", 'a' + (char)i);
+		d->kind = "virtio-blk";
+		if (!c->disk[i].path ||
+		    strlen(c->disk[i].path) >= sizeof(d->path)) {
+			ret = -EINVAL;
+			goto err;
+		}
+		snprintf(d->path, sizeof(d->path), "%s", c->disk[i].path);
+		d->read_only = c->disk[i].read_only;
+		bc.path = d->path;
+		bc.read_only = d->read_only;
+		bc.name = d->name;
+		ret = hv_virtio_blk_create(&bc, &d->blk);
+		if (ret) {
+			hv_err("kvm", "vm=%s op=disk_open path=%s ro=%d err=%d",
+			       name, d->path, d->read_only, ret);
+			goto err;
+		}
+		p->nr++;
+		ret = add_one(name, p, d, env);
+		if (ret)
+			goto err;
+	}
+	if (c->rng) {
+		struct kvm_pci_dev *d = &p->dev[p->nr];
+
+		snprintf(d->name, sizeof(d->name), "rng");
+		d->kind = "virtio-rng";
+		ret = hv_virtio_rng_create(d->name, &d->rng);
+		if (ret)
+			goto err;
+		p->nr++;
+		ret = add_one(name, p, d, env);
+		if (ret)
+			goto err;
+	}
+	*out = p;
+	return 0;
+err:
+	hv_kvm_pci_destroy(p);
+	return ret;
+}
+
+uint32_t hv_kvm_pci_mp_irqs(const struct hv_kvm_pci *p,
+			    struct x86_mp_pci_irq *out, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; p && i < p->nr && n < max; i++) {
+		struct hv_pci_dev *pd;
+
+		if (!p->dev[i].vp)
+			continue;
+		pd = hv_virtio_pci_dev(p->dev[i].vp);
+		out[n++] = (struct x86_mp_pci_irq){
+			.slot = (uint8_t)pd->slot,
+			.pin = 0, /* INTA# */
+			.ioapic_pin = (uint8_t)pd->intx_gsi,
+		};
+	}
+	return n;
+}
+
+unsigned hv_kvm_pci_devices(const struct hv_kvm_pci *p,
+			    struct hv_kvm_dev_info *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; p && i < p->nr && n < max; i++) {
+		const struct kvm_pci_dev *d = &p->dev[i];
+		struct hv_kvm_dev_info *o = &out[n];
+		struct hv_pci_dev *pd;
+
+		if (!d->vp)
+			continue;
+		pd = hv_virtio_pci_dev(d->vp);
+		memset(o, 0, sizeof(*o));
+		o->kind = d->kind;
+		o->path = d->path;
+		o->read_only = d->read_only;
+		o->slot = (uint8_t)pd->slot;
+		o->gsi = pd->intx_gsi;
+		o->status = hv_virtio_pci_status(d->vp);
+		o->msix = hv_pci_msix_enabled(pd);
+		o->bar0 = hv_pci_bar_addr(pd, 0);
+		if (d->blk) {
+			struct hv_virtio_blk_stats s;
+
+			hv_virtio_blk_stats(d->blk, &s);
+			o->requests = s.requests;
+			o->errors = s.errors;
+			o->bytes_read = s.bytes_read;
+			o->bytes_written = s.bytes_written;
+			o->flushes = s.flushes;
+		} else {
+			o->bytes_read = hv_virtio_rng_bytes(d->rng);
+		}
+		n++;
+	}
+	return n;
+}
