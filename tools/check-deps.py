@@ -22,6 +22,9 @@ import sys
 # (accel.h) and the generic VM over the accelerators.
 HVCORE_VM = {"vm", "vm_state", "vcpu", "guest_mem", "dirtyrate"}
 HVCORE_ACCEL = {"accel"}
+# migrated/mig's secure-channel files, a library of their own (mig_tls):
+# the control RPC and the host daemon use these and not the engine.
+MIG_TLS = {"tls", "addr", "devca"}
 
 # What each component may include besides itself (and proto/, the
 # generated messages, which anyone may include). Lowest layers first.
@@ -40,26 +43,31 @@ LAYERS = {
     "hvcore/vm": ["hvcore/kvm", "hvcore/soft", "hvcore/devices",
                   "hvcore/accel",
                   "hvcore/base", "arch/x86", "arch/arm64"],
-    "migrated/mig": ["hvcore/vm", "hvcore/accel", "hvcore/base"],
+    "migrated/mig_tls": ["hvcore/base"],
+    "migrated/mig": ["migrated/mig_tls", "hvcore/vm", "hvcore/accel",
+                     "hvcore/base"],
     "migrated/fleet": ["hvcore/base"],
-    "migrated/rpc": ["migrated/mig", "hvcore/base"],
+    "migrated/rpc": ["migrated/mig_tls", "hvcore/base"],
     # What the host daemon and the worker share: their options, start-up
     # helpers, the calls both answer. Its own layer rather than part of
     # rpc, which knows no process (docs/architecture.md, "Layers").
-    "migrated/common": ["migrated/rpc", "migrated/mig", "hvcore/accel",
-                        "hvcore/base"],
-    "migrated/vmm": ["migrated/common", "migrated/rpc", "migrated/mig", "migrated/fleet",
+    # (From mig, the stream versions and channel limit capabilities
+    # report: macros, nothing linked.)
+    "migrated/common": ["migrated/rpc", "migrated/mig", "migrated/mig_tls",
+                        "hvcore/accel", "hvcore/base"],
+    "migrated/vmm": ["migrated/common", "migrated/rpc", "migrated/mig",
+                     "migrated/mig_tls", "migrated/fleet",
                      "hvcore/vm", "hvcore/kvm", "hvcore/soft",
                      "hvcore/devices", "hvcore/accel", "hvcore/base",
                      "arch/x86", "arch/arm64"],
-    # The host reaches its workers over the control RPC only; from mig it
-    # takes the TLS context, addresses and the development CA.
-    "migrated/host": ["migrated/common", "migrated/rpc", "migrated/mig", "migrated/fleet",
-                      "hvcore/accel", "hvcore/base"],
-    "tools/rpc": ["migrated/rpc", "hvcore/base"],
+    # The host reaches its workers over the control RPC only; of mig it
+    # takes mig_tls: the TLS context, addresses and the development CA.
+    "migrated/host": ["migrated/common", "migrated/rpc", "migrated/mig_tls",
+                      "migrated/fleet", "hvcore/accel", "hvcore/base"],
+    "tools/rpc": ["migrated/rpc", "migrated/mig_tls", "hvcore/base"],
     # Any other tool: anything below, and the tools' shared helpers.
     "tools": ["tools/rpc", "migrated/host", "migrated/vmm", "migrated/common",
-              "migrated/rpc",
+              "migrated/rpc", "migrated/mig_tls",
               "migrated/mig", "migrated/fleet", "hvcore/vm", "hvcore/kvm",
               "hvcore/soft", "hvcore/devices", "hvcore/accel", "hvcore/base", "arch/x86",
               "arch/arm64"],
@@ -94,7 +102,7 @@ KNOWN = {
     "migrated/host/config.c -> hvcore/dirtyrate.h",
     # The boot files' limits (HV_BOOT_PATH_MAX, HV_BOOT_CMDLINE_MAX):
     # macros only, nothing of hvcore_vm is linked (the host's nm check,
-    # tests/host_symbols.sh); they belong in a base header.
+    # tools/check-host-symbols.sh); they belong in a base header.
     "migrated/common/boot_check.c -> hvcore/vm.h",
 }
 
@@ -114,6 +122,9 @@ def component(path):
     if parts[0] == "arch" and len(parts) > 2:
         return "arch/" + parts[1]
     if parts[0] == "migrated" and len(parts) > 2:
+        if parts[1] == "mig" and len(parts) == 3 and \
+                os.path.splitext(parts[2])[0] in MIG_TLS:
+            return "migrated/mig_tls"
         return "migrated/" + parts[1]
     if parts[0] == "tools" and len(parts) > 2:
         return "tools/rpc" if parts[1] == "rpc" else "tools"
