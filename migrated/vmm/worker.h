@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The worker role of struct migd_vmm (vmm.h): one process per VM, started
+ * The worker (struct migd_vmm, vmm.h): one process per VM, started
  * by the daemon (migrated/host/host.h) as migrated-vmm.
  *
  * A worker serves the control protocol on the socket its daemon bound
