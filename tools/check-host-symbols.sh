@@ -49,8 +49,10 @@ if [ -n "$closure" ]; then
 fi
 if [ $rc -eq 0 ]; then
 	total=$(nm --defined-only "$bin" | wc -l)
+	libs=
+	[ -n "$closure" ] &&
+		libs="; its link closure: $(wc -l <"$closure") libraries"
 	echo "check-host-symbols: ok ($bin: $total symbols, none of the" \
-		"engine, the VM, an accelerator or the worker${closure:+; its" \
-		"link closure: $(wc -l < "$closure") libraries})"
+		"engine, the VM, an accelerator or the worker$libs)"
 fi
 exit $rc
