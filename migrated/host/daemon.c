@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * struct migd: start-up, the loop, clean shutdown (daemon.h).
+ * struct migd_host: start-up, the loop, clean shutdown (daemon.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 
 #include "hvcore/log.h"
 #include "hvcore/time.h"
+#include "migrated/common/calls.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"
 #include "migrated/host/host_drain.h"
@@ -25,51 +26,6 @@
 #include "migrated/mig/devca.h"
 
 #define COMP "migd"
-
-/*
- * mkdir -p with mode 0700 for the last component; an existing directory
- * owned by us is tightened to 0700 (it holds the socket and TLS keys).
- * With an operator group @gid (>= 0) it is 0710 in that group instead:
- * members may reach the control socket by its path, not list the
- * directory. Without one, a group's search bit already there is kept (a
- * worker shares its daemon's directory and must not undo the daemon's
- * choice).
- */
-int migd_private_dir(const char *path, long gid)
-{
-	mode_t want;
-
-	char tmp[PATH_MAX];
-	struct stat st;
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -errno;
-	if (stat(path, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (st.st_uid != getuid())
-		return -EPERM;
-	if (gid >= 0 && st.st_gid != (gid_t)gid &&
-	    chown(path, (uid_t)-1, (gid_t)gid))
-		return -errno;
-	want = gid >= 0 ? 0710 : 0700 | (st.st_mode & 0010);
-	if ((st.st_mode & 0777) != want && chmod(path, want))
-		return -errno;
-	return 0;
-}
 
 static enum hv_accel_kind resolve_accel(enum hv_accel_kind want)
 {
@@ -85,29 +41,12 @@ static enum hv_accel_kind resolve_accel(enum hv_accel_kind want)
 	return HV_ACCEL_SOFT;
 }
 
-void migd_tls_files(struct migd *d)
-{
-	snprintf(d->tls_ca, sizeof(d->tls_ca), "%s/ca.pem", d->cfg.tls_dir);
-	snprintf(d->tls_cert, sizeof(d->tls_cert), "%s/host.pem",
-		 d->cfg.tls_dir);
-	snprintf(d->tls_key, sizeof(d->tls_key), "%s/host.key",
-		 d->cfg.tls_dir);
-	d->tls_ready = !access(d->tls_ca, R_OK) && !access(d->tls_cert, R_OK) &&
-		       !access(d->tls_key, R_OK);
-	if (!d->tls_ready)
-		hv_warn(COMP,
-			"event=no_tls dir=%s hint=\"only insecure migrations "
-			"until ca.pem, host.pem and host.key exist, or use "
-			"--dev-tls\"",
-			d->cfg.tls_dir);
-}
-
-static int setup_tls(struct migd *d)
+static int setup_tls(struct migd_host *d)
 {
 	struct mig_devca ca;
 	int ret;
 
-	if (d->cfg.dev_tls && d->cfg.role == MIGD_ROLE_HOST) {
+	if (d->cfg.dev_tls) {
 		ret = mig_devca_ensure(d->cfg.tls_dir, &ca);
 		if (ret) {
 			hv_err(COMP, "event=devca_failed dir=%s err=%d",
@@ -120,7 +59,8 @@ static int setup_tls(struct migd *d)
 		d->tls_ready = true;
 		return 0;
 	}
-	migd_tls_files(d);
+	d->tls_ready = migd_tls_files(d->cfg.tls_dir, d->tls_ca, d->tls_cert,
+				      d->tls_key);
 	return 0;
 }
 
@@ -128,7 +68,7 @@ static int setup_tls(struct migd *d)
  * next call and the next timer of connections already open. */
 static void host_server_policy(void *owner, struct migd_server_policy *pol)
 {
-	const struct migd *d = owner;
+	const struct migd_host *d = owner;
 
 	pol->rules = d->cfg.rpc_rules;
 	pol->nr_rules = d->cfg.nr_rpc_rules;
@@ -142,9 +82,36 @@ static const struct migd_server_ops host_server_ops = {
 	.policy = host_server_policy,
 };
 
+static void host_proc(struct migd_call *call, struct migd_proc *p)
+{
+	const struct migd_host *d = migd_host_of(call);
+
+	p->accel = d->accel;
+	p->start_ns = d->start_ns;
+	p->tls_ready = d->tls_ready;
+	p->fleet = d->fleet != NULL;
+	p->srv = &d->srv;
+}
+
+void migd_host_call_ping(struct migd_call *call)
+{
+	struct migd_proc p;
+
+	host_proc(call, &p);
+	migd_call_ping(call, &p);
+}
+
+void migd_host_call_capabilities(struct migd_call *call)
+{
+	struct migd_proc p;
+
+	host_proc(call, &p);
+	migd_call_capabilities(call, &p);
+}
+
 static void signal_cb(uv_signal_t *s, int signum)
 {
-	struct migd *d = s->data;
+	struct migd_host *d = s->data;
 
 	hv_info(COMP, "event=signal sig=%s", strsignal(signum));
 	migd_shutdown(d);
@@ -156,19 +123,30 @@ static void sighup_cb(uv_signal_t *s, int signum)
 	migd_reload(s->data);
 }
 
-void migd_shutdown(struct migd *d)
+/* The VMs its workers run (for the shutdown's log and status). */
+static unsigned nr_vms(const struct migd_host *d)
+{
+	unsigned n = 0;
+
+	for (struct migd_worker *w = d->sup ? d->sup->workers : NULL; w;
+	     w = w->next)
+		n += w->has_vm && !w->vm_gone && !w->retired && !w->crashed;
+	return n;
+}
+
+void migd_shutdown(struct migd_host *d)
 {
 	if (d->stopping)
 		return;
 	if (d->cfg.stop_vms && migd_host_stop_vms(d))
 		return; /* called again when the VMs are gone */
 	d->stopping = true;
-	hv_info(COMP, "event=shutdown vms=%u workers=%u", d->reg.count,
-		d->host ? d->host->nr_workers : 0);
+	hv_info(COMP, "event=shutdown vms=%u workers=%u", nr_vms(d),
+		d->sup ? d->sup->nr_workers : 0);
 	/* Its workers and their VMs keep running (unless --stop-vms; a
 	 * worker stops in migrated/vmm/vmm.c). */
 	migd_notifyf("STOPPING=1\nSTATUS=stopping: %u VM(s), %u worker(s)",
-		     d->reg.count, d->host ? d->host->nr_workers : 0);
+		     nr_vms(d), d->sup ? d->sup->nr_workers : 0);
 	migd_host_fleet_stop(d);
 	migd_host_fini(d);
 	migd_metrics_stop(d->metrics);
@@ -182,15 +160,9 @@ void migd_shutdown(struct migd *d)
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
 }
 
-void migd_close_walk_cb(uv_handle_t *h, void *arg)
-{
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
-}
-
 int migd_run(const struct migd_cfg *cfg)
 {
-	struct migd *d = calloc(1, sizeof(*d));
+	struct migd_host *d = calloc(1, sizeof(*d));
 	uv_loop_t loop;
 	long gid;
 	int ret;
@@ -235,7 +207,7 @@ int migd_run(const struct migd_cfg *cfg)
 	d->accel = resolve_accel(cfg->accel);
 	/* Asked for by name, KVM must be there: a daemon that starts and
 	 * then fails every VM it is asked for helps nobody. */
-	if (d->accel == HV_ACCEL_KVM && d->cfg.role == MIGD_ROLE_HOST) {
+	if (d->accel == HV_ACCEL_KVM) {
 		int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 
 		if (fd < 0) {
@@ -367,8 +339,7 @@ out_loop:
 	/* A drain still running at shutdown ends now that our socket is
 	 * closed (its calls fail at once); then its fleet object goes. */
 	migd_host_drain_fini(d);
-	migd_fleet_stop(d->fleet_keys, false);
-	free(d->host);
+	free(d->sup);
 	free(d);
 	return ret;
 }

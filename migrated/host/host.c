@@ -41,25 +41,25 @@ void *migd_msg_dup(const ProtobufCMessage *m,
 
 /* ---- lookup ------------------------------------------------------------ */
 
-struct migd_worker *migd_host_find(struct migd *d, const char *name)
+struct migd_worker *migd_host_find(struct migd_host *d, const char *name)
 {
 	if (!name || !*name)
 		return NULL;
-	for (struct migd_worker *w = d->host->workers; w; w = w->next)
+	for (struct migd_worker *w = d->sup->workers; w; w = w->next)
 		if (!w->retired && !w->vm_gone && !strcmp(w->name, name))
 			return w;
 	return NULL;
 }
 
-struct migd_worker *migd_host_find_wid(struct migd *d, uint64_t wid)
+struct migd_worker *migd_host_find_wid(struct migd_host *d, uint64_t wid)
 {
-	for (struct migd_worker *w = d->host->workers; w; w = w->next)
+	for (struct migd_worker *w = d->sup->workers; w; w = w->next)
 		if (w->wid == wid)
 			return w;
 	return NULL;
 }
 
-bool migd_host_name_taken(struct migd *d, const char *name)
+bool migd_host_name_taken(struct migd_host *d, const char *name)
 {
 	return migd_host_find(d, name) != NULL;
 }
@@ -120,15 +120,15 @@ int migd__record_write(struct migd_worker *w)
 	return 0;
 }
 
-static void paths(struct migd *d, uint64_t wid, struct migd_worker *w)
+static void paths(struct migd_host *d, uint64_t wid, struct migd_worker *w)
 {
-	snprintf(w->sock, sizeof(w->sock), "%.80s/%llu.sock",
-		 d->host->vms_dir, (unsigned long long)wid);
-	snprintf(w->rec, sizeof(w->rec), "%.4000s/%llu.rec", d->host->vms_dir,
+	snprintf(w->sock, sizeof(w->sock), "%.80s/%llu.sock", d->sup->vms_dir,
+		 (unsigned long long)wid);
+	snprintf(w->rec, sizeof(w->rec), "%.4000s/%llu.rec", d->sup->vms_dir,
 		 (unsigned long long)wid);
 }
 
-struct migd_worker *migd__worker_new(struct migd *d, uint64_t wid)
+struct migd_worker *migd__worker_new(struct migd_host *d, uint64_t wid)
 {
 	struct migd_worker *w = calloc(1, sizeof(*w));
 
@@ -139,11 +139,11 @@ struct migd_worker *migd__worker_new(struct migd *d, uint64_t wid)
 	w->reqs_tail = &w->reqs;
 	paths(d, wid, w);
 	migd_framer_init(&w->framer, MIGD_FRAME_MAX);
-	w->next = d->host->workers;
-	d->host->workers = w;
-	d->host->nr_workers++;
-	if (wid >= d->host->next_wid)
-		d->host->next_wid = wid + 1;
+	w->next = d->sup->workers;
+	d->sup->workers = w;
+	d->sup->nr_workers++;
+	if (wid >= d->sup->next_wid)
+		d->sup->next_wid = wid + 1;
 	return w;
 }
 
@@ -180,7 +180,7 @@ static void close_conn(struct migd_worker *w)
  * process (if a child) is not killed: it is no longer ours to watch. */
 static void worker_unlink(struct migd_worker *w)
 {
-	struct migd_host *h = w->d->host;
+	struct migd_supervisor *h = w->d->sup;
 
 	for (struct migd_worker **pp = &h->workers; *pp; pp = &(*pp)->next) {
 		if (*pp == w) {
@@ -294,7 +294,7 @@ static void describe_exit(struct migd_worker *w, char *out, size_t n)
  * reaped). A VM it still ran crashed with it. */
 static void worker_gone(struct migd_worker *w)
 {
-	struct migd *d = w->d;
+	struct migd_host *d = w->d;
 
 	if (w->unlinked)
 		return;
@@ -311,7 +311,7 @@ static void worker_gone(struct migd_worker *w)
 	}
 	w->crashed = true;
 	describe_exit(w, w->exit_reason, sizeof(w->exit_reason));
-	d->host->crashes++;
+	d->sup->crashes++;
 	hv_err(COMP, "event=vm_crashed vm=%s wid=%llu why=\"%s\"", w->name,
 	       (unsigned long long)w->wid, w->exit_reason);
 	migd__record_write(w);
@@ -478,10 +478,10 @@ static int bind_listener(const char *path, char *err, size_t err_size)
 	return fd;
 }
 
-int migd_worker_spawn(struct migd *d, bool takeover,
+int migd_worker_spawn(struct migd_host *d, bool takeover,
 		      struct migd_worker **out, char *err, size_t err_size)
 {
-	struct migd_host *h = d->host;
+	struct migd_supervisor *h = d->sup;
 	uv_process_options_t po = { 0 };
 	uv_stdio_container_t stdio[5];
 	char a_wid[24], a_io[16], a_dint[16], a_dsh[16], a_dev[16], a_ring[16];

@@ -47,7 +47,7 @@
 #include "migrated/rpc/parse.h"
 #include "proto/control.pb-c.h"
 
-struct migd;
+struct migd_host;
 struct migd_call;
 struct migd_worker;
 struct migd_update;
@@ -65,7 +65,7 @@ struct migd_wreq {
 
 struct migd_worker {
 	struct migd_worker *next;
-	struct migd *d;
+	struct migd_host *d;
 	uint64_t wid;
 	int pid;
 	uint64_t start_time; /* /proc/<pid>/stat field 22 */
@@ -114,7 +114,7 @@ struct migd_hmig {
 	bool finished;
 };
 
-struct migd_host {
+struct migd_supervisor {
 	struct migd_worker *workers;
 	unsigned nr_workers;
 	uint64_t next_wid;
@@ -133,35 +133,36 @@ struct migd_host {
 /* Start-up: the worker binary, STATE/vms, and re-adoption of every worker
  * of an earlier daemon (connections complete asynchronously). 0 or a
  * negative errno (logged). */
-int migd_host_init(struct migd *d);
+int migd_host_init(struct migd_host *d);
 /* --stop-vms: ask every worker to destroy its VM; migd_shutdown() runs
  * again once all answered (or after 10 s). False when there is nothing
  * to wait for. */
-bool migd_host_stop_vms(struct migd *d);
+bool migd_host_stop_vms(struct migd_host *d);
 /* Shutdown: close every worker connection; the workers keep running. */
-void migd_host_fini(struct migd *d);
+void migd_host_fini(struct migd_host *d);
 
 /* Spawn a worker; it is connected (requests queue until then). */
 /* @takeover: it receives a VM from another worker at w->xfer. */
-int migd_worker_spawn(struct migd *d, bool takeover,
+int migd_worker_spawn(struct migd_host *d, bool takeover,
 		      struct migd_worker **out, char *err, size_t err_size);
 /* Send @req (its id replaced) to @w; @cb runs on the answer. 0, or
  * -EPIPE when the worker is gone (@cb not called). */
 int migd_worker_call(struct migd_worker *w, Migd__Request *req,
 		     migd_wcall_cb cb, void *arg);
 
-struct migd_worker *migd_host_find(struct migd *d, const char *name);
-struct migd_worker *migd_host_find_wid(struct migd *d, uint64_t wid);
+struct migd_worker *migd_host_find(struct migd_host *d, const char *name);
+struct migd_worker *migd_host_find_wid(struct migd_host *d, uint64_t wid);
 /* A name is taken by a VM, a crashed VM or a reservation. */
-bool migd_host_name_taken(struct migd *d, const char *name);
+bool migd_host_name_taken(struct migd_host *d, const char *name);
 /* Remove a finished entry (crashed, or never got a VM). */
 void migd_host_remove(struct migd_worker *w);
 
 /* Migration records. */
-struct migd_hmig *migd_hmig_find(struct migd *d, uint64_t id, const char *vm);
-struct migd_hmig *migd_hmig_add(struct migd *d, uint64_t id, uint64_t wid,
+struct migd_hmig *migd_hmig_find(struct migd_host *d, uint64_t id,
+				 const char *vm);
+struct migd_hmig *migd_hmig_add(struct migd_host *d, uint64_t id, uint64_t wid,
 				const Migd__MigInfo *info);
-uint64_t migd_host_next_mig_id(struct migd *d);
+uint64_t migd_host_next_mig_id(struct migd_host *d);
 
 /* The host role's call dispatch (server.h, migd_server.host). */
 const char *migd_host_dispatch(unsigned call_case, struct migd_call *call);

@@ -31,9 +31,9 @@
  * build tree), else MIGD_VMM_RELDIR from this one's directory (installed:
  * sbin/migrated and libexec/migrated/migrated-vmm).
  */
-static int find_vmm(struct migd *d)
+static int find_vmm(struct migd_host *d)
 {
-	struct migd_host *h = d->host;
+	struct migd_supervisor *h = d->sup;
 	const char *env = getenv("MIGRATED_VMM");
 	char self[PATH_MAX];
 	ssize_t n;
@@ -148,7 +148,7 @@ static bool worker_alive(const struct rec *r)
 
 /* Migrations an orphaned worker finished and wrote down before it
  * exited. */
-static void load_outcome(struct migd *d, const struct rec *r)
+static void load_outcome(struct migd_host *d, const struct rec *r)
 {
 	char path[PATH_MAX];
 	uint8_t buf[64 << 10];
@@ -156,7 +156,7 @@ static void load_outcome(struct migd *d, const struct rec *r)
 	size_t n;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%.4000s/%llu.outcome", d->host->vms_dir,
+	snprintf(path, sizeof(path), "%.4000s/%llu.outcome", d->sup->vms_dir,
 		 (unsigned long long)r->wid);
 	f = fopen(path, "re");
 	if (!f)
@@ -180,11 +180,11 @@ static void load_outcome(struct migd *d, const struct rec *r)
 
 static void adopt_info(struct migd_worker *w, Migd__Response *resp, void *arg)
 {
-	struct migd *d = w->d;
+	struct migd_host *d = w->d;
 	const Migd__WorkerInfo *wi;
 
-	if (d->host->adopt_pending && !--d->host->adopt_pending)
-		d->host->adopt_done_ns = hv_now_ns();
+	if (d->sup->adopt_pending && !--d->sup->adopt_pending)
+		d->sup->adopt_done_ns = hv_now_ns();
 	if (!resp || resp->result_case != MIGD__RESPONSE__RESULT_WORKER_INFO) {
 		hv_warn(COMP, "event=adopt_failed wid=%llu pid=%d",
 			(unsigned long long)w->wid, w->pid);
@@ -196,19 +196,18 @@ static void adopt_info(struct migd_worker *w, Migd__Response *resp, void *arg)
 			      wi->migrations[i]);
 	if (wi->has_vm && wi->vm)
 		migd__host_set_info(w, wi->vm);
-	d->host->adopted++;
+	d->sup->adopted++;
 	hv_info(COMP, "event=worker_adopted wid=%llu pid=%d vm=%s "
 		      "migrations=%zu orphaned=%s",
 		(unsigned long long)w->wid, w->pid, w->name[0] ? w->name : "-",
 		wi->n_migrations, wi->orphaned ? "yes" : "no");
-	if (d->host->adopt_done_ns && !d->host->adopt_pending)
+	if (d->sup->adopt_done_ns && !d->sup->adopt_pending)
 		hv_info(COMP, "event=adopt_done workers=%u ms=%.1f",
-			d->host->nr_workers,
-			(d->host->adopt_done_ns - d->host->adopt_start_ns) /
-				1e6);
+			d->sup->nr_workers,
+			(d->sup->adopt_done_ns - d->sup->adopt_start_ns) / 1e6);
 }
 
-static void adopt_one(struct migd *d, const char *path)
+static void adopt_one(struct migd_host *d, const char *path)
 {
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__WorkerInfoRequest wr = MIGD__WORKER_INFO_REQUEST__INIT;
@@ -248,7 +247,7 @@ static void adopt_one(struct migd *d, const char *path)
 				 r.crashed[0] ? r.crashed
 					      : "its worker exited while no "
 						"daemon watched it");
-			d->host->crashes += !r.crashed[0];
+			d->sup->crashes += !r.crashed[0];
 			migd__record_write(w);
 			hv_warn(COMP, "event=vm_crashed vm=%s wid=%llu why=\"%s\"",
 				w->name, (unsigned long long)w->wid,
@@ -273,12 +272,12 @@ static void adopt_one(struct migd *d, const char *path)
 	req.call_case = MIGD__REQUEST__CALL_WORKER_INFO;
 	req.worker_info = &wr;
 	if (migd_worker_call(w, &req, adopt_info, NULL) == 0)
-		d->host->adopt_pending++;
+		d->sup->adopt_pending++;
 }
 
-int migd_host_init(struct migd *d)
+int migd_host_init(struct migd_host *d)
 {
-	struct migd_host *h = calloc(1, sizeof(*h));
+	struct migd_supervisor *h = calloc(1, sizeof(*h));
 	char path[PATH_MAX + 300];
 	struct dirent *de;
 	unsigned long long id;
@@ -288,7 +287,7 @@ int migd_host_init(struct migd *d)
 
 	if (!h)
 		return -ENOMEM;
-	d->host = h;
+	d->sup = h;
 	h->next_wid = 1;
 	snprintf(h->vms_dir, sizeof(h->vms_dir), "%.4000s/vms",
 		 d->cfg.state_dir);
@@ -328,9 +327,9 @@ int migd_host_init(struct migd *d)
 	return 0;
 }
 
-static void stop_done(struct migd *d)
+static void stop_done(struct migd_host *d)
 {
-	struct migd_host *h = d->host;
+	struct migd_supervisor *h = d->sup;
 
 	if (h->stop_timer_on) {
 		uv_close((uv_handle_t *)&h->stop_timer, NULL);
@@ -343,24 +342,23 @@ static void stop_done(struct migd *d)
 static void destroyed_cb(struct migd_worker *w, Migd__Response *resp,
 			 void *arg)
 {
-	struct migd *d = w->d;
+	struct migd_host *d = w->d;
 
-	if (d->host->stop_left && !--d->host->stop_left &&
-	    !d->host->vms_stopped)
+	if (d->sup->stop_left && !--d->sup->stop_left && !d->sup->vms_stopped)
 		stop_done(d);
 }
 
 static void stop_timeout(uv_timer_t *t)
 {
-	struct migd *d = t->data;
+	struct migd_host *d = t->data;
 
-	hv_warn(COMP, "event=stop_vms_timeout left=%u", d->host->stop_left);
+	hv_warn(COMP, "event=stop_vms_timeout left=%u", d->sup->stop_left);
 	stop_done(d);
 }
 
-bool migd_host_stop_vms(struct migd *d)
+bool migd_host_stop_vms(struct migd_host *d)
 {
-	struct migd_host *h = d->host;
+	struct migd_supervisor *h = d->sup;
 
 	if (!h || h->vms_stopped)
 		return false;
@@ -390,9 +388,9 @@ bool migd_host_stop_vms(struct migd *d)
 	return true;
 }
 
-void migd_host_fini(struct migd *d)
+void migd_host_fini(struct migd_host *d)
 {
-	struct migd_host *h = d->host;
+	struct migd_supervisor *h = d->sup;
 
 	if (!h)
 		return;

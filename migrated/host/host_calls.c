@@ -10,14 +10,13 @@
 #include <string.h>
 
 #include "hvcore/log.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/common/calls.h"
 #include "migrated/host/daemon.h"
 #include "migrated/host/host.h"
 #include "migrated/host/host_drain.h"
 #include "migrated/host/host_fleet.h"
 #include "migrated/host/host_priv.h"
 #include "migrated/host/host_update.h"
-#include "migrated/vmm/migration.h"
 #include "migrated/rpc/server.h"
 
 #define COMP "migd.host"
@@ -108,7 +107,7 @@ static struct migd_worker *vm_worker(struct migd_call *call, const char *name)
 			       "VM name missing");
 		return NULL;
 	}
-	w = migd_host_find(migd_of(call), name);
+	w = migd_host_find(migd_host_of(call), name);
 	if (!w || (!w->has_vm && !worker_askable(w))) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", name);
@@ -204,17 +203,18 @@ static int new_worker(struct migd_call *call, const char *name,
 	char err[512];
 	int ret;
 
-	if (name && *name && migd_host_name_taken(migd_of(call), name)) {
+	if (name && *name && migd_host_name_taken(migd_host_of(call), name)) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,
 			       "a VM named '%s' exists", name);
 		return -EEXIST;
 	}
-	if (migd_of(call)->host->nr_workers >= MIGD_VMS_MAX) {
+	if (migd_host_of(call)->sup->nr_workers >= MIGD_VMS_MAX) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
 			       "at most %d VMs", MIGD_VMS_MAX);
 		return -ENOSPC;
 	}
-	ret = migd_worker_spawn(migd_of(call), false, out, err, sizeof(err));
+	ret = migd_worker_spawn(migd_host_of(call), false, out, err,
+				sizeof(err));
 	if (ret) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL, "%s", err);
 		return ret;
@@ -227,11 +227,11 @@ static int new_worker(struct migd_call *call, const char *name,
 /* A draining host takes no new VM (host_drain.h). */
 static bool refuse_draining(struct migd_call *call)
 {
-	if (!migd_host_fleet_draining(migd_of(call)))
+	if (!migd_host_fleet_draining(migd_host_of(call)))
 		return false;
 	migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 		       "host '%s' is draining: it takes no new VM",
-		       migd_host_fleet_id(migd_of(call)));
+		       migd_host_fleet_id(migd_host_of(call)));
 	return true;
 }
 
@@ -249,9 +249,9 @@ static void h_vm_create(struct migd_call *call)
 		return;
 	}
 	/* Bad boot files cost no worker (the worker checks them again). */
-	if (migd_boot_check(r, hv_accel_kind_parse(r->accel,
-						   migd_of(call)->accel),
-			    err, sizeof(err))) {
+	if (migd_boot_check(
+		    r, hv_accel_kind_parse(r->accel, migd_host_of(call)->accel),
+		    err, sizeof(err))) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
 			       "%s", err);
 		return;
@@ -259,9 +259,9 @@ static void h_vm_create(struct migd_call *call)
 	if (refuse_draining(call))
 		return;
 	/* The name must be free in the fleet too (a no-op standalone). */
-	if (!migd_host_name_taken(migd_of(call), r->name)) {
-		int ret = migd_host_fleet_claim(migd_of(call), r->name, err,
-						sizeof(err));
+	if (!migd_host_name_taken(migd_host_of(call), r->name)) {
+		int ret = migd_host_fleet_claim(migd_host_of(call), r->name,
+						err, sizeof(err));
 
 		if (ret) {
 			migd_call_fail(call, ret == -EEXIST ?
@@ -272,8 +272,8 @@ static void h_vm_create(struct migd_call *call)
 		}
 	}
 	if (new_worker(call, r->name, &w)) {
-		if (!migd_host_name_taken(migd_of(call), r->name))
-			migd_host_fleet_release(migd_of(call), r->name);
+		if (!migd_host_name_taken(migd_host_of(call), r->name))
+			migd_host_fleet_release(migd_host_of(call), r->name);
 		return;
 	}
 	req = *call->req;
@@ -296,7 +296,8 @@ static void h_vm_destroy(struct migd_call *call)
 	Migd__VmInfo *info;
 	Migd__Request req;
 
-	w = ref && ref->name ? migd_host_find(migd_of(call), ref->name) : NULL;
+	w = ref && ref->name ? migd_host_find(migd_host_of(call), ref->name)
+			     : NULL;
 	if (w && w->crashed) {
 		Migd__Event ev = MIGD__EVENT__INIT;
 		Migd__VmStateEvent body = MIGD__VM_STATE_EVENT__INIT;
@@ -313,7 +314,8 @@ static void h_vm_destroy(struct migd_call *call)
 		ev.kind = MIGD__EVENT_KIND__EVENT_KIND_VM_STATE;
 		ev.body_case = MIGD__EVENT__BODY_VM_STATE;
 		ev.vm_state = &body;
-		migd_server_publish(&migd_of(call)->srv, &ev, w->name, 0, false);
+		migd_server_publish(&migd_host_of(call)->srv, &ev, w->name, 0,
+				    false);
 		hv_info(COMP, "event=vm_removed vm=%s why=crashed", w->name);
 		/* info's other strings pointed into w->info */
 		info->accel = migd_call_strdup(call, info->accel ? info->accel
@@ -338,7 +340,7 @@ static void h_vm_destroy(struct migd_call *call)
 #define LIST_WAIT_MS 2000
 
 struct gather {
-	struct migd *d;
+	struct migd_host *d;
 	struct migd_defer *df; /* NULL once answered */
 	unsigned left;	       /* answers outstanding, + the timer */
 	bool timer_ref;	       /* the timer holds one of @left */
@@ -355,7 +357,7 @@ static int by_worker_id(const void *a, const void *b)
 
 static void list_answer(struct gather *g)
 {
-	struct migd *d = g->d;
+	struct migd_host *d = g->d;
 	Migd__Response resp = MIGD__RESPONSE__INIT;
 	Migd__VmListResult res = MIGD__VM_LIST_RESULT__INIT;
 	Migd__VmInfo *infos, **ptrs;
@@ -365,8 +367,8 @@ static void list_answer(struct gather *g)
 	if (!df)
 		return;
 	g->df = NULL;
-	infos = calloc(d->host->nr_workers + 1, sizeof(*infos));
-	ptrs = calloc(d->host->nr_workers + 1, sizeof(*ptrs));
+	infos = calloc(d->sup->nr_workers + 1, sizeof(*infos));
+	ptrs = calloc(d->sup->nr_workers + 1, sizeof(*ptrs));
 	if (!infos || !ptrs) {
 		free(infos);
 		free(ptrs);
@@ -374,7 +376,7 @@ static void list_answer(struct gather *g)
 				"out of memory");
 		return;
 	}
-	for (struct migd_worker *w = d->host->workers; w; w = w->next) {
+	for (struct migd_worker *w = d->sup->workers; w; w = w->next) {
 		if (!w->has_vm || w->vm_gone || w->retired || !w->name[0])
 			continue;
 		migd__host_info_fill(w, &infos[n]);
@@ -444,17 +446,18 @@ static void h_vm_list(struct migd_call *call)
 			       "out of memory");
 		return;
 	}
-	g->d = migd_of(call);
+	g->d = migd_host_of(call);
 	g->df = migd_call_defer(call);
 	if (!g->df) {
 		free(g);
 		return;
 	}
-	uv_timer_init(migd_of(call)->loop, &g->timer);
+	uv_timer_init(migd_host_of(call)->loop, &g->timer);
 	g->timer.data = g;
 	g->left = 2; /* the timer's and ours, dropped below */
 	g->timer_ref = true;
-	for (struct migd_worker *w = migd_of(call)->host->workers; w; w = w->next) {
+	for (struct migd_worker *w = migd_host_of(call)->sup->workers; w;
+	     w = w->next) {
 		Migd__Request req = MIGD__REQUEST__INIT;
 
 		if (!worker_askable(w))
@@ -504,7 +507,7 @@ static void h_mig_incoming(struct migd_call *call)
 		return;
 	if (new_worker(call, r->vm_name, &w))
 		return;
-	mi.id = migd_host_next_mig_id(migd_of(call));
+	mi.id = migd_host_next_mig_id(migd_host_of(call));
 	req = *call->req;
 	req.mig_incoming = &mi;
 	forward(call, w, &req, started, mi.id);
@@ -519,7 +522,7 @@ static void h_mig_start(struct migd_call *call)
 
 	if (!w || migd__host_refuse_linux(call, w, "migrating its device state"))
 		return;
-	ms.id = migd_host_next_mig_id(migd_of(call));
+	ms.id = migd_host_next_mig_id(migd_host_of(call));
 	req = *call->req;
 	req.mig_start = &ms;
 	forward(call, w, &req, started, ms.id);
@@ -547,7 +550,7 @@ static struct migd_hmig *ref_hmig(struct migd_call *call,
 
 	if (!migd_mig_ref_check(call, r))
 		return NULL;
-	m = migd_hmig_find(migd_of(call), r->id, r->vm);
+	m = migd_hmig_find(migd_host_of(call), r->id, r->vm);
 	if (!m)
 		migd_mig_ref_missing(call, r);
 	return m;
@@ -573,12 +576,14 @@ static void h_mig_status(struct migd_call *call)
 			return;
 		n = 1;
 	} else {
-		for (struct migd_hmig *m = migd_of(call)->host->migs; m; m = m->next)
+		for (struct migd_hmig *m = migd_host_of(call)->sup->migs; m;
+		     m = m->next)
 			n++;
 		arr = n ? migd_call_alloc(call, n * sizeof(*arr)) : NULL;
 		if (n && !arr)
 			return;
-		for (struct migd_hmig *m = migd_of(call)->host->migs; m; m = m->next)
+		for (struct migd_hmig *m = migd_host_of(call)->sup->migs; m;
+		     m = m->next)
 			if (!(arr[i++] = hmig_info(call, m)))
 				return;
 	}
@@ -648,7 +653,7 @@ static void h_migref(struct migd_call *call)
 
 	if (!m)
 		return;
-	w = migd_host_find_wid(migd_of(call), m->wid);
+	w = migd_host_find_wid(migd_host_of(call), m->wid);
 	if (!w || w->conn_lost || w->crashed) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "migration %llu already finished (its worker "
@@ -685,7 +690,8 @@ static void h_migref(struct migd_call *call)
 static void h_worker_name(struct migd_call *call)
 {
 	const Migd__WorkerNameRequest *r = call->req->worker_name;
-	struct migd_worker *w = migd_host_find_wid(migd_of(call), r->worker_id);
+	struct migd_worker *w =
+		migd_host_find_wid(migd_host_of(call), r->worker_id);
 	struct migd_worker *o;
 
 	if (!w) {
@@ -698,7 +704,7 @@ static void h_worker_name(struct migd_call *call)
 			       "invalid VM name");
 		return;
 	}
-	o = migd_host_find(migd_of(call), r->name);
+	o = migd_host_find(migd_host_of(call), r->name);
 	if (o && o != w) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_ALREADY_EXISTS,
 			       "a VM named '%s' already exists on the "
@@ -723,51 +729,49 @@ struct host_handler {
 };
 
 static const struct host_handler host_handlers[] = {
-	[MIGD__REQUEST__CALL_PING] = { "ping", migd_call_ping },
-	[MIGD__REQUEST__CALL_CAPABILITIES] = { "capabilities",
-					       migd_call_capabilities },
-	[MIGD__REQUEST__CALL_VM_CREATE] = { "vm_create", h_vm_create },
-	[MIGD__REQUEST__CALL_VM_LIST] = { "vm_list", h_vm_list },
-	[MIGD__REQUEST__CALL_VM_INSPECT] = { "vm_inspect", h_vmref },
-	[MIGD__REQUEST__CALL_VM_PAUSE] = { "vm_pause", h_vmref },
-	[MIGD__REQUEST__CALL_VM_RESUME] = { "vm_resume", h_vmref },
-	[MIGD__REQUEST__CALL_VM_DESTROY] = { "vm_destroy", h_vm_destroy },
-	[MIGD__REQUEST__CALL_MIG_INCOMING] = { "mig_incoming",
-					       h_mig_incoming },
-	[MIGD__REQUEST__CALL_MIG_START] = { "mig_start", h_mig_start },
-	[MIGD__REQUEST__CALL_MIG_STATUS] = { "mig_status", h_mig_status },
-	[MIGD__REQUEST__CALL_MIG_WATCH] = { "mig_watch", h_mig_watch },
-	[MIGD__REQUEST__CALL_MIG_CANCEL] = { "mig_cancel", h_migref },
-	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = { "mig_postcopy", h_migref },
-	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = { "mig_switchover", h_migref },
-	[MIGD__REQUEST__CALL_MIG_TUNE] = { "mig_tune", h_migref },
-	[MIGD__REQUEST__CALL_MIG_RECOVER] = { "mig_recover", h_migref },
-	[MIGD__REQUEST__CALL_MIG_RESOLVE] = { "mig_resolve", h_migref },
-	[MIGD__REQUEST__CALL_SUBSCRIBE] = { "subscribe", migd_call_subscribe },
-	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = { "unsubscribe",
-					      migd_call_unsubscribe },
-	[MIGD__REQUEST__CALL_DIRTY_RATE] = { "dirty_rate", h_dirty_rate },
-	[MIGD__REQUEST__CALL_CONVERGE_ESTIMATE] = { "converge_estimate",
-						    h_converge },
-	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = { "vm_set_workload",
-						  h_set_workload },
-	[MIGD__REQUEST__CALL_VM_CHECK] = { "vm_check", h_vmref },
-	[MIGD__REQUEST__CALL_VM_UPDATE] = { "vm_update", migd_host_vm_update },
-	[MIGD__REQUEST__CALL_VM_CONSOLE] = { "vm_console", h_console },
-	[MIGD__REQUEST__CALL_VM_CONSOLE_WRITE] = { "vm_console_write",
-						   h_console_write },
-	[MIGD__REQUEST__CALL_HOST_DRAIN] = { "host_drain",
-					     migd_host_drain_call },
-	[MIGD__REQUEST__CALL_HOST_DRAIN_STATUS] = {
-		"host_drain_status", migd_host_drain_status_call },
-	[MIGD__REQUEST__CALL_HOST_DRAIN_CANCEL] = {
-		"host_drain_cancel", migd_host_drain_cancel_call },
-	[MIGD__REQUEST__CALL_HOST_UNDRAIN] = { "host_undrain",
-					       migd_host_undrain_call },
-	[MIGD__REQUEST__CALL_WORKER_INFO] = { "worker_info", h_worker_only },
-	[MIGD__REQUEST__CALL_WORKER_NAME] = { "worker_name", h_worker_name },
-	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = { "worker_handover",
-						  h_worker_only },
+	[MIGD__REQUEST__CALL_PING] = {"ping", migd_host_call_ping},
+	[MIGD__REQUEST__CALL_CAPABILITIES] = {"capabilities",
+					      migd_host_call_capabilities},
+	[MIGD__REQUEST__CALL_VM_CREATE] = {"vm_create", h_vm_create},
+	[MIGD__REQUEST__CALL_VM_LIST] = {"vm_list", h_vm_list},
+	[MIGD__REQUEST__CALL_VM_INSPECT] = {"vm_inspect", h_vmref},
+	[MIGD__REQUEST__CALL_VM_PAUSE] = {"vm_pause", h_vmref},
+	[MIGD__REQUEST__CALL_VM_RESUME] = {"vm_resume", h_vmref},
+	[MIGD__REQUEST__CALL_VM_DESTROY] = {"vm_destroy", h_vm_destroy},
+	[MIGD__REQUEST__CALL_MIG_INCOMING] = {"mig_incoming", h_mig_incoming},
+	[MIGD__REQUEST__CALL_MIG_START] = {"mig_start", h_mig_start},
+	[MIGD__REQUEST__CALL_MIG_STATUS] = {"mig_status", h_mig_status},
+	[MIGD__REQUEST__CALL_MIG_WATCH] = {"mig_watch", h_mig_watch},
+	[MIGD__REQUEST__CALL_MIG_CANCEL] = {"mig_cancel", h_migref},
+	[MIGD__REQUEST__CALL_MIG_POSTCOPY] = {"mig_postcopy", h_migref},
+	[MIGD__REQUEST__CALL_MIG_SWITCHOVER] = {"mig_switchover", h_migref},
+	[MIGD__REQUEST__CALL_MIG_TUNE] = {"mig_tune", h_migref},
+	[MIGD__REQUEST__CALL_MIG_RECOVER] = {"mig_recover", h_migref},
+	[MIGD__REQUEST__CALL_MIG_RESOLVE] = {"mig_resolve", h_migref},
+	[MIGD__REQUEST__CALL_SUBSCRIBE] = {"subscribe", migd_call_subscribe},
+	[MIGD__REQUEST__CALL_UNSUBSCRIBE] = {"unsubscribe",
+					     migd_call_unsubscribe},
+	[MIGD__REQUEST__CALL_DIRTY_RATE] = {"dirty_rate", h_dirty_rate},
+	[MIGD__REQUEST__CALL_CONVERGE_ESTIMATE] = {"converge_estimate",
+						   h_converge},
+	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = {"vm_set_workload",
+						 h_set_workload},
+	[MIGD__REQUEST__CALL_VM_CHECK] = {"vm_check", h_vmref},
+	[MIGD__REQUEST__CALL_VM_UPDATE] = {"vm_update", migd_host_vm_update},
+	[MIGD__REQUEST__CALL_VM_CONSOLE] = {"vm_console", h_console},
+	[MIGD__REQUEST__CALL_VM_CONSOLE_WRITE] = {"vm_console_write",
+						  h_console_write},
+	[MIGD__REQUEST__CALL_HOST_DRAIN] = {"host_drain", migd_host_drain_call},
+	[MIGD__REQUEST__CALL_HOST_DRAIN_STATUS] = {"host_drain_status",
+						   migd_host_drain_status_call},
+	[MIGD__REQUEST__CALL_HOST_DRAIN_CANCEL] = {"host_drain_cancel",
+						   migd_host_drain_cancel_call},
+	[MIGD__REQUEST__CALL_HOST_UNDRAIN] = {"host_undrain",
+					      migd_host_undrain_call},
+	[MIGD__REQUEST__CALL_WORKER_INFO] = {"worker_info", h_worker_only},
+	[MIGD__REQUEST__CALL_WORKER_NAME] = {"worker_name", h_worker_name},
+	[MIGD__REQUEST__CALL_WORKER_HANDOVER] = {"worker_handover",
+						 h_worker_only},
 };
 
 const char *migd_host_dispatch(unsigned cs, struct migd_call *call)

@@ -40,7 +40,7 @@
 
 #include <stdbool.h>
 
-struct migd;
+struct migd_host;
 struct migd_call;
 struct migd_fleet;
 
@@ -66,11 +66,11 @@ void migd_host_undrain_call(struct migd_call *call);
  * freed. true: its thread still runs and uses the fleet object @f: the
  * drain takes it over (migd_fleet_stop(@f, @revoke) in
  * migd_host_drain_fini()). */
-bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,
+bool migd_host_drain_stop(struct migd_host *d, struct migd_fleet *f,
 			  bool revoke);
 /* After the loop ended (our socket closed, so the thread's calls fail
  * at once): join a drain thread still running, stop the fleet object it
  * took over, free it. */
-void migd_host_drain_fini(struct migd *d);
+void migd_host_drain_fini(struct migd_host *d);
 
 #endif

@@ -144,7 +144,7 @@ static bool limit_ok(struct migd_call *call, const char *what, uint32_t v)
 void migd_host_drain_call(struct migd_call *call)
 {
 	const Migd__HostDrainRequest *r = call->req->host_drain;
-	struct migd *d = migd_of(call);
+	struct migd_host *d = migd_host_of(call);
 	const char *id = migd_host_fleet_id(d);
 	struct migd_drain *dr;
 	char err[512];
@@ -240,7 +240,7 @@ void migd_host_drain_status_call(struct migd_call *call)
 void migd_host_drain_cancel_call(struct migd_call *call)
 {
 	const Migd__HostDrainCancelRequest *r = call->req->host_drain_cancel;
-	const char *id = migd_host_fleet_id(migd_of(call));
+	const char *id = migd_host_fleet_id(migd_host_of(call));
 
 	if (migd_drain_forward(call, r->host, r->forwarded))
 		return;
@@ -265,7 +265,7 @@ void migd_host_drain_cancel_call(struct migd_call *call)
 void migd_host_undrain_call(struct migd_call *call)
 {
 	const Migd__HostUndrainRequest *r = call->req->host_undrain;
-	struct migd *d = migd_of(call);
+	struct migd_host *d = migd_host_of(call);
 	const char *id = migd_host_fleet_id(d);
 	Migd__HostUndrainResult *res;
 	char err[512];
@@ -302,7 +302,7 @@ void migd_host_undrain_call(struct migd_call *call)
 	call->resp->host_undrain = res;
 }
 
-bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,
+bool migd_host_drain_stop(struct migd_host *d, struct migd_fleet *f,
 			  bool revoke)
 {
 	(void)d;
@@ -323,7 +323,7 @@ bool migd_host_drain_stop(struct migd *d, struct migd_fleet *f,
 	return false;
 }
 
-void migd_host_drain_fini(struct migd *d)
+void migd_host_drain_fini(struct migd_host *d)
 {
 	struct migd_drain *dr = last_drain;
 	struct migd_fleet *f;

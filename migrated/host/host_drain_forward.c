@@ -135,7 +135,7 @@ static Migd__Request *fwd_request(const Migd__Request *r)
 /* Look @host up and fill @fw's address; false: @call failed. */
 static bool route(struct migd_call *call, const char *host, struct fwd *fw)
 {
-	struct migd *d = migd_of(call);
+	struct migd_host *d = migd_host_of(call);
 	struct migd_etcd_kvs kvs = { 0 };
 	char err[512];
 	int ret;
@@ -173,7 +173,7 @@ static bool route(struct migd_call *call, const char *host, struct fwd *fw)
 bool migd_drain_forward(struct migd_call *call, const char *host,
 			bool forwarded)
 {
-	struct migd *d = migd_of(call);
+	struct migd_host *d = migd_host_of(call);
 	const char *id = migd_host_fleet_id(d);
 	struct fwd *fw;
 	int ret;

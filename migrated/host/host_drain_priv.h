@@ -20,7 +20,7 @@
 
 #define MIGD_DRAIN_HOSTS_MAX 256u
 
-struct migd;
+struct migd_host;
 struct migd_fleet;
 struct migd_call;
 
@@ -54,7 +54,7 @@ struct migd_drain_dest {
 };
 
 struct migd_drain {
-	struct migd *d;
+	struct migd_host *d;
 	pthread_t thread;
 	bool joinable;
 	_Atomic bool stop;

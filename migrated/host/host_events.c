@@ -12,16 +12,17 @@
 #include "migrated/host/host.h"
 #include "migrated/host/host_priv.h"
 #include "migrated/host/metrics.h"
-#include "migrated/vmm/migration.h"
+#include "migrated/common/cfg.h"
 #include "migrated/rpc/server.h"
 
 #define COMP "migd.host"
 
 /* ---- migration records ------------------------------------------------- */
 
-struct migd_hmig *migd_hmig_find(struct migd *d, uint64_t id, const char *vm)
+struct migd_hmig *migd_hmig_find(struct migd_host *d, uint64_t id,
+				 const char *vm)
 {
-	for (struct migd_hmig *m = d->host->migs; m; m = m->next) {
+	for (struct migd_hmig *m = d->sup->migs; m; m = m->next) {
 		if (id && m->id == id)
 			return m;
 		if (!id && vm && *vm && m->info && m->info->vm &&
@@ -32,11 +33,11 @@ struct migd_hmig *migd_hmig_find(struct migd *d, uint64_t id, const char *vm)
 }
 
 /* Keep at most MIGD_MIG_HISTORY finished records. */
-static void trim(struct migd *d)
+static void trim(struct migd_host *d)
 {
 	unsigned kept = 0;
 
-	for (struct migd_hmig **pp = &d->host->migs; *pp;) {
+	for (struct migd_hmig **pp = &d->sup->migs; *pp;) {
 		struct migd_hmig *m = *pp;
 
 		if (m->finished && ++kept > MIGD_MIG_HISTORY) {
@@ -66,7 +67,7 @@ static void hmig_update(struct migd_hmig *m, const Migd__MigInfo *info)
 				MIGD__MIG_PHASE__MIG_PHASE_UNRESOLVED);
 }
 
-struct migd_hmig *migd_hmig_add(struct migd *d, uint64_t id, uint64_t wid,
+struct migd_hmig *migd_hmig_add(struct migd_host *d, uint64_t id, uint64_t wid,
 				const Migd__MigInfo *info)
 {
 	struct migd_hmig *m = migd_hmig_find(d, id, NULL);
@@ -76,8 +77,8 @@ struct migd_hmig *migd_hmig_add(struct migd *d, uint64_t id, uint64_t wid,
 		if (!m)
 			return NULL;
 		m->id = id;
-		m->next = d->host->migs;
-		d->host->migs = m;
+		m->next = d->sup->migs;
+		d->sup->migs = m;
 	}
 	m->wid = wid;
 	if (info)
@@ -88,7 +89,7 @@ struct migd_hmig *migd_hmig_add(struct migd *d, uint64_t id, uint64_t wid,
 	return m;
 }
 
-uint64_t migd_host_next_mig_id(struct migd *d)
+uint64_t migd_host_next_mig_id(struct migd_host *d)
 {
 	char path[PATH_MAX + 16];
 	FILE *f;
@@ -157,7 +158,7 @@ void migd__host_vm_crashed(struct migd_worker *w)
 	ev.vm_state = &body;
 	migd_server_publish(&w->d->srv, &ev, w->name, 0, false);
 	/* Migrations it ran and did not finish ended with it. */
-	for (struct migd_hmig *m = w->d->host->migs; m; m = m->next) {
+	for (struct migd_hmig *m = w->d->sup->migs; m; m = m->next) {
 		Migd__MigInfo was;
 		Migd__MigProgress was_p;
 
@@ -185,7 +186,7 @@ void migd__host_vm_crashed(struct migd_worker *w)
 
 void migd__host_event(struct migd_worker *w, const Migd__Event *ev_in)
 {
-	struct migd *d = w->d;
+	struct migd_host *d = w->d;
 	Migd__Event ev = *ev_in;
 	const char *vm = w->name;
 	uint64_t mig_id = 0;

@@ -23,7 +23,7 @@
 #define TICK_MS 100
 
 struct migd_hfleet {
-	struct migd *d;
+	struct migd_host *d;
 	struct migd_fleet *f;
 	uv_timer_t timer;
 	uint64_t grace_ms;
@@ -37,7 +37,7 @@ struct migd_hfleet {
 	bool draining;
 };
 
-static char *host_record(struct migd *d, const char *id, bool draining)
+static char *host_record(struct migd_host *d, const char *id, bool draining)
 {
 	json_object *o = json_object_new_object();
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -145,7 +145,7 @@ static void fence_sweep(struct migd_hfleet *hf)
 {
 	struct migd_worker *w;
 
-	for (w = hf->d->host->workers; w; w = w->next) {
+	for (w = hf->d->sup->workers; w; w = w->next) {
 		if (vm_migrating(w) && !w->fence_noted) {
 			w->fence_noted = true;
 			hv_warn(COMP, "event=fleet_fence_skip vm=%s "
@@ -183,7 +183,7 @@ static void fence(struct migd_hfleet *hf, uint64_t age)
 	free(hf->paused);
 	hf->paused = calloc(MIGD_VMS_MAX, sizeof(*hf->paused));
 	hf->nr_paused = 0;
-	for (w = hf->d->host->workers; w; w = w->next)
+	for (w = hf->d->sup->workers; w; w = w->next)
 		w->fence_noted = false;
 	fence_sweep(hf);
 	hv_warn(COMP, "event=fleet_fenced host=%s why=%s paused=%u",
@@ -266,7 +266,7 @@ static void tick(uv_timer_t *t)
 
 /* ---- start / stop -------------------------------------------------------- */
 
-int migd_host_fleet_start(struct migd *d)
+int migd_host_fleet_start(struct migd_host *d)
 {
 	struct migd_fleet_cfg fc = { 0 };
 	struct migd_hfleet *hf;
@@ -343,14 +343,14 @@ static void timer_closed(uv_handle_t *h)
 	free(hf);
 }
 
-void migd_host_fleet_stop(struct migd *d)
+void migd_host_fleet_stop(struct migd_host *d)
 {
 	struct migd_hfleet *hf = d->fleet;
 	bool vms_left = false;
 
 	if (!hf)
 		return;
-	for (struct migd_worker *w = d->host ? d->host->workers : NULL; w;
+	for (struct migd_worker *w = d->sup ? d->sup->workers : NULL; w;
 	     w = w->next)
 		if (w->has_vm && !w->vm_gone && !w->crashed)
 			vms_left = true;
@@ -364,33 +364,12 @@ void migd_host_fleet_stop(struct migd *d)
 	uv_close((uv_handle_t *)&hf->timer, timer_closed);
 }
 
-int migd_worker_fleet_open(struct migd *d)
-{
-	struct migd_fleet_cfg fc = { 0 };
-	char err[512];
-	int ret;
-
-	if (!d->cfg.etcd_endpoints[0])
-		return 0;
-	fc.etcd.endpoints = d->cfg.etcd_endpoints;
-	fc.etcd.cacert = d->cfg.etcd_cacert;
-	fc.etcd.cert = d->cfg.etcd_cert;
-	fc.etcd.key = d->cfg.etcd_key;
-	fc.prefix = d->cfg.etcd_prefix[0] ? d->cfg.etcd_prefix : NULL;
-	fc.host_id = d->cfg.host_id;
-	ret = migd_fleet_open(&fc, &d->fleet_keys, err, sizeof(err));
-	if (ret)
-		hv_err(COMP, "event=start_failed worker=%llu err=\"fleet: "
-		       "%s\"", (unsigned long long)d->cfg.worker_id, err);
-	return ret;
-}
-
-const char *migd_host_fleet_id(struct migd *d)
+const char *migd_host_fleet_id(struct migd_host *d)
 {
 	return d->fleet ? migd_fleet_host_id(d->fleet->f) : NULL;
 }
 
-int migd_host_fleet_claim(struct migd *d, const char *name, char *err,
+int migd_host_fleet_claim(struct migd_host *d, const char *name, char *err,
 			  size_t err_size)
 {
 	struct migd_fleet_owner o;
@@ -405,7 +384,7 @@ int migd_host_fleet_claim(struct migd *d, const char *name, char *err,
 	return migd_fleet_vm_claim(d->fleet->f, name, &o, err, err_size);
 }
 
-void migd_host_fleet_release(struct migd *d, const char *name)
+void migd_host_fleet_release(struct migd_host *d, const char *name)
 {
 	char err[512];
 	int ret;
@@ -418,22 +397,22 @@ void migd_host_fleet_release(struct migd *d, const char *name)
 			name, err);
 }
 
-struct migd_fleet *migd_host_fleet_keys(struct migd *d)
+struct migd_fleet *migd_host_fleet_keys(struct migd_host *d)
 {
 	return d->fleet ? d->fleet->f : NULL;
 }
 
-uint64_t migd_host_fleet_grace_ms(struct migd *d)
+uint64_t migd_host_fleet_grace_ms(struct migd_host *d)
 {
 	return d->fleet ? d->fleet->grace_ms : 0;
 }
 
-bool migd_host_fleet_draining(struct migd *d)
+bool migd_host_fleet_draining(struct migd_host *d)
 {
 	return d->fleet && d->fleet->draining;
 }
 
-int migd_host_fleet_set_draining(struct migd *d, bool on, char *err,
+int migd_host_fleet_set_draining(struct migd_host *d, bool on, char *err,
 				 size_t err_size)
 {
 	struct migd_hfleet *hf = d->fleet;

@@ -9,7 +9,7 @@
 
 #include "migrated/host/host.h"
 
-struct migd_worker *migd__worker_new(struct migd *d, uint64_t wid);
+struct migd_worker *migd__worker_new(struct migd_host *d, uint64_t wid);
 int migd__worker_connect(struct migd_worker *w);
 /* Forget @w (daemon shutdown): its record stays, it keeps running. */
 void migd__worker_detach(struct migd_worker *w);

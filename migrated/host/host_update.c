@@ -27,7 +27,7 @@
 
 struct migd_update {
 	struct migd_defer *df;
-	struct migd *d;
+	struct migd_host *d;
 	uint64_t old_wid, new_wid;
 	uint64_t start_ns;
 	char name[MIGD_NAME_MAX + 1];
@@ -147,7 +147,8 @@ void migd_host_vm_update(struct migd_call *call)
 	char err[512];
 	int ret;
 
-	ow = ref && ref->name ? migd_host_find(migd_of(call), ref->name) : NULL;
+	ow = ref && ref->name ? migd_host_find(migd_host_of(call), ref->name)
+			      : NULL;
 	if (!ow || !ow->has_vm) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", ref && ref->name ? ref->name
@@ -170,11 +171,12 @@ void migd_host_vm_update(struct migd_call *call)
 		return;
 	}
 	migd__vm_update_result__init(&u->res);
-	u->d = migd_of(call);
+	u->d = migd_host_of(call);
 	u->old_wid = ow->wid;
 	u->start_ns = hv_now_ns();
 	snprintf(u->name, sizeof(u->name), "%s", ow->name);
-	ret = migd_worker_spawn(migd_of(call), true, &nw, err, sizeof(err));
+	ret = migd_worker_spawn(migd_host_of(call), true, &nw, err,
+				sizeof(err));
 	if (ret) {
 		free(u);
 		migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,

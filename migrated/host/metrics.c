@@ -26,7 +26,7 @@
 struct scrape;
 
 struct migd_metrics {
-	struct migd *d;
+	struct migd_host *d;
 	uv_tcp_t listener;
 	struct scrape *scrapes;
 	unsigned nr;
@@ -121,7 +121,7 @@ const char *migd__mnum(double v, char *out)
 	return out;
 }
 
-int migd_metrics_render(struct migd *d, char **out, size_t *len)
+int migd_metrics_render(struct migd_host *d, char **out, size_t *len)
 {
 	struct migd_mbuf b = {0};
 	char v[MIGD_NUM_MAX];
@@ -344,7 +344,7 @@ static void listener_closed(uv_handle_t *h)
 	free(h->data);
 }
 
-int migd_metrics_start(struct migd *d, const char *host, uint16_t port,
+int migd_metrics_start(struct migd_host *d, const char *host, uint16_t port,
 		       uint16_t *port_out, struct migd_metrics **out)
 {
 	struct migd_metrics *m;

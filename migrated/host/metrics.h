@@ -35,19 +35,19 @@
 
 #include "proto/control.pb-c.h"
 
-struct migd;
+struct migd_host;
 struct migd_metrics;
 
 /* Listen on @host:@port (0: any; the bound port is in *@port_out).
  * 0, -EINVAL, or a libuv error. */
-int migd_metrics_start(struct migd *d, const char *host, uint16_t port,
+int migd_metrics_start(struct migd_host *d, const char *host, uint16_t port,
 		       uint16_t *port_out, struct migd_metrics **out);
 /* Close the listener and every scrape in flight. stop(NULL) no-op. */
 void migd_metrics_stop(struct migd_metrics *m);
 
 /* Render the exposition into a malloc'd, NUL-terminated buffer (*@out,
  * length *@len). 0 or -ENOMEM. For the server and tests. */
-int migd_metrics_render(struct migd *d, char **out, size_t *len);
+int migd_metrics_render(struct migd_host *d, char **out, size_t *len);
 
 /* How a settled migration ended (migd_migrations_total's result label). */
 enum migd_mig_result {
@@ -71,7 +71,7 @@ struct migd_hist {
 	double sum;
 };
 
-/* Lifetime totals of settled migrations, by direction (struct migd). */
+/* Lifetime totals of settled migrations, by direction (struct migd_host). */
 struct migd_mig_totals {
 	uint64_t result[MIGD_MIG_DIRS][MIGD_MIG_RESULTS];
 	struct migd_hist duration[MIGD_MIG_DIRS];	/* elapsed_ns */
@@ -94,7 +94,7 @@ struct migd_mig_totals {
  * before the record takes it; not with what re-adoption finds (an
  * earlier daemon counted that).
  */
-void migd_metrics_mig_seen(struct migd *d, const Migd__MigInfo *prev,
+void migd_metrics_mig_seen(struct migd_host *d, const Migd__MigInfo *prev,
 			   const Migd__MigInfo *now);
 
 /* The result label of a settled @i. */

@@ -31,9 +31,9 @@ static const Migd__DirtyRateSample *vm_sample(const struct migd_worker *w)
 	return vm_listed(w) && !w->crashed ? w->dr : NULL;
 }
 
-static struct migd_worker *workers(struct migd *d)
+static struct migd_worker *workers(struct migd_host *d)
 {
-	return d->host ? d->host->workers : NULL;
+	return d->sup ? d->sup->workers : NULL;
 }
 
 static const char *source_of(const Migd__DirtyRateSample *s)
@@ -46,8 +46,8 @@ static const char *source_of(const Migd__DirtyRateSample *s)
  * monitor's windows, or, while an outgoing migration owns the dirty log,
  * its own measurement (no windows: window="migration").
  */
-static void dirty_family(struct migd *d, struct migd_mbuf *b, const char *name,
-			 const char *help, bool bytes)
+static void dirty_family(struct migd_host *d, struct migd_mbuf *b,
+			 const char *name, const char *help, bool bytes)
 {
 	char n[160], src[32], v[MIGD_NUM_MAX];
 
@@ -77,7 +77,7 @@ static void dirty_family(struct migd *d, struct migd_mbuf *b, const char *name,
 	}
 }
 
-void migd__metrics_vms(struct migd *d, struct migd_mbuf *b)
+void migd__metrics_vms(struct migd_host *d, struct migd_mbuf *b)
 {
 	static const struct {
 		Migd__VmState st;
@@ -165,9 +165,9 @@ void migd__metrics_vms(struct migd *d, struct migd_mbuf *b)
 	}
 }
 
-void migd__metrics_workers(struct migd *d, struct migd_mbuf *b)
+void migd__metrics_workers(struct migd_host *d, struct migd_mbuf *b)
 {
-	const struct migd_host *h = d->host;
+	const struct migd_supervisor *h = d->sup;
 	unsigned alive = 0;
 	char n[160];
 

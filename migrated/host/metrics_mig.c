@@ -129,7 +129,7 @@ static struct migd_hist *hist_of(struct migd_mig_totals *t, size_t f,
 	return (struct migd_hist *)((char *)t + hist_fams[f].off) + dir;
 }
 
-static void count_settled(struct migd *d, const Migd__MigInfo *i)
+static void count_settled(struct migd_host *d, const Migd__MigInfo *i)
 {
 	const Migd__MigProgress *p = i->progress;
 	struct migd_mig_totals *t = &d->mig_totals;
@@ -151,7 +151,7 @@ static void count_settled(struct migd *d, const Migd__MigInfo *i)
 	d->mig_verify_failures += r == MIGD_MIG_RESULT_VERIFY_FAILED;
 }
 
-void migd_metrics_mig_seen(struct migd *d, const Migd__MigInfo *prev,
+void migd_metrics_mig_seen(struct migd_host *d, const Migd__MigInfo *prev,
 			   const Migd__MigInfo *now)
 {
 	if (!now || !now->progress)
@@ -283,7 +283,8 @@ static void live_series(struct migd_mbuf *b, size_t f,
 
 /* ---- lifetime totals --------------------------------------------------- */
 
-static void hist_render(struct migd_mbuf *b, const struct migd *d, size_t f)
+static void hist_render(struct migd_mbuf *b, const struct migd_host *d,
+			size_t f)
 {
 	const struct hist_fam *hf = &hist_fams[f];
 	char le[MIGD_NUM_MAX], v[MIGD_NUM_MAX];
@@ -308,9 +309,9 @@ static void hist_render(struct migd_mbuf *b, const struct migd *d, size_t f)
 	}
 }
 
-void migd__metrics_migs(struct migd *d, struct migd_mbuf *b)
+void migd__metrics_migs(struct migd_host *d, struct migd_mbuf *b)
 {
-	struct migd_hmig *migs = d->host ? d->host->migs : NULL;
+	struct migd_hmig *migs = d->sup ? d->sup->migs : NULL;
 
 	for (size_t f = 0; f < HV_ARRAY_SIZE(live_fams); f++) {
 		family(b, live_fams[f].name, live_fams[f].type,

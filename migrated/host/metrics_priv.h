@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct migd;
+struct migd_host;
 
 /* A growing text buffer; once an allocation failed, @oom stays set and
  * nothing more is added. */
@@ -35,9 +35,9 @@ const char *migd__mesc(const char *s, char *out, size_t size);
 const char *migd__mnum(double v, char *out);
 
 /* The VM and worker families (metrics_host.c). */
-void migd__metrics_vms(struct migd *d, struct migd_mbuf *b);
-void migd__metrics_workers(struct migd *d, struct migd_mbuf *b);
+void migd__metrics_vms(struct migd_host *d, struct migd_mbuf *b);
+void migd__metrics_workers(struct migd_host *d, struct migd_mbuf *b);
 /* The migration families (metrics_mig.c). */
-void migd__metrics_migs(struct migd *d, struct migd_mbuf *b);
+void migd__metrics_migs(struct migd_host *d, struct migd_mbuf *b);
 
 #endif

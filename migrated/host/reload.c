@@ -171,7 +171,8 @@ static void fmt_opt(enum rid id, const struct migd_cfg *c, char *b, size_t n)
 }
 
 /* Apply live option @id of @nc to the running daemon. */
-static void apply_live(struct migd *d, enum rid id, const struct migd_cfg *nc)
+static void apply_live(struct migd_host *d, enum rid id,
+		       const struct migd_cfg *nc)
 {
 	switch (id) {
 	case R_LOG:
@@ -190,13 +191,8 @@ static void apply_live(struct migd *d, enum rid id, const struct migd_cfg *nc)
 	case R_RPC_IDLE:
 		d->cfg.rpc_idle_timeout_ms = nc->rpc_idle_timeout_ms;
 		break;
-	case R_DEVENT:
+	case R_DEVENT: /* workers spawned from now on get it */
 		d->cfg.dirty_event_ms = nc->dirty_event_ms;
-		if (d->dirty_timer_on) {
-			uv_timer_set_repeat(&d->dirty_timer,
-					    d->cfg.dirty_event_ms);
-			uv_timer_again(&d->dirty_timer);
-		}
 		break;
 	case R_STOP_VMS:
 		d->cfg.stop_vms = nc->stop_vms;
@@ -217,7 +213,7 @@ struct reload_count {
 };
 
 /* Step 1 (reload.h): 0 or -EINVAL. */
-static int reload_config(struct migd *d, struct reload_count *rc)
+static int reload_config(struct migd_host *d, struct reload_count *rc)
 {
 	struct migd_cfg *nc = malloc(sizeof(*nc));
 	char err[1024], ov[PATH_MAX + 64], nv[PATH_MAX + 64];
@@ -334,7 +330,7 @@ out:
 }
 
 /* Step 2 (reload.h): 0 or a negative errno, logged. */
-static int reload_tls(struct migd *d)
+static int reload_tls(struct migd_host *d)
 {
 	const char *files[] = { d->tls_ca, d->tls_cert, d->tls_key };
 	char why[PATH_MAX + 256], esc[HV_LOG_ESCAPE_LEN(sizeof(why))];
@@ -386,7 +382,7 @@ static int reload_tls(struct migd *d)
 	return 0;
 }
 
-int migd_reload(struct migd *d)
+int migd_reload(struct migd_host *d)
 {
 	struct reload_count rc = { 0, 0 };
 	int ret = 0, tret;

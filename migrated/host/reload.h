@@ -12,8 +12,9 @@
  *        rpc-idle-timeout-ms (connections accepted from now on, and an
  *        open one's idle deadline when it is next re-armed, i.e. at its
  *        next byte); migration-io-timeout-ms (migrations started from
- *        now on); dirty-event-ms (the DIRTY_RATE timer restarts with
- *        the new period); stop-vms (read at shutdown);
+ *        now on); dirty-event-ms (workers started from now on: the
+ *        DIRTY_RATE timer is a worker's, which keeps the period it was
+ *        started with); stop-vms (read at shutdown);
  *      kept until a restart (applied=no why="needs a restart"): every
  *        other option -- state-dir, socket, accel, tls-dir, dev-tls,
  *        migration-listen, rpc-listen, metrics-listen, dirty-monitor,
@@ -36,7 +37,7 @@
 #ifndef MIGD_RELOAD_H
 #define MIGD_RELOAD_H
 
-struct migd;
+struct migd_host;
 
 /*
  * Reload as above. Returns 0 when the config (if any) and the TLS
@@ -44,6 +45,6 @@ struct migd;
  * not parse), -ENOENT, -EACCES, -EKEYREJECTED or -EBADMSG (TLS material;
  * see the log), -ECANCELED (shutting down: nothing done).
  */
-int migd_reload(struct migd *d);
+int migd_reload(struct migd_host *d);
 
 #endif

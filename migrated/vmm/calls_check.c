@@ -21,7 +21,7 @@
 #include "hvcore/wl_verify.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/vmm/vm_info.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 
 #define COMP "migd.vm"
 
@@ -79,7 +79,7 @@ void migd_call_vm_check(struct migd_call *call)
 			       "VM name missing");
 		return;
 	}
-	v = migd_registry_find(&migd_of(call)->reg, ref->name);
+	v = migd_registry_find(&migd_vmm_of(call)->reg, ref->name);
 	if (!v) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", ref->name);

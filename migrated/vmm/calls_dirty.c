@@ -12,7 +12,7 @@
 #include "hvcore/vcpu.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/vmm/vm_info.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/estimate.h"
 #include "migrated/vmm/monitor.h"
 
@@ -27,7 +27,7 @@ static struct migd_vm *find_vm(struct migd_call *call, const char *name)
 			       "VM name missing");
 		return NULL;
 	}
-	v = migd_registry_find(&migd_of(call)->reg, name);
+	v = migd_registry_find(&migd_vmm_of(call)->reg, name);
 	if (!v)
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", name);
@@ -44,7 +44,7 @@ void migd_call_dirty_rate(struct migd_call *call)
 	m = migd_call_alloc(call, sizeof(*m));
 	if (!m)
 		return;
-	migd_dirty_fill(migd_of(call), v, m);
+	migd_dirty_fill(migd_vmm_of(call), v, m);
 	call->resp->result_case = MIGD__RESPONSE__RESULT_DIRTY_RATE;
 	call->resp->dirty_rate = &m->s;
 }

@@ -9,7 +9,7 @@
 
 #include "hvcore/log.h"
 #include "migrated/vmm/calls.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/vm_info.h"
 
@@ -45,7 +45,7 @@ static Migd__MigInfo *mig_info_new(struct migd_call *call,
 void migd_call_mig_incoming(struct migd_call *call)
 {
 	const Migd__MigIncomingRequest *r = call->req->mig_incoming;
-	struct migd *d = migd_of(call);
+	struct migd_vmm *d = migd_vmm_of(call);
 	struct migd_mig_params prm = { 0 };
 	Migd__MigIncomingResult *res;
 	struct migd_mig *m;
@@ -103,7 +103,7 @@ void migd_call_mig_incoming(struct migd_call *call)
 			return;
 		}
 	}
-	if (d->cfg.role == MIGD_ROLE_WORKER && (d->reg.count || d->migs)) {
+	if (d->reg.count || d->migs) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "this worker runs a VM already");
 		return;
@@ -130,7 +130,7 @@ void migd_call_mig_incoming(struct migd_call *call)
 void migd_call_mig_start(struct migd_call *call)
 {
 	const Migd__MigStartRequest *r = call->req->mig_start;
-	struct migd *d = migd_of(call);
+	struct migd_vmm *d = migd_vmm_of(call);
 	struct migd_mig_params prm = { 0 };
 	Migd__MigStartResult *res;
 	struct migd_mig *m;
@@ -222,7 +222,7 @@ static struct migd_mig *ref_mig(struct migd_call *call, const Migd__MigRef *r)
 
 	if (!migd_mig_ref_check(call, r))
 		return NULL;
-	m = migd_mig_find(migd_of(call), r->id, r->vm);
+	m = migd_mig_find(migd_vmm_of(call), r->id, r->vm);
 	if (!m)
 		migd_mig_ref_missing(call, r);
 	return m;
@@ -249,12 +249,14 @@ void migd_call_mig_status(struct migd_call *call)
 		res->n_migrations = 1;
 		res->migrations = arr;
 	} else {
-		for (struct migd_mig *m = migd_of(call)->migs; m; m = m->next)
+		for (struct migd_mig *m = migd_vmm_of(call)->migs; m;
+		     m = m->next)
 			n++;
 		arr = n ? migd_call_alloc(call, n * sizeof(*arr)) : NULL;
 		if (n && !arr)
 			return;
-		for (struct migd_mig *m = migd_of(call)->migs; m; m = m->next)
+		for (struct migd_mig *m = migd_vmm_of(call)->migs; m;
+		     m = m->next)
 			if (!(arr[i++] = mig_info_new(call, m)))
 				return;
 		res->n_migrations = n;

@@ -15,7 +15,7 @@
 #include "hvcore/time.h"
 #include "hvcore/vcpu.h"
 #include "migrated/vmm/calls.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"
 #include "migrated/vmm/vm_info.h"
@@ -33,7 +33,7 @@ static struct migd_vm *ref_vm(struct migd_call *call, const Migd__VmRef *ref,
 			       "VM name missing");
 		return NULL;
 	}
-	v = migd_registry_find(&migd_of(call)->reg, ref->name);
+	v = migd_registry_find(&migd_vmm_of(call)->reg, ref->name);
 	if (!v) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_NOT_FOUND,
 			       "no VM named '%s'", ref->name);
@@ -103,7 +103,7 @@ static void warn_host_ram(struct migd_call *call, uint64_t mem_bytes)
 			       (double)host / (1 << 30));
 }
 
-void migd_console_log_path(struct migd *d, const char *name, char *buf,
+void migd_console_log_path(struct migd_vmm *d, const char *name, char *buf,
 			   size_t size)
 {
 	snprintf(buf, size, "%.400s/vms/%s.console", d->cfg.state_dir, name);
@@ -159,7 +159,7 @@ static void create_failed(struct migd_call *call, const struct hv_vm_cfg *cfg,
 void migd_call_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
-	struct migd *d = migd_of(call);
+	struct migd_vmm *d = migd_vmm_of(call);
 	enum hv_accel_kind accel;
 	struct hv_vm_cfg cfg;
 	struct migd_wl wl;
@@ -183,7 +183,7 @@ void migd_call_vm_create(struct migd_call *call)
 	if (!r->backing || !*r->backing)
 		cfg.backing = d->cfg.backing ? d->cfg.backing
 					     : MIGD_BACKING_DEFAULT;
-	if (d->cfg.role == MIGD_ROLE_WORKER && (d->reg.count || d->migs)) {
+	if (d->reg.count || d->migs) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
 			       "this worker runs a VM already");
 		return;
@@ -255,14 +255,13 @@ void migd_call_vm_create(struct migd_call *call)
 			cfg.boot.console_log);
 	warn_host_ram(call, cfg.mem_bytes);
 	reply_vm(call, v);
-	d->vms_created++;
 	migd_monitor_attach(d, v);
 	migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_INVALID, false);
 }
 
 void migd_call_vm_list(struct migd_call *call)
 {
-	struct migd_registry *reg = &migd_of(call)->reg;
+	struct migd_registry *reg = &migd_vmm_of(call)->reg;
 	Migd__VmListResult *r = migd_call_alloc(call, sizeof(*r));
 	Migd__VmInfo **arr;
 	Migd__VmInfo *infos;
@@ -457,7 +456,7 @@ static bool mig_pause(struct migd_call *call, struct migd_vm *v, bool pause)
 
 	if (!v->mig_id)
 		return false;
-	m = migd_mig_find(migd_of(call), v->mig_id, NULL);
+	m = migd_mig_find(migd_vmm_of(call), v->mig_id, NULL);
 	ret = m ? migd_mig_vm_pause(m, pause) : -EALREADY;
 	if (ret == -EBUSY)
 		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
@@ -501,7 +500,7 @@ void migd_call_vm_pause(struct migd_call *call)
 	}
 	hv_info(COMP, "event=vm_paused vm=%s", v->name);
 	reply_vm(call, v);
-	migd_publish_vm_state(migd_of(call), v, old, false);
+	migd_publish_vm_state(migd_vmm_of(call), v, old, false);
 }
 
 void migd_call_vm_resume(struct migd_call *call)
@@ -530,7 +529,7 @@ void migd_call_vm_resume(struct migd_call *call)
 	}
 	hv_info(COMP, "event=vm_resumed vm=%s", v->name);
 	reply_vm(call, v);
-	migd_publish_vm_state(migd_of(call), v, old, false);
+	migd_publish_vm_state(migd_vmm_of(call), v, old, false);
 }
 
 void migd_call_vm_destroy(struct migd_call *call)
@@ -551,10 +550,10 @@ void migd_call_vm_destroy(struct migd_call *call)
 		return;
 	old = info->state;
 	info->state = MIGD__VM_STATE__VM_STATE_STOPPED;
-	migd_publish_vm_state(migd_of(call), v, old, true);
+	migd_publish_vm_state(migd_vmm_of(call), v, old, true);
 	/* Its console log goes with it. */
 	snprintf(log, sizeof(log), "%s", v->vm->cfg.boot.console_log);
-	migd_registry_remove(&migd_of(call)->reg, v);
+	migd_registry_remove(&migd_vmm_of(call)->reg, v);
 	console_log_remove(log);
 	call->resp->result_case = MIGD__RESPONSE__RESULT_VM;
 	call->resp->vm = info;

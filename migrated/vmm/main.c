@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "hvcore/log.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/rpc/parse.h"
 #include "migrated/vmm/registry.h"
 #include "migrated/vmm/worker.h"
@@ -169,7 +169,6 @@ int main(int argc, char **argv)
 	int c;
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.role = MIGD_ROLE_WORKER;
 	cfg.listen_fd = -1;
 	cfg.takeover_fd = -1;
 	cfg.dirty_monitor = true;

@@ -12,7 +12,7 @@
 #include "hvcore/time.h"
 #include "migrated/vmm/worker.h"
 #include "migrated/vmm/vm_info.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"
 #include "migrated/mig/converge.h"
@@ -78,7 +78,7 @@ static void mig_free(struct migd_mig *m)
 }
 
 /* Drop the oldest finished records beyond MIGD_MIG_HISTORY. */
-static void trim_history(struct migd *d)
+static void trim_history(struct migd_vmm *d)
 {
 	unsigned kept = 0;
 
@@ -172,27 +172,24 @@ static void waiter_main(void *arg)
 static void settle_source_vm(struct migd_mig *m, struct migd_vm *v,
 			     Migd__VmState old)
 {
-	struct migd *d = m->d;
+	struct migd_vmm *d = m->d;
 
 	v->mig_id = 0;
 	v->mig_unresolved = false;
 	if (m->final.phase == MIG_PHASE_COMPLETED) {
 		/* The VM runs on the destination: release our copy. */
-		d->mig_errors += m->result != 0;
-		d->mig_verify_failures += m->result == -EBADE;
 		migd_publish_vm_state(d, v, old, true);
 		migd_registry_remove(&d->reg, v);
 		return;
 	}
 	/* Back on the source: the engine stopped logging, monitor again. */
 	migd_monitor_attach(d, v);
-	d->mig_errors += m->result != -ECANCELED;
 	migd_publish_vm_state(d, v, old, false);
 }
 
 static void settle_outgoing(struct migd_mig *m)
 {
-	struct migd *d = m->d;
+	struct migd_vmm *d = m->d;
 	struct migd_vm *v = migd_registry_find(&d->reg, m->vm);
 
 	if (!v || v->mig_id != m->id)
@@ -202,7 +199,6 @@ static void settle_outgoing(struct migd_mig *m)
 		 * nor to destroy (the destination may run it). */
 		m->unresolved = true;
 		v->mig_unresolved = true;
-		d->mig_unresolved++;
 		migd_publish_vm_state(d, v, MIGD__VM_STATE__VM_STATE_MIGRATING,
 				      false);
 		return;
@@ -226,7 +222,7 @@ static int name_check_cb(void *arg, const char *name, char *why,
 	if (m->prm.vm_name[0] || !*name)
 		return 0;
 	ret = migd_registry_hold(&m->d->reg, name);
-	if (!ret && m->d->cfg.role == MIGD_ROLE_WORKER) {
+	if (!ret) {
 		/* Names are the daemon's, host-wide. */
 		ret = migd_worker_claim_name(m->d, name, why, why_len);
 		if (ret) {
@@ -265,7 +261,7 @@ static void adopt_name(struct migd_mig *m)
 
 static void settle_incoming(struct migd_mig *m)
 {
-	struct migd *d = m->d;
+	struct migd_vmm *d = m->d;
 	struct hv_vm *vm = m->vm_in;
 	const struct hv_wl_vcpu_params *p;
 	struct migd_wl wl = { 0 };
@@ -453,7 +449,7 @@ static void async_cb(uv_async_t *a)
 	publish(m, MIGD__EVENT_KIND__EVENT_KIND_MIG_PROGRESS, false);
 }
 
-static int mig_new(struct migd *d, Migd__MigDirection dir,
+static int mig_new(struct migd_vmm *d, Migd__MigDirection dir,
 		   const struct migd_mig_params *prm, struct migd_mig **out)
 {
 	struct migd_mig *m = calloc(1, sizeof(*m));
@@ -497,7 +493,7 @@ static int mig_new(struct migd *d, Migd__MigDirection dir,
 static int set_tls(struct migd_mig *m, bool server, char *err,
 		   size_t err_size)
 {
-	struct migd *d = m->d;
+	struct migd_vmm *d = m->d;
 
 	if (m->prm.insecure)
 		return 0;
@@ -531,7 +527,7 @@ static int mig_launch(struct migd_mig *m)
 	return 0;
 }
 
-int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
+int migd_mig_start_outgoing(struct migd_vmm *d, struct migd_vm *v,
 			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size)
 {
@@ -608,7 +604,8 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 	return 0;
 }
 
-int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
+int migd_mig_start_incoming(struct migd_vmm *d,
+			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size)
 {
 	struct hv_vm_cfg base;
@@ -741,7 +738,7 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 	return ret;
 }
 
-void migd_mig_shutdown_all(struct migd *d)
+void migd_mig_shutdown_all(struct migd_vmm *d)
 {
 	for (struct migd_mig *m = d->migs; m; m = m->next) {
 		if (m->unresolved) {
@@ -777,7 +774,7 @@ void migd_mig_shutdown_all(struct migd *d)
 
 #else /* !MIGD_HAVE_ENGINE */
 
-int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
+int migd_mig_start_outgoing(struct migd_vmm *d, struct migd_vm *v,
 			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size)
 {
@@ -785,7 +782,8 @@ int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
 	return -ENOSYS;
 }
 
-int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
+int migd_mig_start_incoming(struct migd_vmm *d,
+			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size)
 {
 	snprintf(err, err_size, "migration engine not built");
@@ -798,7 +796,7 @@ int migd_mig_resolve(struct migd_mig *m, enum mig_resolve how)
 	return -EALREADY;
 }
 
-void migd_mig_shutdown_all(struct migd *d)
+void migd_mig_shutdown_all(struct migd_vmm *d)
 {
 	while (d->migs) {
 		struct migd_mig *m = d->migs;
@@ -814,7 +812,7 @@ void migd_mig_shutdown_all(struct migd *d)
 
 #endif
 
-struct migd_mig *migd_mig_find(struct migd *d, uint64_t id, const char *vm)
+struct migd_mig *migd_mig_find(struct migd_vmm *d, uint64_t id, const char *vm)
 {
 	for (struct migd_mig *m = d->migs; m; m = m->next) {
 		if (id && m->id == id)

@@ -49,16 +49,14 @@
 #include <uv.h>
 
 #include "hvcore/accel.h"
+#include "migrated/common/cfg.h"
 #include "migrated/rpc/parse.h"
 #include "migrated/fleet/fleet.h"
 #include "migrated/mig/session.h"
 #include "proto/control.pb-c.h"
 
-struct migd;
+struct migd_vmm;
 struct migd_vm;
-
-/* Finished migrations kept for status queries. */
-#define MIGD_MIG_HISTORY 16
 
 /* Room for a migration's message (mig_progress.message). */
 #define MIGD_MIG_MSG_LEN 256
@@ -94,7 +92,7 @@ struct migd_mig_params {
 struct migd_mig {
 	/* immutable after start */
 	struct migd_mig *next;
-	struct migd *d;
+	struct migd_vmm *d;
 	uint64_t id;
 	Migd__MigDirection dir;
 	struct migd_mig_params prm;
@@ -164,18 +162,19 @@ int migd_mig_fleet_settle(struct migd_mig *m, struct mig_progress *final);
  * reason in @err: -ENOSYS (engine not built), -EBUSY (VM state), -EINVAL,
  * -EPERM (no TLS material and not insecure), or the engine's error.
  */
-int migd_mig_start_outgoing(struct migd *d, struct migd_vm *v,
+int migd_mig_start_outgoing(struct migd_vmm *d, struct migd_vm *v,
 			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size);
 
 /* Listen for one incoming migration on prm->host:prm->port (0: any
  * port); the bound port is (*out)->port. Errors as above, and -EEXIST
  * when prm->vm_name is taken here. */
-int migd_mig_start_incoming(struct migd *d, const struct migd_mig_params *prm,
+int migd_mig_start_incoming(struct migd_vmm *d,
+			    const struct migd_mig_params *prm,
 			    struct migd_mig **out, char *err, size_t err_size);
 
 /* By id, or (id 0) the newest migration of VM @vm. NULL if none. */
-struct migd_mig *migd_mig_find(struct migd *d, uint64_t id, const char *vm);
+struct migd_mig *migd_mig_find(struct migd_vmm *d, uint64_t id, const char *vm);
 
 /* 0, -EALREADY (finished or past the commit point). */
 int migd_mig_cancel(struct migd_mig *m);
@@ -185,7 +184,7 @@ int migd_mig_cancel(struct migd_mig *m);
  * with a message naming the limit. Loop thread; called every second
  * (monitor.c's timer). migration_ops.c.
  */
-void migd_mig_arm_check(struct migd *d);
+void migd_mig_arm_check(struct migd_vmm *d);
 /*
  * Settle UNRESOLVED @m (see mig_source_resolve): resume the source VM, or
  * destroy it because the destination runs it. 0; -EBADE (confirmed, but
@@ -229,6 +228,6 @@ void migd_mig_info_fill(struct migd_mig *m, Migd__MigInfo *info,
 
 /* Shutdown: cancel every running migration, wait for each to end and
  * settle it, then free every record. */
-void migd_mig_shutdown_all(struct migd *d);
+void migd_mig_shutdown_all(struct migd_vmm *d);
 
 #endif

@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "hvcore/log.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/fleet/fleet.h"
 

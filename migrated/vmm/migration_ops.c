@@ -12,7 +12,7 @@
 
 #include "hvcore/log.h"
 #include "hvcore/time.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/mig/session.h"
 
@@ -30,7 +30,7 @@ int migd_mig_cancel(struct migd_mig *m)
 	return m->src ? mig_source_cancel(m->src) : mig_dest_cancel(m->dst);
 }
 
-void migd_mig_arm_check(struct migd *d)
+void migd_mig_arm_check(struct migd_vmm *d)
 {
 	uint64_t now = hv_now_ns();
 
@@ -127,7 +127,7 @@ int migd_mig_tune(struct migd_mig *m, const struct mig_tune *t)
 
 #else /* !MIGD_HAVE_ENGINE */
 
-void migd_mig_arm_check(struct migd *d)
+void migd_mig_arm_check(struct migd_vmm *d)
 {
 	(void)d;
 }

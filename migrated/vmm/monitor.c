@@ -7,14 +7,14 @@
 #include <string.h>
 
 #include "hvcore/log.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"
 #include "migrated/vmm/vm_info.h"
 
 #define COMP "migd.dirty"
 
-int migd_monitor_attach(struct migd *d, struct migd_vm *v)
+int migd_monitor_attach(struct migd_vmm *d, struct migd_vm *v)
 {
 	struct hv_dirtyrate_cfg cfg = {
 		.interval_ms = d->cfg.dirty_interval_ms,
@@ -49,7 +49,8 @@ static const char *mode_name(enum hv_dirty_mode m)
 	return m ? hv_dirty_mode_name(m) : "";
 }
 
-void migd_dirty_fill(struct migd *d, struct migd_vm *v, struct migd_dr_msg *m)
+void migd_dirty_fill(struct migd_vmm *d, struct migd_vm *v,
+		     struct migd_dr_msg *m)
 {
 	Migd__DirtyRateSample *s = &m->s;
 	struct hv_dirtyrate_snap *sn = &m->snap;
@@ -128,7 +129,7 @@ void migd_dirty_fill(struct migd *d, struct migd_vm *v, struct migd_dr_msg *m)
 	s->hist_seconds = sn->hist_seconds;
 }
 
-bool migd_vm_watch_exit(struct migd *d, struct migd_vm *v)
+bool migd_vm_watch_exit(struct migd_vmm *d, struct migd_vm *v)
 {
 	enum hv_vm_exit why = hv_vm_exit_reason(v->vm);
 	Migd__VmState old;
@@ -148,7 +149,7 @@ bool migd_vm_watch_exit(struct migd *d, struct migd_vm *v)
 
 static void dirty_timer_cb(uv_timer_t *t)
 {
-	struct migd *d = t->data;
+	struct migd_vmm *d = t->data;
 	struct migd_dr_msg *m;
 
 	/* An incoming-only worker has no VM yet: its armed receive's limit
@@ -173,7 +174,7 @@ static void dirty_timer_cb(uv_timer_t *t)
 	free(m);
 }
 
-void migd_monitor_events_start(struct migd *d)
+void migd_monitor_events_start(struct migd_vmm *d)
 {
 	uint32_t ms = d->cfg.dirty_event_ms ? d->cfg.dirty_event_ms
 					    : MIGD_DIRTY_EVENT_MS_DEFAULT;
@@ -184,7 +185,7 @@ void migd_monitor_events_start(struct migd *d)
 	d->dirty_timer_on = true;
 }
 
-void migd_monitor_events_stop(struct migd *d)
+void migd_monitor_events_stop(struct migd_vmm *d)
 {
 	if (!d->dirty_timer_on)
 		return;

@@ -27,7 +27,7 @@
 #include "hvcore/dirtyrate.h"
 #include "proto/control.pb-c.h"
 
-struct migd;
+struct migd_vmm;
 struct migd_vm;
 
 /* A DirtyRateSample with storage for its sub-messages. */
@@ -45,17 +45,18 @@ struct migd_dr_msg {
 
 /* Start monitoring @v if enabled and it has none. 0 or negative errno
  * (logged; the VM works without a monitor). */
-int migd_monitor_attach(struct migd *d, struct migd_vm *v);
+int migd_monitor_attach(struct migd_vmm *d, struct migd_vm *v);
 void migd_monitor_detach(struct migd_vm *v);
 
 /* Fill @m for @v (strings point into @v and static storage). */
-void migd_dirty_fill(struct migd *d, struct migd_vm *v, struct migd_dr_msg *m);
+void migd_dirty_fill(struct migd_vmm *d, struct migd_vm *v,
+		     struct migd_dr_msg *m);
 
 /* The exit watch above, for one VM: true when it stopped @v just now. */
-bool migd_vm_watch_exit(struct migd *d, struct migd_vm *v);
+bool migd_vm_watch_exit(struct migd_vmm *d, struct migd_vm *v);
 
 /* Start / stop the DIRTY_RATE event timer. */
-void migd_monitor_events_start(struct migd *d);
-void migd_monitor_events_stop(struct migd *d);
+void migd_monitor_events_start(struct migd_vmm *d);
+void migd_monitor_events_stop(struct migd_vmm *d);
 
 #endif

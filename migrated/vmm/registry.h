@@ -30,10 +30,10 @@
 #include <stdint.h>
 
 #include "hvcore/vm.h"
+#include "migrated/common/cfg.h"
 #include "migrated/rpc/parse.h"
 #include "proto/control.pb-c.h"
 
-#define MIGD_VMS_MAX 256
 #define MIGD_HEARTBEAT_US_DEFAULT 10000u
 
 /* The workload as the client asked for it, defaults filled in. */
@@ -90,11 +90,6 @@ struct migd_registry {
 	/* protected by lock */
 	struct migd_name_hold *holds;
 };
-
-/* Dirty ring sizes a create request may ask for (entries per vCPU; KVM
- * takes at most 1 MiB of ring, 4 KiB at least). */
-#define MIGD_DIRTY_RING_MIN 256
-#define MIGD_DIRTY_RING_MAX 65536
 
 /*
  * Turn a create request into a VM configuration, defaults applied and

@@ -26,7 +26,7 @@
 #include "hvcore/log.h"
 #include "hvcore/time.h"
 #include "migrated/vmm/vm_info.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/monitor.h"
 #include "migrated/vmm/registry.h"
 #include "migrated/rpc/server.h"
@@ -89,7 +89,7 @@ static int connect_path(const char *path)
 void migd_call_worker_handover(struct migd_call *call)
 {
 	const Migd__WorkerHandoverRequest *r = call->req->worker_handover;
-	struct migd *d = migd_of(call);
+	struct migd_vmm *d = migd_vmm_of(call);
 	struct migd_vm *v = d->reg.head;
 	struct migd_handover_times t = { 0 };
 	unsigned timeout = r->timeout_ms ? r->timeout_ms : HANDOVER_TIMEOUT_MS;
@@ -213,7 +213,7 @@ void migd_call_worker_handover(struct migd_call *call)
 /* ---- new worker -------------------------------------------------------- */
 
 struct migd_handover_in {
-	struct migd *d;
+	struct migd_vmm *d;
 	int lfd;
 	uv_thread_t thread;
 	uv_async_t async;
@@ -253,7 +253,7 @@ static void takeover_main(void *arg)
 static void async_closed(uv_handle_t *h)
 {
 	struct migd_handover_in *in = h->data;
-	struct migd *d = in->d;
+	struct migd_vmm *d = in->d;
 
 	free(in);
 	migd_worker_check_idle(d);
@@ -279,7 +279,7 @@ static void wl_from_msg(const Migd__Workload *w, struct migd_wl *wl)
 static void takeover_done(uv_async_t *a)
 {
 	struct migd_handover_in *in = a->data;
-	struct migd *d = in->d;
+	struct migd_vmm *d = in->d;
 	Migd__VmInspectResult *m = NULL;
 	struct migd_vm *v;
 	struct migd_wl wl;
@@ -323,7 +323,7 @@ static void takeover_done(uv_async_t *a)
 	uv_close((uv_handle_t *)&in->async, async_closed);
 }
 
-int migd_worker_takeover_start(struct migd *d)
+int migd_worker_takeover_start(struct migd_vmm *d)
 {
 	struct migd_handover_in *in;
 	int ret;

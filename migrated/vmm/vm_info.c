@@ -7,7 +7,7 @@
 
 #include "hvcore/guest_mem.h"
 #include "hvcore/kvm/kvm.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/vm_info.h"
 
 void migd_vm_info_fill(Migd__VmInfo *info, struct migd_vm *v)
@@ -66,7 +66,7 @@ Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v)
 	return info;
 }
 
-void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
+void migd_publish_vm_state(struct migd_vmm *d, struct migd_vm *v,
 			   Migd__VmState old_state, bool destroyed)
 {
 	Migd__Event ev = MIGD__EVENT__INIT;

@@ -13,7 +13,7 @@
 #include "migrated/vmm/registry.h"
 #include "proto/control.pb-c.h"
 
-struct migd;
+struct migd_vmm;
 
 /* A VmInfo of @v in @call's arena (NULL: call failed). */
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v);
@@ -35,7 +35,7 @@ bool migd_vm_refuse_linux(struct migd_call *call, struct migd_vm *v,
 			  const char *what);
 
 /* Publish a VM_STATE event for @v (before it is freed when @destroyed). */
-void migd_publish_vm_state(struct migd *d, struct migd_vm *v,
+void migd_publish_vm_state(struct migd_vmm *d, struct migd_vm *v,
 			   Migd__VmState old_state, bool destroyed);
 
 #endif

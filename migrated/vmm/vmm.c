@@ -19,17 +19,71 @@
 #include "hvcore/log.h"
 #include "hvcore/time.h"
 #include "migrated/fleet/fleet.h"
-#include "migrated/host/daemon.h"
-#include "migrated/host/host_fleet.h"
+#include "migrated/common/calls.h"
+#include "migrated/common/proc.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/worker.h"
 
 #define COMP "migd"
 
 uint64_t migd_self_worker_id;
 
-static void vmm_shutdown(struct migd *d)
+/* The ownership keys its migrations commit with, from the --etcd options
+ * its daemon passed (no lease: the daemon holds it). 0 standalone too;
+ * -errno logged. */
+static int fleet_open(struct migd_vmm *d)
+{
+	struct migd_fleet_cfg fc = {0};
+	char err[512];
+	int ret;
+
+	if (!d->cfg.etcd_endpoints[0])
+		return 0;
+	fc.etcd.endpoints = d->cfg.etcd_endpoints;
+	fc.etcd.cacert = d->cfg.etcd_cacert;
+	fc.etcd.cert = d->cfg.etcd_cert;
+	fc.etcd.key = d->cfg.etcd_key;
+	fc.prefix = d->cfg.etcd_prefix[0] ? d->cfg.etcd_prefix : NULL;
+	fc.host_id = d->cfg.host_id;
+	ret = migd_fleet_open(&fc, &d->fleet_keys, err, sizeof(err));
+	if (ret)
+		hv_err(COMP,
+		       "event=start_failed worker=%llu err=\"fleet: "
+		       "%s\"",
+		       (unsigned long long)d->cfg.worker_id, err);
+	return ret;
+}
+
+static void vmm_proc(struct migd_call *call, struct migd_proc *p)
+{
+	const struct migd_vmm *d = migd_vmm_of(call);
+
+	p->accel = d->accel;
+	p->start_ns = d->start_ns;
+	p->tls_ready = d->tls_ready;
+	p->fleet = d->fleet_keys != NULL;
+	p->srv = &d->srv;
+}
+
+void migd_vmm_call_ping(struct migd_call *call)
+{
+	struct migd_proc p;
+
+	vmm_proc(call, &p);
+	migd_call_ping(call, &p);
+}
+
+void migd_vmm_call_capabilities(struct migd_call *call)
+{
+	struct migd_proc p;
+
+	vmm_proc(call, &p);
+	migd_call_capabilities(call, &p);
+}
+
+static void vmm_shutdown(struct migd_vmm *d)
 {
 	if (d->stopping)
 		return;
@@ -49,7 +103,7 @@ static void vmm_shutdown(struct migd *d)
 
 static void signal_cb(uv_signal_t *s, int signum)
 {
-	struct migd *d = s->data;
+	struct migd_vmm *d = s->data;
 
 	hv_info(COMP, "event=signal sig=%s", strsignal(signum));
 	vmm_shutdown(d);
@@ -57,7 +111,7 @@ static void signal_cb(uv_signal_t *s, int signum)
 
 int migd_vmm_run(const struct migd_cfg *cfg)
 {
-	struct migd *d = calloc(1, sizeof(*d));
+	struct migd_vmm *d = calloc(1, sizeof(*d));
 	uv_loop_t loop;
 	int ret;
 
@@ -74,7 +128,8 @@ int migd_vmm_run(const struct migd_cfg *cfg)
 	}
 	/* main() insists on --accel: the daemon resolved it. */
 	d->accel = cfg->accel;
-	migd_tls_files(d);
+	d->tls_ready = migd_tls_files(d->cfg.tls_dir, d->tls_ca, d->tls_cert,
+				      d->tls_key);
 	ret = uv_loop_init(&loop);
 	if (ret) {
 		free(d);
@@ -86,7 +141,7 @@ int migd_vmm_run(const struct migd_cfg *cfg)
 	ret = migd_server_start_fd(&d->srv, d->loop, &migd_worker_server_ops, d,
 				   d->cfg.listen_fd, d->cfg.socket_path);
 	if (!ret)
-		ret = migd_worker_fleet_open(d);
+		ret = fleet_open(d);
 	if (ret) {
 		hv_err(COMP, "event=start_failed worker=%llu err=%d",
 		       (unsigned long long)d->cfg.worker_id, ret);

@@ -15,7 +15,7 @@
 #include "migrated/vmm/calls.h"
 #include "migrated/vmm/vm_info.h"
 #include "migrated/rpc/ctl_frame.h"
-#include "migrated/host/daemon.h"
+#include "migrated/vmm/vmm.h"
 #include "migrated/vmm/migration.h"
 #include "migrated/vmm/monitor.h"
 #include "migrated/rpc/server.h"
@@ -24,7 +24,7 @@
 #define COMP "vmm"
 #define CLAIM_TIMEOUT_MS 5000
 
-static bool busy(struct migd *d)
+static bool busy(struct migd_vmm *d)
 {
 	/* (A name hold lives only as long as its migration runs.) */
 	if (d->reg.count || d->takeover)
@@ -36,7 +36,7 @@ static bool busy(struct migd *d)
 }
 
 /* Orphaned and exiting: what the migrations did, for the next daemon. */
-static void write_outcome(struct migd *d)
+static void write_outcome(struct migd_vmm *d)
 {
 	Migd__MigStatusResult res = MIGD__MIG_STATUS_RESULT__INIT;
 	Migd__MigInfo infos[MIGD_MIG_HISTORY + 1], *ptrs[MIGD_MIG_HISTORY + 1];
@@ -74,7 +74,7 @@ static void write_outcome(struct migd *d)
 	free(buf);
 }
 
-static void signals_close(struct migd *d)
+static void signals_close(struct migd_vmm *d)
 {
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
@@ -87,10 +87,9 @@ static void signals_close(struct migd *d)
 		uv_close((uv_handle_t *)&d->sig_hup, NULL);
 }
 
-void migd_worker_check_idle(struct migd *d)
+void migd_worker_check_idle(struct migd_vmm *d)
 {
-	if (d->cfg.role != MIGD_ROLE_WORKER || d->stopping || !d->had_work ||
-	    busy(d))
+	if (d->stopping || !d->had_work || busy(d))
 		return;
 	d->stopping = true;
 	hv_info(COMP, "event=worker_idle worker=%llu orphaned=%s",
@@ -109,7 +108,7 @@ void migd_worker_check_idle(struct migd *d)
 
 static void on_conns(void *owner, unsigned n)
 {
-	struct migd *d = owner;
+	struct migd_vmm *d = owner;
 
 	if (n) {
 		if (d->orphaned)
@@ -141,7 +140,7 @@ static void on_conns(void *owner, unsigned n)
 
 static void after_call(void *owner, unsigned cs)
 {
-	struct migd *d = owner;
+	struct migd_vmm *d = owner;
 
 	/* A takeover starts once its daemon subscribed: the VM_STATE that
 	 * announces the VM must find the subscription (update.c). */
@@ -176,7 +175,7 @@ const struct migd_server_ops migd_worker_server_ops = {
 
 void migd_call_worker_info(struct migd_call *call)
 {
-	struct migd *d = migd_of(call);
+	struct migd_vmm *d = migd_vmm_of(call);
 	Migd__WorkerInfo *wi = migd_call_alloc(call, sizeof(*wi));
 	size_t n = 0, i = 0;
 
@@ -230,7 +229,7 @@ static int wait_fd(int fd, short ev, int ms)
 	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : -errno;
 }
 
-int migd_worker_claim_name(struct migd *d, const char *name, char *why,
+int migd_worker_claim_name(struct migd_vmm *d, const char *name, char *why,
 			   size_t why_len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

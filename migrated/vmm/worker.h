@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The worker role of struct migd (daemon.h): one process per VM, started
+ * The worker (struct migd_vmm, vmm.h): one process per VM, started
  * by the daemon (migrated/host/host.h) as migrated-vmm.
  *
  * A worker serves the control protocol on the socket its daemon bound
@@ -28,33 +28,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct migd;
+struct migd_vmm;
 struct migd_call;
-struct migd_cfg;
-
-/*
- * Run the worker of @cfg (vmm.c) until SIGTERM or until it is idle.
- * Returns the process exit code: 0, or 1 when start-up failed (logged).
- */
-int migd_vmm_run(const struct migd_cfg *cfg);
 
 /* The worker's control server (migd_server_start_fd(), owner: its struct
- * migd): its calls (calls.c), and the hooks that notice a lost daemon
+ * migd_vmm): its calls (calls.c), and the hooks that notice a lost daemon
  * and an idle worker. */
 extern const struct migd_server_ops migd_worker_server_ops;
 
 /* After anything that may leave the worker idle: exit if it is. */
-void migd_worker_check_idle(struct migd *d);
+void migd_worker_check_idle(struct migd_vmm *d);
 
 /* Engine thread: hold @name at the daemon. 0, -EEXIST (taken; @why says
  * so), or another negative errno (the daemon cannot be asked). */
-int migd_worker_claim_name(struct migd *d, const char *name, char *why,
+int migd_worker_claim_name(struct migd_vmm *d, const char *name, char *why,
 			   size_t why_len);
 
 /* update.c: with --takeover-fd, receive the VM of the worker this one
  * replaces (a thread; the loop registers it). Started once the daemon's
  * subscription is served (worker.c). 0 or -errno. */
-int migd_worker_takeover_start(struct migd *d);
+int migd_worker_takeover_start(struct migd_vmm *d);
 
 /* The worker-only calls (calls.c's table). */
 void migd_call_worker_info(struct migd_call *call);

@@ -43,10 +43,7 @@ worker_pids() {
 stop_workers() {
 	local p
 	for p in $(worker_pids); do kill -TERM "$p" 2>/dev/null; done
-	for _ in $(seq 50); do
-		[ -z "$(worker_pids)" ] && return 0
-		sleep 0.1
-	done
+	wait_until '[ -z "$(worker_pids)" ]' 5 && return 0
 	for p in $(worker_pids); do kill -KILL "$p" 2>/dev/null; done
 }
 
@@ -72,6 +69,35 @@ start_daemon() {
 }
 
 ctl() { "$CTL" --socket "$SOCK" "$@"; }
+
+# wait_until COND TIMEOUT: run the shell command COND (a string, eval'ed:
+# quote it as a command line) every 0.1 s until it succeeds, for at most
+# TIMEOUT seconds (decimals allowed: 0.5). 0 when it succeeded, 1 when
+# the time ran out; COND's output is discarded. The deadline is wall
+# time: on a loaded machine COND runs fewer times, not for longer. COND
+# sees the caller's variables (a function's locals too, but for the two
+# named _wu_*), not its positional parameters: copy those into locals.
+# Use it instead of a fixed sleep wherever the awaited state can be asked.
+wait_until() {
+	local _wu_cond=$1 _wu_end
+	_wu_end=$(($(date +%s%N) / 1000000 +
+		$(awk -v t="$2" 'BEGIN { printf "%d", t * 1000 }')))
+	while :; do
+		eval "$_wu_cond" >/dev/null 2>&1 && return 0
+		[ $(($(date +%s%N) / 1000000)) -ge "$_wu_end" ] && return 1
+		sleep 0.1
+	done
+}
+
+# free_port: a loopback TCP port that nobody uses now (the kernel picks
+# it; it may be taken again before it is bound, as ports 0 would not be).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# seq_sum NAME: the sum of VM NAME's vCPU write counters at the daemon of
+# $SOCK (0 when it has none; empty when the call fails).
+seq_sum() { ctl --json vm inspect "$1" 2>/dev/null | jq '[.vcpus[].seq] | add // 0'; }
 
 # mkca DIR CN: in DIR, a CA, a host certificate (server and client use: what
 # daemons present to each other and to RPC clients) and an RPC client

@@ -177,12 +177,10 @@ etcd_history() { ECTL_TIMEOUT=5 ectl watch --prefix "$1" --rev 1 -w json; }
 # wait_for SECONDS DESC CMD...: poll CMD (0.1 s) until it succeeds; ok or
 # fail DESC (lib.sh), and 0 or 1.
 wait_for() {
-	local end=$((SECONDS + $1)) desc=$2 s=$1
+	local s=$1 desc=$2 wf_cmd
 	shift 2
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" >/dev/null 2>&1 && { ok "$desc"; return 0; }
-		sleep 0.1
-	done
+	printf -v wf_cmd '%q ' "$@"
+	wait_until "$wf_cmd" "$s" && { ok "$desc"; return 0; }
 	fail "$desc (not within $s s)"
 	return 1
 }

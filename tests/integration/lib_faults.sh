@@ -15,12 +15,9 @@ vm_state() {
 # wait_state SOCK NAME STATE [TENTHS]: wait (default 10 s) until NAME is
 # in STATE ("absent" works too); 0 when it got there.
 wait_state() {
-	local n=${4:-100}
-	for _ in $(seq "$n"); do
-		[ "$(vm_state "$1" "$2")" = "$3" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	local sock=$1 name=$2 state=$3 n=${4:-100}
+	wait_until '[ "$(vm_state "$sock" "$name")" = "$state" ]' \
+		"$((n / 10)).$((n % 10))"
 }
 
 # vm_check SOCK NAME: run the oracle; CHECK_RC and CHECK_JSON are set and
@@ -48,20 +45,13 @@ expect_intact() {
 }
 
 # seq_total SOCK NAME: the sum of the VM's vCPU write counters.
-seq_total() {
-	"$CTL" --socket "$1" --json vm inspect "$2" 2>/dev/null |
-		jq '[.vcpus[].seq] | add // 0'
-}
+seq_total() { SOCK=$1 seq_sum "$2"; }
 
 # wait_log FILE REGEX [TENTHS]: wait (default 20 s) until FILE has a line
 # matching REGEX (e.g. a fault point firing).
 wait_log() {
-	local n=${3:-200}
-	for _ in $(seq "$n"); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	local file=$1 re=$2 n=${3:-200}
+	wait_until 'grep -qE "$re" "$file"' "$((n / 10)).$((n % 10))"
 }
 
 # send_verified OUTFILE: migrate-send's report says the post-commit

@@ -338,11 +338,8 @@ state_of() {
 }
 # wait_state SOCK VM STATE: up to 20 s.
 wait_state() {
-	for _ in $(seq 200); do
-		[ "$(state_of "$1" "$2")" = "$3" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	local sock=$1 name=$2 state=$3
+	wait_until '[ "$(state_of "$sock" "$name")" = "$state" ]' 20
 }
 # guest NAME: 64 MiB writing 1000 random pages/s (4 MiB/s): converges
 # behind 16 MiB/s in a few seconds, not behind 2 MiB/s.
@@ -521,7 +518,7 @@ if [ "$(SOCK=$SRC ctl --json ping | jq -r .engine)" = true ]; then
 	[ "$ph" = MIG_PHASE_SETUP ] && ok "migration list shows it armed ($ph)" ||
 		fail "armed migration $id in the list: '$ph'"
 	SOCK=$DST expect_rc 0 "disarm it: migration cancel $id" ctl migration cancel "$id"
-	for _ in $(seq 100); do [ "$(nworkers)" -le "$w0" ] && break; sleep 0.1; done
+	wait_until '[ "$(nworkers)" -le "$w0" ]' 10
 	[ "$(nworkers)" -le "$w0" ] && ok "disarmed: its worker is gone ($(nworkers) left)" ||
 		fail "disarmed, but $(nworkers) workers (was $w0)"
 	arm_timeout_check

@@ -50,7 +50,7 @@ sleep 0.3
 expect_rc 0 "create idle VM" ctl vm create ev1 --mem 32M --pattern idle
 expect_rc 0 "pause it" ctl vm pause ev1
 expect_rc 0 "destroy it" ctl vm destroy ev1
-for _ in $(seq 50); do kill -0 $EVP 2>/dev/null || break; sleep 0.1; done
+wait_until '! kill -0 "$EVP"' 5
 kill $EVP 2>/dev/null
 wait $EVP 2>/dev/null
 n=$(grep -c VM_STATE "$TMP/events")
@@ -83,7 +83,7 @@ wait "$DPID"
 grep -q "event=vm_destroyed vm=busy" "$TMP/d1-first.log" &&
 	grep -q "event=stop_vms vms=1" "$TMP/d1.log" &&
 	ok "--stop-vms: SIGTERM destroyed it" || fail "VM not destroyed"
-for _ in $(seq 50); do [ -z "$(worker_pids)" ] && break; sleep 0.1; done
+wait_until '[ -z "$(worker_pids)" ]' 5
 [ -z "$(worker_pids)" ] && ok "  ... and its worker exited" ||
 	fail "worker still running: $(worker_pids)"
 grep -q "event=stopped" "$TMP/d1.log" && ok "logged stop" || fail "no stop line"

@@ -30,11 +30,8 @@ ok "CA1 and CA2 made with the openssl CLI"
 
 # wait_count FILE REGEX N: until FILE has N lines matching (10 s).
 wait_count() {
-	for _ in $(seq 200); do
-		[ "$(grep -cE "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
-		sleep 0.05
-	done
-	return 1
+	local file=$1 re=$2 n=$3
+	wait_until '[ "$(grep -cE "$re" "$file")" -ge "$n" ]' 10
 }
 # rpc TRUST CERT CMD...: migratectl over TCP + mutual TLS, trusting the
 # server certificates of CA dir TRUST, presenting the client certificate

@@ -170,11 +170,9 @@ hosts_of() {
 
 # wait_drain SOCK HOST: until HOST's drain is no longer running (60 s).
 wait_drain() {
-	for _ in $(seq 300); do
-		[ "$(on "$1" --json host drain-status "$2" | jq -r .running)" = false ] && return 0
-		sleep 0.2
-	done
-	return 1
+	local sock=$1 host=$2
+	wait_until '[ "$(on "$sock" --json host drain-status "$host" |
+		jq -r .running)" = false ]' 60
 }
 
 # --- 6. cancel with a migration in flight -----------------------------------------

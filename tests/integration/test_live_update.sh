@@ -37,7 +37,6 @@ kvm) need_kvm; accels=(kvm) ;;
 soft) accels=(soft) ;;
 *) accels=(soft); have_kvm && accels=(kvm soft) ;;
 esac
-seq_sum() { SOCK=$SRC ctl --json vm inspect "$1" | jq '[.vcpus[].seq] | add'; }
 pid_of() { SOCK=$SRC ctl --json vm inspect "$1" | jq -r .info.worker_pid; }
 
 check_clean() { # NAME DESC
@@ -59,7 +58,7 @@ for acc in "${accels[@]}"; do
 	sleep 0.5
 	for i in 1 2 3; do
 		p0=$(pid_of "$vm")
-		s0=$(seq_sum "$vm")
+		s0=$(SOCK=$SRC seq_sum "$vm")
 		out=$(SOCK=$SRC ctl --json vm update "$vm" 2>&1)
 		rc=$?
 		p1=$(pid_of "$vm")
@@ -74,7 +73,7 @@ for acc in "${accels[@]}"; do
 		kill -0 "$p0" 2>/dev/null && fail "  ... old worker $p0 still runs" ||
 			ok "  ... old worker $p0 exited"
 		sleep 0.3
-		s1=$(seq_sum "$vm")
+		s1=$(SOCK=$SRC seq_sum "$vm")
 		st=$(SOCK=$SRC ctl --json vm inspect "$vm" | jq -r .info.state)
 		[ "$st" = VM_STATE_RUNNING ] && [ "${s1:-0}" -gt "${s0:-0}" ] &&
 			ok "  ... RUNNING, guest writes on ($s0 -> $s1)" ||
@@ -110,9 +109,9 @@ grep -qiE "new worker|exited" <<<"$LAST_OUT" && ok "  ... and says why: $LAST_OU
 rm -f "$TMP/failvmm"
 [ "$(pid_of "$vm")" = "$p0" ] && ok "  ... the VM stays in worker $p0" ||
 	fail "  ... worker is now $(pid_of "$vm")"
-s0=$(seq_sum "$vm")
+s0=$(SOCK=$SRC seq_sum "$vm")
 sleep 0.3
-s1=$(seq_sum "$vm")
+s1=$(SOCK=$SRC seq_sum "$vm")
 [ "${s1:-0}" -gt "${s0:-0}" ] && ok "  ... and keeps writing ($s0 -> $s1)" ||
 	fail "  ... no progress: $s0 -> $s1"
 check_clean "$vm" "  ... $vm"
@@ -136,9 +135,9 @@ grep -qi "failed precondition" <<<"$LAST_OUT" &&
 	fail "  ... message: $LAST_OUT"
 [ "$(pid_of "$vm")" = "$p0" ] && ok "  ... the VM stays in worker $p0" ||
 	fail "  ... worker is now $(pid_of "$vm")"
-s0=$(seq_sum "$vm")
+s0=$(SOCK=$SRC seq_sum "$vm")
 sleep 0.3
-s1=$(seq_sum "$vm")
+s1=$(SOCK=$SRC seq_sum "$vm")
 [ "${s1:-0}" -gt "${s0:-0}" ] && ok "  ... and keeps writing ($s0 -> $s1)" ||
 	fail "  ... no progress: $s0 -> $s1"
 check_clean "$vm" "  ... $vm"

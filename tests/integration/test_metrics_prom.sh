@@ -109,13 +109,8 @@ query() {
 }
 # wait_query EXPR SECONDS: until it has a series.
 wait_query() {
-	local n
-	for _ in $(seq $(($2 * 5))); do
-		n=$(query "$1")
-		[ "${n:-0}" -gt 0 ] && return 0
-		sleep 0.2
-	done
-	return 1
+	local expr=$1 n
+	wait_until 'n=$(query "$expr"); [ "${n:-0}" -gt 0 ]' "$2"
 }
 wait_query 'migd_up{host="src"} == 1 and on() migd_up{host="dst"} == 1' 15 &&
 	ok "prometheus scrapes both daemons" ||

@@ -72,7 +72,6 @@ start_send() {
 	ok "$1: iterating, $sent pages sent, when the fault comes"
 }
 
-seq_sum() { SOCK=$SRC ctl --json vm inspect "$1" | jq '[.vcpus[].seq] | add'; }
 
 # after_failure NAME DST_ALIVE WHY: the failure semantics. WHY (an
 # extended regex) must match the reason in migrate-send's report: the
@@ -100,9 +99,9 @@ after_failure() {
 	done
 	[ "$state" = VM_STATE_RUNNING ] && ok "$name: still runs on the source" ||
 		fail "$name: source state $state"
-	s1=$(seq_sum "$name")
+	s1=$(SOCK=$SRC seq_sum "$name")
 	sleep 0.5
-	s2=$(seq_sum "$name")
+	s2=$(SOCK=$SRC seq_sum "$name")
 	[ "${s2:-0}" -gt "${s1:-0}" ] && ok "$name: guest keeps writing on the source ($s1 -> $s2)" ||
 		fail "$name: no progress on the source: $s1 -> $s2"
 	if [ "$alive" = 1 ]; then

@@ -12,9 +12,6 @@ source "$(dirname "$0")/lib.sh" "$@"
 # nested under TCG starved the 600-connection flood past the budget).
 ACCEL=$(it_accel)
 FLOOD="$(dirname "$0")/flood.py"
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel "$ACCEL"
 SRC=$SOCK

@@ -59,11 +59,9 @@ wait_send() {
 }
 # wait_prefill NAME: the guest wrote each of its pages once.
 wait_prefill() {
-	for _ in $(seq 300); do
-		SOCK=$SRC ctl vm inspect "$1" 2>/dev/null |
-			grep -q 'prefill: *done' && return 0
-		sleep 0.1
-	done
+	local name=$1
+	wait_until 'SOCK=$SRC ctl vm inspect "$name" | grep -q "prefill: *done"' \
+		30 && return 0
 	fail "$1: prefill not done in 30 s"
 	return 1
 }

@@ -7,9 +7,6 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$SEND" ] && [ -n "$RECV" ] || { echo "SKIP: tools not built"; exit 77; }
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # Both control RPCs on TCP too: migrate-send and migrate-recv --connect.
 SRC_RPC=$(free_port)
 start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel soft \

@@ -8,9 +8,6 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 [ -n "$RECV" ] || { echo "SKIP: migrate-recv not built"; exit 77; }
 command -v openssl >/dev/null || { echo "SKIP: no openssl CLI"; exit 77; }
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # The config file the daemon reads (and reads again on SIGHUP).
 CONF=$TMP/migrated.conf

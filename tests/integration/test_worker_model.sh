@@ -44,7 +44,6 @@ listed() {
 }
 vm_state() { local s; s=$(listed "$1" state); echo "${s:-none}"; }
 vm_pid() { local p; p=$(listed "$1" worker_pid); echo "${p:-0}"; }
-seq_sum() { vm_json "$1" | jq '[.vcpus[].seq] | add // 0'; }
 hb_sum() { vm_json "$1" | jq '[.vcpus[].heartbeats] | add // 0'; }
 nr_vms() { ctl --json vm list | jq '[.vms[]?] | length'; }
 # alive PID: runs (a zombie does not: orphaned workers are init's
@@ -55,11 +54,8 @@ alive() {
 }
 # wait_log FILE REGEX: up to 5 s for a line.
 wait_log() {
-	for _ in $(seq 50); do
-		grep -qE "$2" "$1" && return 0
-		sleep 0.1
-	done
-	return 1
+	local file=$1 re=$2
+	wait_until 'grep -qE "$re" "$file"' 5
 }
 
 # guest NAME [ACCEL]: a 64 MiB VM whose vCPUs sweep their regions with
@@ -84,11 +80,9 @@ restart() {
 	mv "$TMP/$1.log" "$TMP/$1.$n.log"
 	start_daemon "$1" "${TLS[@]}"
 	[ "$1" = src ] && SRC=$SOCK SRC_PID=$DPID
-	for _ in $(seq 100); do
-		grep -q "event=adopt_done\|event=host_ready .*adopting=0" \
-			"$TMP/$1.log" && return 0
-		sleep 0.05
-	done
+	local log=$TMP/$1.log
+	wait_until 'grep -q "event=adopt_done\|event=host_ready .*adopting=0" \
+		"$log"' 5 && return 0
 	fail "$1: the new daemon did not finish adopting: $(tail -5 "$TMP/$1.log")"
 }
 
@@ -136,7 +130,7 @@ start_send() {
 # send_fails DESC NAME: migrate-send (SP) exits non-zero within 30 s.
 send_fails() {
 	local rc
-	for _ in $(seq 300); do alive "$SP" || break; sleep 0.1; done
+	wait_until '! alive "$SP"' 30
 	if alive "$SP"; then
 		fail "$1: migrate-send still runs 30 s after the fault"
 		kill "$SP"
@@ -168,11 +162,7 @@ runs_on_source() {
 # dst_empty DESC: the destination daemon lists no VM.
 dst_empty() {
 	local n
-	for _ in $(seq 50); do
-		n=$(SOCK=$DST nr_vms)
-		[ "$n" = 0 ] && break
-		sleep 0.1
-	done
+	wait_until 'n=$(SOCK=$DST nr_vms); [ "$n" = 0 ]' 5
 	[ "$n" = 0 ] && ok "$1: the destination lists no VM" ||
 		fail "$1: the destination lists: $(SOCK=$DST ctl vm list)"
 }
@@ -275,7 +265,7 @@ assert_verified_zero "$TMP/w1.out" "1: w1"
 	fail "1: w1 on the destination: $(SOCK=$DST vm_state w1)"
 check_clean "$DST" w1 "1: w1 on the destination"
 SOCK=$SRC expect_rc 3 "1: the source no longer has w1" ctl vm inspect w1
-for _ in $(seq 50); do alive "$P1" || break; sleep 0.1; done
+wait_until '! alive "$P1"' 5
 alive "$P1" && fail "1: w1's source worker $P1 still runs" ||
 	ok "1: w1's source worker exited"
 SOCK=$DST ctl vm destroy w1 >/dev/null
@@ -371,7 +361,7 @@ if start_send i1; then
 	# Up to 15 s: the orphan cancels, tells the source, discards what
 	# it received and writes its outcome; one fresh-clone ASan run took
 	# longer than 5 s here (not understood yet, see the issue notes).
-	for _ in $(seq 150); do alive "$dw" || break; sleep 0.1; done
+	wait_until '! alive "$dw"' 15
 	[ -n "$dw" ] && ! alive "$dw" &&
 		ok "4: the destination worker ($dw) exited" ||
 		fail "4: destination worker '$dw' still runs"

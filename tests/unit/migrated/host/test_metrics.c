@@ -28,8 +28,8 @@ struct fake_vm {
 };
 
 struct fake {
-	struct migd d;
-	struct migd_host h;
+	struct migd_host d;
+	struct migd_supervisor h;
 	struct fake_vm vm[5];
 	struct migd_hmig mig[4];
 	Migd__MigInfo mi[3];
@@ -102,7 +102,7 @@ static struct fake *fake_new(void)
 
 	if (!f)
 		return NULL;
-	f->d.host = &f->h;
+	f->d.sup = &f->h;
 	f->d.start_ns = hv_now_ns();
 	return f;
 }
@@ -252,7 +252,7 @@ static void test_empty_host_renders_every_family(void)
 	CU_ASSERT(has_line(f, "# TYPE migd_migration_phase gauge"));
 	CU_ASSERT(has_line(f, "migd_migrations{phase=\"iterate\"} 0"));
 	/* No host at all (the worker role): still a valid exposition. */
-	f->d.host = NULL;
+	f->d.sup = NULL;
 	CU_ASSERT_EQUAL_FATAL(render(f), 0);
 	CU_ASSERT(has_line(f, "migd_workers 0"));
 	CU_ASSERT(has_line(f, "migd_up 1"));
@@ -445,7 +445,7 @@ static const Migd__MigInfo *info(struct seen *s, Migd__MigDirection dir,
 #define IN MIGD__MIG_DIRECTION__MIG_DIRECTION_INCOMING
 #define PH(x) MIGD__MIG_PHASE__MIG_PHASE_##x
 
-static void totals(const struct migd *d, uint64_t err, uint64_t unres,
+static void totals(const struct migd_host *d, uint64_t err, uint64_t unres,
 		   uint64_t vf)
 {
 	CU_ASSERT_EQUAL(d->mig_errors, err);
@@ -455,7 +455,7 @@ static void totals(const struct migd *d, uint64_t err, uint64_t unres,
 
 static void test_outgoing_outcomes_are_counted_once(void)
 {
-	struct migd *d = calloc(1, sizeof(*d));
+	struct migd_host *d = calloc(1, sizeof(*d));
 	struct seen a, b;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);

@@ -11,8 +11,8 @@
 
 #include "hvcore/time.h"
 
-#include "migrated/vmm/calls.h"
-#include "migrated/host/daemon.h"
+#include "migrated/common/calls.h"
+#include "migrated/common/cfg.h"
 #include "migrated/mig/frame.h"
 #include "migrated/mig/session.h"
 
@@ -46,13 +46,12 @@ bool migd_accel_usable(enum hv_accel_kind kind)
 	}
 }
 
-void migd_call_capabilities(struct migd_call *call)
+void migd_call_capabilities(struct migd_call *call, const struct migd_proc *p)
 {
 	const size_t nb = sizeof(built_features) / sizeof(built_features[0]);
 	Migd__CapabilitiesResult *r = migd_call_alloc(call, sizeof(*r));
 	char **feat = migd_call_alloc(call, (nb + 4) * sizeof(*feat));
 	char **acc = migd_call_alloc(call, HV_ACCEL_COUNT * sizeof(*acc));
-	struct migd *d = migd_of(call);
 	size_t n = 0, na = 0;
 
 	if (!r || !feat || !acc)
@@ -64,11 +63,11 @@ void migd_call_capabilities(struct migd_call *call)
 	r->version = (char *)MIGD_VERSION;
 	for (size_t i = 0; i < nb; i++)
 		feat[n++] = (char *)built_features[i];
-	if (d->tls_ready)
+	if (p->tls_ready)
 		feat[n++] = "tls";
-	if (d->srv.tcp_listening)
+	if (p->srv->tcp_listening)
 		feat[n++] = "rpc-tls";
-	if (d->fleet || d->fleet_keys) {
+	if (p->fleet) {
 		feat[n++] = "fleet";
 		feat[n++] = "drain-cancel"; /* and host_undrain */
 	}
@@ -79,7 +78,7 @@ void migd_call_capabilities(struct migd_call *call)
 			acc[na++] = (char *)hv_accel_kind_name(k);
 	r->n_accelerators = na;
 	r->accelerators = acc;
-	r->default_accel = (char *)hv_accel_kind_name(d->accel);
+	r->default_accel = (char *)hv_accel_kind_name(p->accel);
 	r->stream_version_min = MIG_FRAME_VERSION_MIN;
 	r->stream_version_max = MIG_FRAME_VERSION;
 	r->channels_max = MIG_CHANNELS_MAX;
@@ -87,7 +86,7 @@ void migd_call_capabilities(struct migd_call *call)
 	call->resp->capabilities = r;
 }
 
-void migd_call_ping(struct migd_call *call)
+void migd_call_ping(struct migd_call *call, const struct migd_proc *p)
 {
 	Migd__PingResult *r = migd_call_alloc(call, sizeof(*r));
 
@@ -96,14 +95,14 @@ void migd_call_ping(struct migd_call *call)
 	migd__ping_result__init(r);
 	r->version = (char *)MIGD_VERSION;
 	r->pid = (uint64_t)getpid();
-	r->default_accel = (char *)hv_accel_kind_name(migd_of(call)->accel);
+	r->default_accel = (char *)hv_accel_kind_name(p->accel);
 #ifdef MIGD_HAVE_ENGINE
 	r->engine = true;
 #endif
-	r->uptime_ms = (hv_now_ns() - migd_of(call)->start_ns) / 1000000;
-	r->requests_served = migd_of(call)->srv.requests;
-	r->tls_refused = migd_of(call)->srv.tls_refused;
-	r->rpc_tls = migd_of(call)->srv.tcp_listening;
+	r->uptime_ms = (hv_now_ns() - p->start_ns) / 1000000;
+	r->requests_served = p->srv->requests;
+	r->tls_refused = p->srv->tls_refused;
+	r->rpc_tls = p->srv->tcp_listening;
 	call->resp->result_case = MIGD__RESPONSE__RESULT_PING;
 	call->resp->ping = r;
 }

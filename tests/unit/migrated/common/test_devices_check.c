@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "hvcore/vm.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/common/calls.h"
 #include "tests/harness/hv_test.h"
 
 static char dir[64], img[128], tiny[128], ro[128];

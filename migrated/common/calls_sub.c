@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "migrated/rpc/parse.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/common/calls.h"
 
 bool migd_mig_ref_check(struct migd_call *call, const Migd__MigRef *r)
 {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "hvcore/vm.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/common/calls.h"
 #include "tests/harness/hv_test.h"
 
 static char dir[64], kernel[128], empty[128];

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "hvcore/vm.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/common/calls.h"
 
 #define SECTOR 512
 

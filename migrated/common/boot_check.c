@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "hvcore/vm.h"
-#include "migrated/vmm/calls.h"
+#include "migrated/common/calls.h"
 
 bool migd_boot_wanted(const Migd__VmCreateRequest *r)
 {

@@ -1,0 +1,1 @@
+hv_unit_area(migrated/common LIBS migd_common TIMEOUT 60)
