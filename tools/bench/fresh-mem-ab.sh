@@ -80,6 +80,12 @@ for v in $VARIANTS; do
 	if [ "$name" != "$v" ]; then
 		IFS=, read -r -a envs <<<"${v#*:}"
 	fi
+	case $name in
+	'' | [0-9]* | *[!A-Za-z0-9_]*)
+		echo "variant name '$name': letters, digits, _ only" >&2
+		exit 2
+		;;
+	esac
 	printf -v "WARM_$name" %s 0
 	mig=$MIGRATED
 	for e in ${envs[@]+"${envs[@]}"}; do
