@@ -99,3 +99,21 @@ uint8_t *mig_memmap_range(const struct mig_memmap *map, uint32_t id,
 		return NULL;
 	return s->host + (off << HV_PAGE_SHIFT);
 }
+
+uint64_t mig_memmap_index(const struct mig_memmap *map, uint32_t id,
+			  gfn_t gfn)
+{
+	uint64_t idx = 0;
+
+	for (unsigned i = 0; i < mig_memmap_count(map); i++) {
+		const struct mig_memmap_slot *sl = mig_memmap_at(map, i);
+
+		if (sl->id == id)
+			return gfn >= sl->base_gfn &&
+					       gfn - sl->base_gfn < sl->npages
+				       ? idx + (gfn - sl->base_gfn)
+				       : UINT64_MAX;
+		idx += sl->npages;
+	}
+	return UINT64_MAX;
+}

@@ -48,4 +48,13 @@ const struct mig_memmap_slot *mig_memmap_find(const struct mig_memmap *map,
 uint8_t *mig_memmap_range(const struct mig_memmap *map, uint32_t id,
 			  gfn_t gfn, uint64_t npages);
 
+/*
+ * Index of page @gfn of slot @id when the slots' pages are numbered back
+ * to back in mig_memmap_at() order (the page hash tables' order,
+ * digest.h), or UINT64_MAX when the slot does not exist or does not hold
+ * @gfn. O(number of slots).
+ */
+uint64_t mig_memmap_index(const struct mig_memmap *map, uint32_t id,
+			  gfn_t gfn);
+
 #endif

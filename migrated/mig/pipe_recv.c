@@ -68,22 +68,6 @@ struct mig_recv_pipe {
 	struct recv_chan chans[];
 };
 
-/* Index in the hash table of page @gfn of slot @id (checked batch). */
-static uint64_t table_index(const struct mig_memmap *map, uint32_t id,
-			    uint64_t gfn)
-{
-	uint64_t idx = 0;
-
-	for (unsigned i = 0; i < mig_memmap_count(map); i++) {
-		const struct mig_memmap_slot *sl = mig_memmap_at(map, i);
-
-		if (sl->id == id)
-			return idx + (gfn - sl->base_gfn);
-		idx += sl->npages;
-	}
-	return UINT64_MAX; /* unreachable after mig_batch_check */
-}
-
 /*
  * Hash the pages batch @b just wrote, read back from guest memory (what
  * the decoder actually left there, zero pages included), into the table
@@ -97,7 +81,7 @@ static void hash_batch(struct mig_recv_pipe *p, const Mig__PageBatch *b)
 {
 	const uint8_t *host = mig_memmap_range(p->map, b->slot, b->first_gfn,
 					       b->npages);
-	uint64_t base = table_index(p->map, b->slot, b->first_gfn);
+	uint64_t base = mig_memmap_index(p->map, b->slot, b->first_gfn);
 
 	if (!host || base == UINT64_MAX)
 		return;
@@ -148,7 +132,7 @@ static int chan_batch(struct recv_chan *c, const Mig__PageBatch *b,
 	if (!ret && imap)
 		return c->pipe->install(c->pipe->install_arg, imap, b);
 	if (!ret)
-		c->end = table_index(c->pipe->map, b->slot, b->first_gfn) +
+		c->end = mig_memmap_index(c->pipe->map, b->slot, b->first_gfn) +
 			 b->npages;
 	if (!ret && c->pipe->htab)
 		hash_batch(c->pipe, b);

@@ -13,6 +13,7 @@
 #include "hvcore/bug.h"
 #include "hvcore/log.h"
 #include "migrated/mig/adapt.h"
+#include "migrated/mig/digest.h"
 
 struct send_chan {
 	/* immutable after create */
@@ -35,6 +36,8 @@ struct mig_send_pipe {
 	/* immutable after create */
 	const struct mig_memmap *map;
 	struct mig_delta_cache *delta;
+	uint64_t *htab; /* mig_send_pipe_cfg.table, or NULL */
+	uint64_t zero_hash;
 	unsigned n;
 	/* protected by lock */
 	pthread_mutex_t lock;
@@ -128,6 +131,24 @@ static void set_err(struct mig_send_pipe *p, int err)
 		p->err = err;
 }
 
+/*
+ * Hash the pages of @run into the table (pipeline.h, cfg.table). Each
+ * run's words are handed out once per mig_send_pipe_run(), so no other
+ * channel writes these entries meanwhile.
+ */
+static void hash_run(struct mig_send_pipe *p, const struct mig_page_run *run)
+{
+	unsigned n = 64 - (unsigned)__builtin_clzll(run->mask);
+	uint64_t idx = mig_memmap_index(p->map, run->slot, run->gfn);
+	const uint8_t *host = mig_memmap_range(p->map, run->slot, run->gfn, n);
+
+	/* Encoded already, so the run is inside its slot. One thread: no
+	 * thread is started, nothing can fail. */
+	if (host && idx != UINT64_MAX)
+		(void)mig_hash_range_rel(host, n, &run->mask, NULL,
+					 p->htab + idx, p->zero_hash, 1);
+}
+
 /* One run's worth of work on one channel. Called without the lock. */
 static void chan_run(struct send_chan *c)
 {
@@ -135,7 +156,7 @@ static void chan_run(struct send_chan *c)
 	struct mig_batch_info info;
 	struct mig_page_run run;
 	const uint8_t *frame;
-	uint64_t t0, t1, t2;
+	uint64_t t0, t1, t1h, t2;
 	size_t len;
 	int r;
 
@@ -161,6 +182,11 @@ static void chan_run(struct send_chan *c)
 		r = mig_batch_encode(c->enc, p->map, run.slot, run.gfn,
 				     run.mask, &frame, &len, &info);
 		t1 = now_ns();
+		/* Hash while the pages the encoder just read are in cache
+		 * (the TLS record of a raw batch would push them out). */
+		if (!r && p->htab)
+			hash_run(p, &run);
+		t1h = now_ns();
 		if (!r)
 			r = mig_conn_send_frame(c->conn, frame, len);
 		t2 = now_ns();
@@ -191,7 +217,7 @@ static void chan_run(struct send_chan *c)
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->enc_ns, t1 - t0,
 					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->send_ns, t2 - t1,
+		atomic_fetch_add_explicit(&c->send_ns, t2 - t1h,
 					  memory_order_relaxed);
 		if (info.compressed && info.level >= MIG_PIPE_LEVEL_MIN &&
 		    info.level < MIG_PIPE_LEVEL_MIN + (int)MIG_PIPE_LEVELS)
@@ -199,7 +225,7 @@ static void chan_run(struct send_chan *c)
 				&c->level_pages[info.level - MIG_PIPE_LEVEL_MIN],
 				info.compressed, memory_order_relaxed);
 		if (c->adaptive)
-			chan_adapt(c, &info, t1 - t0, t2 - t1);
+			chan_adapt(c, &info, t1 - t0, t2 - t1h);
 	}
 }
 
@@ -262,6 +288,8 @@ int mig_send_pipe_create(struct mig_conn *const *conns, unsigned n,
 		return -ENOMEM;
 	p->map = map;
 	p->delta = cfg ? cfg->delta : NULL;
+	p->htab = cfg ? cfg->table : NULL;
+	p->zero_hash = mig_zero_page_hash();
 	p->n = n;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work_cv, NULL);

@@ -97,6 +97,17 @@ struct mig_send_pipe_cfg {
 	 * by the channels, not owned; NULL: off. Only when the destination
 	 * offered MIG_FEATURE_DELTA. */
 	struct mig_delta_cache *delta;
+	/* Hash every page as it is sent (by the channel thread that sends
+	 * it, right after encoding its batch and before the send, read
+	 * from guest memory while still in cache) into this table: one entry per page of the map,
+	 * slots back to back in mig_memmap_at() order, stored as
+	 * mig_page_hash() ^ mig_zero_page_hash() (0: a zero page), as
+	 * mig_hash_range_rel() would. The caller's, not owned; it must
+	 * outlive the pipe, and be read only after mig_send_pipe_run()
+	 * returned (which orders the channels' writes before it). NULL:
+	 * off. A page that changes after it was read is dirty again and
+	 * is sent, and hashed, again. */
+	uint64_t *table;
 };
 
 /*

@@ -101,11 +101,9 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 				     mig_throttle_max(&s->thr));
 			FAIL(s, ret, "iteration %u: %s", iter, strerror(-ret));
 		}
-		ret = src_hash_sent(s);
-		if (ret)
-			FAIL(s, ret, "page hashes: %s", strerror(-ret));
 		/* The rate the source moves pages at is the whole pass's,
-		 * hashing included: the final pass pays it inside the
+		 * hashing included (the channels hash each page as they send
+		 * it, pipeline.h): the final pass pays it inside the
 		 * downtime, and a guest that re-dirties its region faster
 		 * than that never converges without a throttle. */
 		t_e = mig__now_ns();
@@ -257,8 +255,6 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	t[2] = mig__now_ns();
 	do {
 		ret = src_send_pass(s, iter);
-		if (!ret)
-			ret = src_hash_sent(s);
 	} while (!ret && s->pending);
 	if (!ret)
 		ret = mig_send_pipe_finish(s->pipe);

@@ -231,7 +231,6 @@ static int next_run(void *ctx, struct mig_page_run *run)
 			if (!m)
 				continue;
 			sl->bits[s->cur_word] = 0;
-			sl->sent[s->cur_word] |= m;
 			run->slot = sl->id;
 			run->gfn = sl->base + s->cur_word * 64;
 			run->mask = m;

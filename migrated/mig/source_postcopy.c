@@ -163,8 +163,6 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 		FAIL(s, ret, "send switchover: %s", strerror(-ret));
 	t[2] = mig__now_ns();
 	ret = src_send_pass(s, iter);
-	if (!ret)
-		ret = src_hash_sent(s);
 	if (ret)
 		FAIL(s, ret, "postcopy switch pass: %s", strerror(-ret));
 	ret = send_unsent(s);

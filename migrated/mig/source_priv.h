@@ -31,7 +31,7 @@ struct src_slot {
 	uint64_t npages;
 	uint64_t nwords;
 	uint64_t *bits;
-	uint64_t *sent;	 /* pages put on the wire by the current pass */
+	uint64_t *sent;	 /* pages to hash by src_hash_sent() */
 	uint64_t tidx;	 /* first entry of this slot in the page table */
 	uint8_t *host;	 /* the slot's memory on this host */
 };
@@ -264,7 +264,9 @@ int src_table_init(struct mig_source *s);
 /* Drop the holes of the guest's memfd from the dirty set (call right
  * after the first harvest: every later write is logged). */
 int src_skip_holes(struct mig_source *s);
-/* Hash the pages the last pass sent into the page table. */
+/* Hash the pages marked in the slots' sent bitmaps into the page table
+ * and clear the marks. The pipe hashes what it sends itself
+ * (mig_send_pipe_cfg.table): only postcopy's end marks pages here. */
 int src_hash_sent(struct mig_source *s);
 /* After commit: re-hash all of the (stopped) VM's memory and compare it
  * with the page table; fills the verify_* fields of the progress. */

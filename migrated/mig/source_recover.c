@@ -190,6 +190,7 @@ static int reconnect(struct mig_source *s, char *why, size_t len)
 					       : MIG__ENCODING__ENCODING_ZSTD;
 	pcfg.level = s->opts.zstd_level > 0 ? s->opts.zstd_level : 1;
 	pcfg.adaptive = s->opts.zstd_level == 0;
+	pcfg.table = s->table;
 	ret = mig_send_pipe_create(s->data, s->nchan, s->map, &pcfg,
 				   &s->pipe);
 	if (ret)

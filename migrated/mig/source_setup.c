@@ -299,6 +299,8 @@ int src_setup(struct mig_source *s)
 			FAIL(s, ret, "delta cache: %s", strerror(-ret));
 		pcfg.delta = s->delta;
 	}
+	/* The channels hash every page they send into the digest table. */
+	pcfg.table = s->table;
 	ret = mig_send_pipe_create(s->data, s->nchan, s->map, &pcfg, &s->pipe);
 	if (ret)
 		FAIL(s, ret, "send pipeline: %s", strerror(-ret));

@@ -25,6 +25,16 @@
 #                        by this script)
 #        SETTINGS="default bw10g multifd2 multifd2zstd" (QEMU's)
 #        SETTLE=1        seconds at the cell's rate after the prefill
+#        WARM=0          1: right before each migration (both sides'),
+#                        map, populate and free as much memory as the
+#                        guest has (tools/bench/fresh_touch.c), so that
+#                        both destinations write into memory the machine
+#                        recycles rather than memory fresh to it (on a
+#                        nested host that reports free pages to its
+#                        hypervisor, fresh memory costs 2-3 CPU seconds
+#                        per GiB on first touch: docs/benchmarks.md,
+#                        "Fresh memory on the destination"). The table
+#                        says which.
 #        HB_US=2000      heartbeat interval of the guest on both sides
 #        QTIMEOUT=180    seconds before a QEMU migration counts as not
 #                        converging (then cancelled, row "timeout")
@@ -63,6 +73,16 @@ PATTERN=${PATTERN:-sweep}
 # shellcheck source=tools/bench/lib_vsq.sh
 . "$top/tools/bench/lib_vsq.sh"
 vsq_init
+WARM=${WARM:-0}
+if [ "$WARM" = 1 ]; then
+	cc -O2 -pthread -o "$TMP/fresh_touch" "$top/tools/bench/fresh_touch.c"
+fi
+# Recycled memory for the next destination (WARM=1), else nothing.
+warm_mem() { # mem
+	[ "$WARM" = 1 ] || return 0
+	"$TMP/fresh_touch" "$(numfmt --from=iec "$1" |
+		awk '{ print int($1 / 1048576) }')" 1 2 >/dev/null
+}
 DSOCK_S= DSOCK_D=
 
 # One migration of ours -> a row in $TMP/rows.
@@ -86,6 +106,7 @@ ours() { # link mem content rate rep
 	wr=$(( (seq1 - seq0) / SETTLE ))
 	wpid=$(echo "$f" | jq '.info.worker_pid | tonumber')
 	# The destination's worker: the daemon's child that recv made.
+	warm_mem "$mem"
 	before=$(pgrep -P "$DPID_D" | sort || true)
 	port=$("$RECV" --socket "$d" --name "$vm" "$DST_IP:0")
 	dpid=$(comm -13 <(echo "$before") <(pgrep -P "$DPID_D" | sort || true) |
@@ -143,6 +164,7 @@ qemu_run() { # link mem content rate rep setting
 	sp=$QSP dp=$QDP
 	sleep "$SETTLE"
 	wr=$($PY rate "$TMP/hb.log" "$SETTLE" || true)
+	warm_mem "$mem"
 	c0s=$(cpu_ticks "$sp")
 	c0d=$(cpu_ticks "$dp")
 	j=$($PY migrate "$TMP/src.qmp" "$TMP/dst.qmp" \
@@ -184,7 +206,9 @@ print_row() {
 
 what=$(vsq_what "not the KVM comparison issue 12 asks for")
 echo "vs-qemu: $what; $(git -C "$top" log -1 --format=%h 2>/dev/null ||
-	echo '?'); 1 vCPU; REPS=$REPS; heartbeat ${HB_US} us; host TSC" \
+	echo '?'); 1 vCPU; REPS=$REPS; heartbeat ${HB_US} us;" \
+	"destination memory $([ "$WARM" = 1 ] && echo recycled ||
+		echo "fresh after SETTLE=${SETTLE}s"); host TSC" \
 	"$TSC_KHZ kHz; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "$HDR" link mem content MiB/s side rep "total ms" "down ms" \
 	"guest ms" "wire MB" "cpu s" "cpu d" "wr/s" check

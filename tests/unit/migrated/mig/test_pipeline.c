@@ -7,6 +7,7 @@
 #include "hvcore/workload.h"
 #include "migrated/mig/devca.h"
 #include "migrated/mig/delta.h"
+#include "migrated/mig/digest.h"
 #include "migrated/mig/pipeline.h"
 
 #include <errno.h>
@@ -533,7 +534,82 @@ static void test_prefault_stays_ahead_of_the_stream_and_stops(void)
 	munmap(m, 2 * slot);
 }
 
+/*
+ * With a table, the sender's channels hash every page they send, and
+ * only those: entries of pages a pass did not send keep what they held
+ * (a sentinel here), sent pages get mig_page_hash() ^ the zero-page
+ * hash (0 for a zero page), which is what the receiver's decode-time
+ * hashing stores for the same pages, so the two digests agree. A second
+ * pass re-hashes the pages it re-sends.
+ */
+static void test_sender_hashes_each_page_it_sends(void)
+{
+	const uint64_t sentinel = 0x5a5a5a5a5a5a5a5aULL;
+	const uint64_t sparse = 0x00ff00ff00ff00f1ULL;
+	const uint64_t n = 2ULL * SLOT_PAGES, zh = mig_zero_page_hash();
+	struct mig_send_pipe_cfg cfg = { 0 };
+	uint64_t *stab = malloc(n * 8), *dtab = calloc(n, 8);
+	struct mig_send_pipe *sp;
+	struct mig_recv_pipe *rp;
+	uint64_t counts[NCHAN], bad = 0, zeros = 0;
+	struct mem src, dst;
+	struct chans c;
+	struct walk w;
+
+	CU_ASSERT_FATAL(stab && dtab);
+	for (uint64_t i = 0; i < n; i++)
+		stab[i] = sentinel;
+	mem_init(&src);
+	mem_init(&dst);
+	chans_open(&c, false);
+	cfg.table = stab;
+	CU_ASSERT_EQUAL_FATAL(mig_send_pipe_create(c.src, NCHAN, src.map,
+						   &cfg, &sp),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(mig_recv_pipe_create_hashed(c.dst, NCHAN,
+							  dst.map, dtab, &rp),
+			      0);
+
+	for (uint64_t seq = 1; seq <= 2; seq++) {
+		fill(&src, seq);
+		w = (struct walk){ .sparse_mask = sparse };
+		CU_ASSERT_EQUAL(mig_send_pipe_run(sp, walk_next, &w, counts),
+				0);
+		CU_ASSERT_EQUAL(mig_recv_pipe_wait(rp, counts, 30000), 0);
+		for (uint64_t i = 0; i < n; i++) {
+			unsigned sl = (unsigned)(i / SLOT_PAGES);
+			uint64_t pg = i % SLOT_PAGES;
+			const uint8_t *p = src.p[sl] + pg * 4096ULL;
+			bool sent = pg / 64 % 5 != 4 ||
+				    (sparse >> (pg % 64) & 1);
+
+			if (!sent) {
+				bad += stab[i] != sentinel;
+				continue;
+			}
+			zeros += stab[i] == 0;
+			bad += stab[i] != (mig_page_hash(p) ^ zh);
+			bad += stab[i] != dtab[i];
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+	}
+	/* fill() leaves zero pages: their entries are 0, as documented. */
+	CU_ASSERT(zeros > 0);
+
+	CU_ASSERT_EQUAL(mig_send_pipe_finish(sp), 0);
+	CU_ASSERT_EQUAL(mig_recv_pipe_join(rp), 0);
+	mig_recv_pipe_destroy(rp);
+	mig_send_pipe_destroy(sp);
+	chans_close(&c);
+	mem_fini(&src);
+	mem_fini(&dst);
+	free(stab);
+	free(dtab);
+}
+
 static CU_TestInfo tests[] = {
+	{ "sender_hashes_each_page_it_sends",
+	  test_sender_hashes_each_page_it_sends },
 	{ "resent_pages_travel_as_deltas_intact",
 	  test_resent_pages_travel_as_deltas_intact },
 	{ "adaptive_sends_random_raw_and_text_compressed",
