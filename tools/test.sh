@@ -39,11 +39,12 @@ echo "== tests: ThreadSanitizer build (label tsan)"
 	ctest --output-on-failure -L tsan "${nokvm[@]}" "$@") || rc=1
 if [ ${#nokvm[@]} -gt 0 ]; then
 	kb=${KVMRIG_BUILD:-release}
-	# Not gating yet (KVMRIG_GATE=1 makes it gate): nested under QEMU
-	# TCG the rig's own kernel has locked up once and panicked once, and
-	# some suites time out on a loaded host (docs/testing.md); issue 23
-	# stays open for it. The run is printed in full and its verdict said
-	# plainly.
+	# Gating (KVMRIG_GATE=0 reports without failing). The rig's own
+	# kernel hung under TCG when KVM rewrote __schedule at every first
+	# and last VM; run.sh now holds KVM's static keys on for the whole
+	# run (tools/kvmrig/kvmhold.py, docs/testing.md). A test that fails
+	# is run once more (timing bounds nested under TCG); a rig that
+	# stops answering (124) or dies (125) is booted once more.
 	echo "== tests: label kvm in the KVM rig (no /dev/kvm here; build/$kb)"
 	t0=$SECONDS
 	rrc=0
@@ -69,25 +70,25 @@ if [ ${#nokvm[@]} -gt 0 ]; then
 		twins=()
 		tmo=${KVMRIG_TIMEOUT:-2400}
 	fi
-	# A rig that stopped answering (124) early is tried once more; a
-	# failing test fails at once.
+	# A rig that stopped answering (124) or died (125) within the first
+	# 1200 s is tried once more; a failing test fails at once.
 	for try in 1 2; do
 		rrc=0
 		"$top/tools/kvmrig/run.sh" -t "$tmo" -- \
-			sh -c 'cd "$1" && shift && ctest --output-on-failure --timeout 300 -L kvm "$@"' \
+			sh -c 'cd "$1" && shift && ctest --output-on-failure --timeout 300 --repeat until-pass:2 -L kvm "$@"' \
 			sh "$top/build/$kb" "${twins[@]}" "$@" || rrc=$?
-		[ "$rrc" = 124 ] && [ "$try" = 1 ] &&
-			[ $((SECONDS - t0)) -lt 600 ] || break
-		echo "== KVM rig: the rig stopped answering (status 124); once more"
+		{ [ "$rrc" = 124 ] || [ "$rrc" = 125 ]; } && [ "$try" = 1 ] &&
+			[ $((SECONDS - t0)) -lt 1200 ] || break
+		echo "== KVM rig: the rig itself failed (status $rrc); once more"
 	done
 	if [ "$rrc" = 0 ]; then
 		echo "== KVM rig: every kvm test passed ($((SECONDS - t0)) s)"
-	elif [ "${KVMRIG_GATE:-0}" = 1 ]; then
+	elif [ "${KVMRIG_GATE:-1}" = 1 ]; then
 		echo "== KVM rig: FAILED, status $rrc ($((SECONDS - t0)) s)"
 		rc=1
 	else
 		echo "== KVM rig: FAILED, status $rrc ($((SECONDS - t0)) s);" \
-			"not gating yet (KVMRIG_GATE=1 gates; docs/testing.md)"
+			"not gating (KVMRIG_GATE=0)"
 	fi
 fi
 if [ $# -eq 0 ]; then
