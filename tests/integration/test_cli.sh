@@ -178,6 +178,14 @@ for c in $("$CTL" --help | grep -oE '(^ {0,2}|\| )(vm|migration|host) [a-z][a-z-
 done
 [ -z "$missing" ] && ok "migratectl(1) has every subcommand of --help" ||
 	fail "migratectl(1) lacks:$missing"
+# ...and every option (the completion is made from --help alone,
+# tools/completion/migratectl; the man page is checked against it).
+missing=
+for o in $("$CTL" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+	grep -q -- "$o" <<<"$man" || missing="$missing $o"
+done
+[ -z "$missing" ] && ok "migratectl(1) has every option of --help" ||
+	fail "migratectl(1) lacks:$missing"
 
 # ---- bad input -----------------------------------------------------------
 SIZE_RE="KiB.*MiB.*GiB"

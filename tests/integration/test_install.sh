@@ -165,7 +165,7 @@ ok "man pages: $(ls "$P"/share/man/man*/* | wc -l) checked with groff -ww"
 # --- bash completion ------------------------------------------------------
 # complete WORDS...: what the completion offers after them.
 complete_words() {
-	bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
+	PATH=$P/bin:$PATH bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
 		_migratectl; printf "%s\n" "${COMPREPLY[@]}"' _ \
 		"$P/share/bash-completion/completions/migratectl" "$@"
 }
@@ -215,6 +215,38 @@ done
 opts=$(complete_words migratectl vm create v --)
 grep -qw -- --backing <<<"$opts" && grep -qw -- --prefill <<<"$opts" &&
 	ok "completion offers vm create options" || fail "vm create options: $opts"
+vals=$(complete_words migratectl vm create v --backing "" | tr '\n' ' ')
+names=$(complete_words migratectl vm update -- | tr '\n' ' ')
+[ "$vals" = "anon memfd memfd-thp hugetlb " ] && [ -z "${names// /}" ] &&
+	ok "completion: --backing's values from --help, none of a description's options" ||
+	fail "completion values: '$vals', vm update options: '$names'"
+# The completion holds no list of its own: a migratectl whose --help has
+# a command more gets it completed, subcommand, options and values.
+mkdir -p "$TMP/fakebin"
+cat >"$TMP/fakebin/migratectl" <<'FAKE'
+#!/bin/sh
+printf 'usage: migratectl [--frobsock PATH] COMMAND ...\n\n'
+printf '  frob zap NAME [--zing N] [--zest a|b]\n          [--zoom]\n'
+printf '  ping\n'
+FAKE
+chmod +x "$TMP/fakebin/migratectl"
+fake_words() {
+	PATH=$TMP/fakebin:$PATH bash -c 'source "$1"; shift; COMP_WORDS=("$@");
+		COMP_CWORD=$(($# - 1)); _migratectl; printf "%s " "${COMPREPLY[@]}"' _ \
+		"$P/share/bash-completion/completions/migratectl" "$@"
+}
+f1=$(fake_words migratectl "")
+f2=$(fake_words migratectl frob "")
+f3=$(fake_words migratectl frob zap x --)
+f4=$(fake_words migratectl frob zap x --zest "")
+f5=$(fake_words migratectl --f)
+if [ "$f1" = "frob ping " ] && [ "$f2" = "zap " ] &&
+	[ "$f3" = "--zest --zing --zoom " ] && [ "$f4" = "a b " ] &&
+	[ "$f5" = "--frobsock " ]; then
+	ok "completion is made from --help alone (a new command completes with no change)"
+else
+	fail "completion from a new --help: '$f1' '$f2' '$f3' '$f4' '$f5'"
+fi
 
 # --- systemd unit ---------------------------------------------------------
 UNIT=$P/lib/systemd/system/migrated.service
