@@ -11,6 +11,11 @@
 #   -t, --timeout SECS  whole run, boot included (default 1800); on expiry
 #                       the rig is killed and the status is 124
 #       --cpu MODEL     QEMU -cpu (default qemu64,+svm,+npt,+pdpe1gb)
+#       --tcg-thread single|multi
+#                       TCG's vCPU threads (default single, or
+#                       $KVMRIG_TCG_THREAD): one host thread runs every vCPU
+#                       in turn. Multi-threaded TCG is faster but the rig's
+#                       kernel has lost IPIs and hung under it (docs/testing.md)
 #   -v, --verbose       copy the rig's kernel console to stderr
 #
 # The host's root filesystem is the rig's, read-only (9p); the repository
@@ -35,6 +40,7 @@ mem=6G
 tmo=1800
 cpu_model=qemu64,+svm,+npt,+pdpe1gb
 verbose=0
+tcg_thread=${KVMRIG_TCG_THREAD:-single}
 
 die() {
 	echo "kvmrig: $*" >&2
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
 	-m | --mem) mem=$2; shift 2 ;;
 	-t | --timeout) tmo=$2; shift 2 ;;
 	--cpu) cpu_model=$2; shift 2 ;;
+	--tcg-thread) tcg_thread=$2; shift 2 ;;
 	-v | --verbose) verbose=1; shift ;;
 	--) shift; break ;;
 	-h | --help) usage ;;
@@ -58,6 +65,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ $# -gt 0 ] || usage
+case "$tcg_thread" in
+single | multi) ;;
+*) echo "kvmrig: --tcg-thread is single or multi, not '$tcg_thread'" >&2; exit 2 ;;
+esac
 
 qemu=$(command -v qemu-system-x86_64) ||
 	die "qemu-system-x86_64 not found: install the Debian package" \
@@ -189,7 +200,7 @@ console=$job/console.log
 # The command's stdout and stderr: the rig's ttyS1 and ttyS2, through
 # FIFOs (QEMU's "pipe" chardev writes NAME.out, reads NAME.in).
 mkfifo "$job/out.in" "$job/out.out" "$job/err.in" "$job/err.out"
-"$qemu" -accel tcg -cpu "$cpu_model" -m "$mem" -smp "$cpus" \
+"$qemu" -accel "tcg,thread=$tcg_thread" -cpu "$cpu_model" -m "$mem" -smp "$cpus" \
 	-nodefaults -no-user-config -display none -no-reboot \
 	-kernel "$img/vmlinuz" -initrd "$img/initrd.gz" -append "$append" \
 	-chardev file,id=con,path="$console" -serial chardev:con \
@@ -232,12 +243,26 @@ hung() {
 # (seen: both vCPUs stuck for minutes, nothing inside could end it); the
 # watchdog reports it every ~30 s, so it is found well before -t.
 lockup=${KVMRIG_LOCKUP_SECS:-90}
+# A command silent this long is a hung rig too (seen: both vCPUs idle in
+# HLT for 40 minutes, tasks blocked, no lockup reported). ctest prints a
+# line at each test's start and end and ends a test after its TIMEOUT
+# (600 s at most), so the default leaves it a minute more. 0: no limit.
+silence=${KVMRIG_SILENCE_SECS:-660}
 start=$SECONDS
+heard=$SECONDS
+size=0
 n=0
 while kill -0 "$qpid" 2>/dev/null; do
 	[ $((SECONDS - start)) -lt "$tmo" ] || hung "timed out after ${tmo}s"
-	if [ $((++n % 10)) = 0 ] && grep -qE "soft lockup - CPU#[0-9]+ stuck for ([0-9]{3,}|[$((lockup / 10))-9][0-9])s" "$console"; then
-		hung "the rig's kernel locked up (soft lockup over ${lockup}s)"
+	if [ $((++n % 10)) = 0 ]; then
+		if grep -qE "soft lockup - CPU#[0-9]+ stuck for ([0-9]{3,}|[$((lockup / 10))-9][0-9])s" "$console"; then
+			hung "the rig's kernel locked up (soft lockup over ${lockup}s)"
+		fi
+		now=$(stat -c %s "$job/stdout.log" 2>/dev/null || echo 0)
+		[ "$now" = "$size" ] || { size=$now; heard=$SECONDS; }
+		if [ "$silence" != 0 ] && [ $((SECONDS - heard)) -ge "$silence" ]; then
+			hung "the command printed nothing for ${silence}s"
+		fi
 	fi
 	sleep 0.5
 done
