@@ -12,10 +12,11 @@
 #                       the rig is killed and the status is 124
 #       --cpu MODEL     QEMU -cpu (default qemu64,+svm,+npt,+pdpe1gb)
 #       --tcg-thread single|multi
-#                       TCG's vCPU threads (default single, or
-#                       $KVMRIG_TCG_THREAD): one host thread runs every vCPU
-#                       in turn. Multi-threaded TCG is faster but the rig's
-#                       kernel has lost IPIs and hung under it (docs/testing.md)
+#                       TCG's vCPU threads (default multi, or
+#                       $KVMRIG_TCG_THREAD). The rig's kernel has lost IPIs
+#                       and hung under multi now and then; under single a
+#                       2-vCPU Linux guest never brings up its second CPU
+#                       (docs/testing.md)
 #   -v, --verbose       copy the rig's kernel console to stderr
 #
 # The host's root filesystem is the rig's, read-only (9p); the repository
@@ -40,7 +41,7 @@ mem=6G
 tmo=1800
 cpu_model=qemu64,+svm,+npt,+pdpe1gb
 verbose=0
-tcg_thread=${KVMRIG_TCG_THREAD:-single}
+tcg_thread=${KVMRIG_TCG_THREAD:-multi}
 
 die() {
 	echo "kvmrig: $*" >&2
