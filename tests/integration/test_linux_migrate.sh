@@ -35,9 +35,9 @@ SEED=$((RANDOM * 32768 + RANDOM + 1))
 DISK=$TMP/disk.img
 truncate -s 32M "$DISK"
 
-start_daemon src --accel kvm
+start_daemon src --dev-tls --tls-dir "$TMP/tls" --accel kvm
 SRC=$SOCK
-start_daemon dst --accel kvm
+start_daemon dst --dev-tls --tls-dir "$TMP/tls" --accel kvm
 DST=$SOCK
 
 SOCK=$SRC expect_rc 0 "vm create (2 vCPUs, --disk, --rng)" ctl vm create lx \
@@ -52,7 +52,8 @@ timeout "$BOOT_S" "$CTL" --socket "$SRC" vm console lx --from-start \
 rc=$?
 tr -d '\r' <"$TMP/boot.out" >"$TMP/boot.txt"
 [ "$rc" = 0 ] && ok "the guest booted in $(($(date +%s) - t0)) s" ||
-	{ fail "no shell within $BOOT_S s (rc=$rc): $(tail -c 3000 "$TMP/boot.txt")"; finish; }
+	{ fail "no shell within $BOOT_S s (rc=$rc): $(tail -c 3000 "$TMP/boot.txt")"
+	  SOCK=$SRC ctl vm console lx --from-start | tail -c 3000; finish; }
 grep -q "^hvblk: ok dev=/dev/vda mib=$MIB seed=$SEED " "$TMP/boot.txt" &&
 	ok "before: $MIB MiB of checksummed blocks written to /dev/vda" ||
 	fail "hvblk: $(grep hvblk "$TMP/boot.txt")"
@@ -66,7 +67,7 @@ SOCK=$SRC expect_rc 0 "workload started" ctl vm console lx --input "$TMP/in1"
 timeout 60 "$CTL" --socket "$SRC" vm console lx --until "premark " >/dev/null 2>&1
 sleep 1
 SOCK=$SRC ctl vm console lx | tr -d '\r' >"$TMP/pre.txt"
-read -r _ nlog up0 < <(grep -E "^premark [0-9]+ [0-9.]+$" "$TMP/pre.txt" | tail -1)
+read -r _ nlog up0 <<<"$(grep -E "^premark [0-9]+ [0-9.]+$" "$TMP/pre.txt" | tail -1)"
 [ -n "$up0" ] && ok "before: $nlog kernel log lines, uptime $up0 s" ||
 	{ fail "no premark line: $(tail -c 1000 "$TMP/pre.txt")"; finish; }
 w0=$(date +%s)
@@ -101,7 +102,7 @@ grep -E "^(hvguest|hvblk|postmark|endmark|newlog)" "$TMP/post.txt"
 grep -q "^hvguest: check ok pages=" "$TMP/post.txt" &&
 	ok "after: the workload's check passed over its whole region" ||
 	fail "workload: $(grep -E '^hvguest' "$TMP/post.txt")"
-read -r _ nlog1 up1 < <(grep -E "^postmark [0-9]+ [0-9.]+$" "$TMP/post.txt" | tail -1)
+read -r _ nlog1 up1 <<<"$(grep -E "^postmark [0-9]+ [0-9.]+$" "$TMP/post.txt" | tail -1)"
 new=$(grep -c "^newlog: " "$TMP/post.txt")
 [ -n "$nlog1" ] && [ "$nlog1" = "$nlog" ] && [ "$new" = 0 ] &&
 	ok "after: the kernel logged nothing new ($nlog lines)" ||
