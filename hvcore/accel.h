@@ -160,6 +160,21 @@ struct hv_accel_ops {
 	int (*vcpu_state_save)(struct hv_vcpu *vcpu, struct hv_blob *out);
 	int (*vcpu_state_restore)(struct hv_vcpu *vcpu,
 				  const struct hv_blob *in);
+
+	/*
+	 * Devices of a Linux guest (optional, NULL for accelerators without
+	 * them). devices_pause: every vCPU is parked; stop the device
+	 * threads once what they took is done, flush disks (hv_vm_pause()).
+	 * devices_run: restart them, before the vCPUs run (hv_vm_resume(),
+	 * hv_vm_start()). dev_state_save: the devices' state (out->len 0:
+	 * the VM has none), with the devices paused or never started;
+	 * dev_state_restore loads it into the fresh devices of a VM created
+	 * alike, validating before it applies anything.
+	 */
+	void (*devices_pause)(struct hv_vm *vm);
+	void (*devices_run)(struct hv_vm *vm);
+	int (*dev_state_save)(struct hv_vm *vm, struct hv_blob *out);
+	int (*dev_state_restore)(struct hv_vm *vm, const struct hv_blob *in);
 };
 
 /* Name of an enum value for logs; "?" when out of range. */

@@ -394,6 +394,9 @@ static int start_threads(struct hv_vm *vm, bool paused)
 		ret = -EBUSY;
 		goto out;
 	}
+	/* Devices loaded from a saved state wait for this (or a resume). */
+	if (!paused && vm->ops->devices_run)
+		vm->ops->devices_run(vm);
 	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++) {
 		ret = hv_vcpu_start(vm->vcpus[i], paused);
 		if (ret) {
@@ -436,6 +439,9 @@ int hv_vm_pause(struct hv_vm *vm)
 		hv_vcpu_request_pause(vm->vcpus[i]);
 	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
 		hv_vcpu_wait_parked(vm->vcpus[i]);
+	/* The devices' I/O completed too: the state is whole. */
+	if (vm->ops->devices_pause)
+		vm->ops->devices_pause(vm);
 	vm->state = HV_VM_PAUSED;
 out:
 	pthread_mutex_unlock(&vm->lock);
@@ -451,6 +457,8 @@ int hv_vm_resume(struct hv_vm *vm)
 		ret = -EBUSY;
 		goto out;
 	}
+	if (vm->ops->devices_run)
+		vm->ops->devices_run(vm);
 	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
 		hv_vcpu_resume(vm->vcpus[i]);
 	vm->state = HV_VM_RUNNING;

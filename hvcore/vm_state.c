@@ -14,7 +14,7 @@
 #include "proto/vmstate.pb-c.h"
 
 #define VMSTATE_MAGIC 0x54534d48u /* "HMST" */
-#define VMSTATE_VERSION 1u
+#define VMSTATE_VERSION 2u /* 2: devices */
 /* Decode limit: 64 vCPUs with XSAVE areas of a few KiB and MSR lists. */
 #define VMSTATE_MAX_BYTES (8u << 20)
 
@@ -27,14 +27,17 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 	return h;
 }
 
+/* Over the VM's blob, each vCPU's, the devices' (none: a version 1
+ * state's digest, unchanged). */
 static uint64_t state_digest(const ProtobufCBinaryData *vm,
-			     const ProtobufCBinaryData *vcpus, size_t n)
+			     const ProtobufCBinaryData *vcpus, size_t n,
+			     const ProtobufCBinaryData *dev)
 {
 	uint64_t h = fnv1a(0xcbf29ce484222325ULL, vm->data, vm->len);
 
 	for (size_t i = 0; i < n; i++)
 		h = fnv1a(h, vcpus[i].data, vcpus[i].len);
-	return h;
+	return fnv1a(h, dev->data, dev->len);
 }
 
 static bool state_allowed(struct hv_vm *vm)
@@ -48,7 +51,7 @@ int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
 {
 	Hvstate__VmState msg = HVSTATE__VM_STATE__INIT;
 	uint32_t n = vm->cfg.nr_vcpus;
-	struct hv_blob vb = {0};
+	struct hv_blob vb = {0}, db = {0};
 	struct hv_blob *cb;
 	ProtobufCBinaryData *bins;
 	size_t len;
@@ -65,6 +68,8 @@ int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
 	ret = vm->ops->vm_state_save(vm, &vb);
 	for (uint32_t i = 0; i < n && !ret; i++)
 		ret = vm->ops->vcpu_state_save(vm->vcpus[i], &cb[i]);
+	if (!ret && vm->ops->dev_state_save)
+		ret = vm->ops->dev_state_save(vm, &db);
 	if (ret)
 		goto out;
 	msg.magic = VMSTATE_MAGIC;
@@ -81,7 +86,9 @@ int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
 	}
 	msg.n_vcpus = n;
 	msg.vcpus = bins;
-	msg.digest = state_digest(&msg.vm, bins, n);
+	msg.devices.data = db.data;
+	msg.devices.len = db.len;
+	msg.digest = state_digest(&msg.vm, bins, n, &msg.devices);
 	len = hvstate__vm_state__get_packed_size(&msg);
 	out->data = malloc(len ? len : 1);
 	if (!out->data) {
@@ -91,6 +98,7 @@ int hv_vm_state_save(struct hv_vm *vm, struct hv_blob *out)
 	out->len = hvstate__vm_state__pack(&msg, out->data);
 out:
 	free(vb.data);
+	free(db.data);
 	for (uint32_t i = 0; cb && i < n; i++)
 		free(cb[i].data);
 	free(cb);
@@ -121,7 +129,10 @@ int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 	    msg->accel != (vm->cfg.accel == HV_ACCEL_KVM
 				   ? HVSTATE__ACCEL__ACCEL_KVM
 				   : HVSTATE__ACCEL__ACCEL_SOFT) ||
-	    msg->digest != state_digest(&msg->vm, msg->vcpus, msg->n_vcpus)) {
+	    (msg->version < 2 && msg->devices.len) ||
+	    (msg->devices.len && !vm->ops->dev_state_restore) ||
+	    msg->digest != state_digest(&msg->vm, msg->vcpus, msg->n_vcpus,
+					&msg->devices)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -134,6 +145,13 @@ int hv_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 		struct hv_blob b = {msg->vcpus[i].data, msg->vcpus[i].len};
 
 		ret = vm->ops->vcpu_state_restore(vm->vcpus[i], &b);
+	}
+	/* After the interrupt controllers: a device raises its lines. A VM
+	 * with devices needs their state (a version 1 state has none). */
+	if (!ret && vm->ops->dev_state_restore) {
+		struct hv_blob b = {msg->devices.data, msg->devices.len};
+
+		ret = vm->ops->dev_state_restore(vm, &b);
 	}
 out:
 	hvstate__vm_state__free_unpacked(msg, NULL);

@@ -11,18 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 
 #include "arch/x86/x86_vcpu.h"
 #include "hvcore/log.h"
 #include "proto/vmstate.pb-c.h"
 
 #define X86_STATE_VERSION 1u
+/* X86VmState: 2 adds the PIT and the kvmclock's realtime pair; 1 is
+ * still read. */
+#define X86_VM_STATE_VERSION 2u
+#define X86_VM_STATE_MAX (64u << 10)
+#define X86_CLOCK_MAX_GAP_NS (3600ull * 1000000000ull)
 #define NR_REGS 18
 #define NR_SEGS 8
 #define NR_CRS 5
-#define MAX_MSRS 4096
+#define MAX_MSRS 4160
 #define MAX_XCRS 16
 #define MAX_XSAVE (1u << 20)
+#define X86_MSR_TSC_DEADLINE 0x6e0
 
 static void seg_to_pb(const struct kvm_segment *s, Hvstate__X86Segment *p)
 {
@@ -254,6 +261,22 @@ static int check_vcpu_msg(const Hvstate__X86VcpuState *m, uint32_t vcpu_id,
 	return 0;
 }
 
+static int put_tsc_deadline(int fd, const Hvstate__X86VcpuState *m)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} one = {.h.nmsrs = 1, .e.index = X86_MSR_TSC_DEADLINE};
+
+	for (size_t i = 0; i < m->n_msrs; i++) {
+		if (m->msrs[i]->index != X86_MSR_TSC_DEADLINE)
+			continue;
+		one.e.data = m->msrs[i]->value;
+		return ioctl(fd, KVM_SET_MSRS, &one) == 1 ? 0 : -EIO;
+	}
+	return 0;
+}
+
 int x86_vcpu_state_restore(int fd, uint32_t vcpu_id,
 			   const struct x86_fpu_caps *fpu,
 			   const struct hv_blob *in)
@@ -361,6 +384,13 @@ int x86_vcpu_state_restore(int fd, uint32_t vcpu_id,
 	step = "lapic";
 	if (ioctl(fd, KVM_SET_LAPIC, &lapic) < 0)
 		goto err_errno;
+	/* KVM drops a TSC deadline written while the LAPIC timer is not in
+	 * deadline mode: write it again now that the LAPIC is (QEMU's
+	 * kvm_put_tscdeadline_msr()). */
+	step = "tsc_deadline";
+	ret = put_tsc_deadline(fd, m);
+	if (ret)
+		goto out_log;
 	memcpy(&ev, m->events.data, sizeof(ev));
 	step = "events";
 	if (ioctl(fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
@@ -395,12 +425,24 @@ out:
 	return ret;
 }
 
+/* The PIT, when the VM has one (KVM_CREATE_PIT2): 1, 0 without, or
+ * -errno. */
+static int get_pit(int vm_fd, struct kvm_pit_state2 *pit)
+{
+	memset(pit, 0, sizeof(*pit));
+	if (ioctl(vm_fd, KVM_GET_PIT2, pit) == 0)
+		return 1;
+	/* KVM answers ENXIO for a VM without a PIT. */
+	return errno == ENXIO ? 0 : -errno;
+}
+
 int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
 {
 	Hvstate__X86VmState m = HVSTATE__X86_VM_STATE__INIT;
 	struct kvm_clock_data clk = {0};
 	struct kvm_irqchip chip[3];
-	int khz;
+	struct kvm_pit_state2 pit;
+	int khz, has_pit;
 
 	if (ioctl(vm_fd, KVM_GET_CLOCK, &clk) < 0)
 		return -errno;
@@ -413,9 +455,16 @@ int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
 		if (ioctl(vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
 			return -errno;
 	}
-	m.version = X86_STATE_VERSION;
+	has_pit = get_pit(vm_fd, &pit);
+	if (has_pit < 0)
+		return has_pit;
+	m.version = X86_VM_STATE_VERSION;
 	m.kvmclock = clk.clock;
 	m.kvmclock_flags = clk.flags;
+	if (clk.flags & KVM_CLOCK_REALTIME)
+		m.kvmclock_realtime = clk.realtime;
+	if (clk.flags & KVM_CLOCK_HOST_TSC)
+		m.kvmclock_host_tsc = clk.host_tsc;
 	m.tsc_khz = (uint32_t)khz;
 	m.pic_master.data = (uint8_t *)&chip[0].chip;
 	m.pic_master.len = sizeof(chip[0].chip);
@@ -423,6 +472,10 @@ int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
 	m.pic_slave.len = sizeof(chip[1].chip);
 	m.ioapic.data = (uint8_t *)&chip[2].chip;
 	m.ioapic.len = sizeof(chip[2].chip);
+	if (has_pit) {
+		m.pit.data = (uint8_t *)&pit;
+		m.pit.len = sizeof(pit);
+	}
 	out->len = hvstate__x86_vm_state__get_packed_size(&m);
 	out->data = malloc(out->len);
 	if (!out->data)
@@ -431,21 +484,67 @@ int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out)
 	return 0;
 }
 
+/*
+ * The clock to set: the saved kvmclock, advanced by the wall time since
+ * the save when both KVMs pair the clock with CLOCK_REALTIME (the
+ * kernel's KVM_CLOCK_REALTIME: it adds now - realtime itself), so the
+ * guest's clock does not stand still for the downtime. A pair from the
+ * future or older than X86_CLOCK_MAX_GAP_NS (hosts' clocks apart, a
+ * state kept on disk) is not used: the clock then resumes where it
+ * stopped, as without the flag.
+ */
+static void clock_to_set(int vm_fd, const Hvstate__X86VmState *m,
+			 struct kvm_clock_data *clk)
+{
+	struct timespec ts;
+	int caps;
+	uint64_t now;
+
+	memset(clk, 0, sizeof(*clk));
+	clk->clock = m->kvmclock;
+	if (m->version < 2 || !(m->kvmclock_flags & KVM_CLOCK_REALTIME))
+		return;
+	caps = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_ADJUST_CLOCK);
+	if (caps < 0 || !(caps & KVM_CLOCK_REALTIME))
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (now < m->kvmclock_realtime ||
+	    now - m->kvmclock_realtime > X86_CLOCK_MAX_GAP_NS) {
+		hv_warn("x86_state",
+			"op=restore_clock realtime_saved=%llu realtime=%llu "
+			"note=not_advanced",
+			(unsigned long long)m->kvmclock_realtime,
+			(unsigned long long)now);
+		return;
+	}
+	clk->flags = KVM_CLOCK_REALTIME;
+	clk->realtime = m->kvmclock_realtime;
+}
+
 int x86_vm_state_restore(int vm_fd, int vcpu0_fd, const struct hv_blob *in)
 {
 	Hvstate__X86VmState *m;
-	struct kvm_clock_data clk = {0};
+	struct kvm_clock_data clk;
 	struct kvm_irqchip chip;
+	struct kvm_pit_state2 pit;
 	const ProtobufCBinaryData *chips[3];
 	int ret = 0, khz;
 
+	if (!in->len || in->len > X86_VM_STATE_MAX)
+		return -EINVAL;
 	m = hvstate__x86_vm_state__unpack(NULL, in->len, in->data);
 	if (!m)
 		return -EINVAL;
 	chips[0] = &m->pic_master;
 	chips[1] = &m->pic_slave;
 	chips[2] = &m->ioapic;
-	if (m->version != X86_STATE_VERSION || !m->tsc_khz) {
+	if ((m->version != X86_VM_STATE_VERSION &&
+	     m->version != X86_VM_STATE_VERSION - 1) ||
+	    !m->tsc_khz ||
+	    (m->version < 2 && (m->pit.len || m->kvmclock_realtime ||
+				m->kvmclock_host_tsc)) ||
+	    (m->pit.len && m->pit.len != sizeof(pit))) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -469,7 +568,16 @@ int x86_vm_state_restore(int vm_fd, int vcpu0_fd, const struct hv_blob *in)
 			goto out;
 		}
 	}
-	clk.clock = m->kvmclock;
+	/* A saved PIT needs one here (the same VM kind was created). */
+	if (m->pit.len) {
+		memcpy(&pit, m->pit.data, sizeof(pit));
+		if (ioctl(vm_fd, KVM_SET_PIT2, &pit) < 0) {
+			ret = -errno;
+			hv_err("x86_state", "op=restore step=pit err=%d", ret);
+			goto out;
+		}
+	}
+	clock_to_set(vm_fd, m, &clk);
 	if (ioctl(vm_fd, KVM_SET_CLOCK, &clk) < 0)
 		ret = -errno;
 out:

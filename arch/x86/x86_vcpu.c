@@ -134,6 +134,37 @@ int x86_vcpu_boot_long(int vcpu_fd, uint64_t entry, uint64_t cr3, uint64_t rdi)
 	return 0;
 }
 
+/*
+ * MSRs a guest programs that KVM_GET_MSR_INDEX_LIST leaves out: the MTRRs
+ * (default type, fixed ranges, the 8 variable pairs KVM emulates), as
+ * QEMU saves them. A Linux guest keeps what its "firmware" (us) set,
+ * but may rewrite them (PAT/MTRR code).
+ */
+static const uint32_t extra_msrs[] = {
+	0x2ff, 0x250, 0x258, 0x259, 0x268, 0x269, 0x26a, 0x26b, 0x26c, 0x26d,
+	0x26e, 0x26f, 0x200, 0x201, 0x202, 0x203, 0x204, 0x205, 0x206, 0x207,
+	0x208, 0x209, 0x20a, 0x20b, 0x20c, 0x20d, 0x20e, 0x20f,
+};
+
+static bool msr_listed(const struct x86_msr_list *l, uint32_t idx)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (l->idx[i] == idx)
+			return true;
+	return false;
+}
+
+static void msr_try_add(int vcpu_fd, struct x86_msr_list *l, uint32_t idx)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} one = {.h.nmsrs = 1, .e.index = idx};
+
+	if (!msr_listed(l, idx) && ioctl(vcpu_fd, KVM_GET_MSRS, &one) == 1)
+		l->idx[l->n++] = idx;
+}
+
 int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out)
 {
 	struct kvm_msr_list probe = {.nmsrs = 0};
@@ -149,7 +180,8 @@ int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out)
 	if (n > 4096)
 		return -E2BIG;
 	all = calloc(1, sizeof(*all) + n * sizeof(uint32_t));
-	l = calloc(1, sizeof(*l) + n * sizeof(uint32_t));
+	l = calloc(1, sizeof(*l) +
+			      (n + HV_ARRAY_SIZE(extra_msrs)) * sizeof(uint32_t));
 	if (!all || !l) {
 		ret = -ENOMEM;
 		goto err;
@@ -159,15 +191,10 @@ int x86_msr_list_probe(int sys_fd, int vcpu_fd, struct x86_msr_list **out)
 		ret = -errno;
 		goto err;
 	}
-	for (uint32_t i = 0; i < all->nmsrs; i++) {
-		struct {
-			struct kvm_msrs h;
-			struct kvm_msr_entry e;
-		} one = {.h.nmsrs = 1, .e.index = all->indices[i]};
-
-		if (ioctl(vcpu_fd, KVM_GET_MSRS, &one) == 1)
-			l->idx[l->n++] = all->indices[i];
-	}
+	for (uint32_t i = 0; i < all->nmsrs; i++)
+		msr_try_add(vcpu_fd, l, all->indices[i]);
+	for (size_t i = 0; i < HV_ARRAY_SIZE(extra_msrs); i++)
+		msr_try_add(vcpu_fd, l, extra_msrs[i]);
 	free(all);
 	*out = l;
 	return 0;

@@ -65,7 +65,12 @@ int x86_vcpu_state_restore(int vcpu_fd, uint32_t vcpu_id,
 			   const struct x86_fpu_caps *fpu,
 			   const struct hv_blob *in);
 
-/* VM: KVM clock, TSC frequency (from @vcpu0_fd), PIC and IOAPIC. */
+/*
+ * VM: KVM clock (with its CLOCK_REALTIME pair when KVM gives one: the
+ * restore then advances the clock by the wall time since the save, at
+ * most an hour), TSC frequency (from @vcpu0_fd), PIC, IOAPIC and the PIT
+ * when the VM has one. Restore reads X86VmState versions 1 and 2.
+ */
 int x86_vm_state_save(int vm_fd, int vcpu0_fd, struct hv_blob *out);
 int x86_vm_state_restore(int vm_fd, int vcpu0_fd, const struct hv_blob *in);
 

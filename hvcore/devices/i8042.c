@@ -241,3 +241,31 @@ void hv_i8042_destroy(struct hv_i8042 *k)
 	pthread_mutex_destroy(&k->lock);
 	free(k);
 }
+
+void hv_i8042_save(struct hv_i8042 *k, struct hv_i8042_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&k->lock);
+	s->status = k->status;
+	s->ctr = k->ctr;
+	s->outport = k->outport;
+	s->pending_cmd = k->pending_cmd;
+	s->out_len = k->out_len;
+	memcpy(s->out, k->out, k->out_len);
+	pthread_mutex_unlock(&k->lock);
+}
+
+int hv_i8042_load(struct hv_i8042 *k, const struct hv_i8042_state *s)
+{
+	if (s->out_len > sizeof(k->out))
+		return -EINVAL;
+	pthread_mutex_lock(&k->lock);
+	k->status = s->status;
+	k->ctr = s->ctr;
+	k->outport = s->outport;
+	k->pending_cmd = s->pending_cmd;
+	k->out_len = s->out_len;
+	memcpy(k->out, s->out, s->out_len);
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}

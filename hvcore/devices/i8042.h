@@ -35,4 +35,15 @@ int hv_i8042_create(const struct hv_dev_env *env, void (*reset)(void *arg),
 		    void *arg, struct hv_i8042 **out);
 void hv_i8042_destroy(struct hv_i8042 *k);
 
+/* What migrates: status, command byte, output port, a command waiting
+ * for its data byte, the output queue (at most 4 bytes). Load: 0 or
+ * -EINVAL (a longer queue). Any thread. */
+struct hv_i8042_state {
+	uint8_t status, ctr, outport, pending_cmd;
+	uint8_t out[4];
+	unsigned out_len;
+};
+void hv_i8042_save(struct hv_i8042 *k, struct hv_i8042_state *s);
+int hv_i8042_load(struct hv_i8042 *k, const struct hv_i8042_state *s);
+
 #endif

@@ -551,3 +551,56 @@ uint64_t hv_pci_bar_addr(struct hv_pci_dev *d, unsigned idx)
 	pthread_mutex_unlock(&d->bus->lock);
 	return a;
 }
+
+void hv_pci_dev_save(struct hv_pci_dev *d, struct hv_pci_dev_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&d->bus->lock);
+	memcpy(s->cfg, d->cfg, sizeof(s->cfg));
+	pthread_mutex_unlock(&d->bus->lock);
+	pthread_mutex_lock(&d->msix_lock);
+	s->msix_enabled = d->msix_enabled;
+	s->msix_maskall = d->msix_maskall;
+	s->msix_n = d->msix_n;
+	for (unsigned i = 0; i < d->msix_n; i++) {
+		s->msix[i].addr_lo = d->msix[i].addr_lo;
+		s->msix[i].addr_hi = d->msix[i].addr_hi;
+		s->msix[i].data = d->msix[i].data;
+		s->msix[i].ctrl = d->msix[i].ctrl;
+	}
+	s->msix_pending = d->msix_pending;
+	pthread_mutex_unlock(&d->msix_lock);
+}
+
+int hv_pci_dev_load(struct hv_pci_dev *d, const struct hv_pci_dev_state *s)
+{
+	struct hv_pci_bus *bus = d->bus;
+
+	/* IDs and class: the same kind of device. */
+	if (memcmp(s->cfg, d->cfg, 4) ||
+	    memcmp(&s->cfg[HV_PCI_CLASS_REVISION],
+		   &d->cfg[HV_PCI_CLASS_REVISION], 4) ||
+	    s->msix_n != d->msix_n)
+		return -EINVAL;
+	pthread_mutex_lock(&bus->lock);
+	for (unsigned o = 0; o < sizeof(d->cfg); o++)
+		d->cfg[o] = (d->cfg[o] & ~d->wmask[o]) |
+			    (s->cfg[o] & d->wmask[o]);
+	for (unsigned i = 0; i < 6; i++)
+		if (d->bar[i].size)
+			bar_update(bus, d, i);
+	pthread_mutex_lock(&d->msix_lock);
+	d->msix_enabled = s->msix_enabled;
+	d->msix_maskall = s->msix_maskall;
+	for (unsigned i = 0; i < d->msix_n; i++) {
+		d->msix[i].addr_lo = s->msix[i].addr_lo;
+		d->msix[i].addr_hi = s->msix[i].addr_hi;
+		d->msix[i].data = s->msix[i].data;
+		d->msix[i].ctrl = s->msix[i].ctrl;
+	}
+	d->msix_pending = s->msix_pending &
+			  (d->msix_n < 64 ? (1ull << d->msix_n) - 1 : ~0ull);
+	pthread_mutex_unlock(&d->msix_lock);
+	pthread_mutex_unlock(&bus->lock);
+	return 0;
+}

@@ -175,4 +175,27 @@ int hv_pci_msix_notify(struct hv_pci_dev *d, unsigned vec);
 /* Drive INTA# (unless the guest disabled INTx in the command register). */
 void hv_pci_intx(struct hv_pci_dev *d, bool level);
 
+/* What migrates of a device on the bus: its configuration space and its
+ * MSI-X state (table, enable bits, pending vectors). */
+struct hv_pci_dev_state {
+	uint8_t cfg[256];
+	bool msix_enabled, msix_maskall;
+	unsigned msix_n;
+	struct {
+		uint32_t addr_lo, addr_hi, data, ctrl;
+	} msix[HV_PCI_MSIX_MAX];
+	uint64_t msix_pending;
+};
+
+/* Config lock and MSI-X lock taken: not from a BAR handler. */
+void hv_pci_dev_save(struct hv_pci_dev *d, struct hv_pci_dev_state *s);
+/*
+ * Load @s into @d, on its bus: the guest-writable bits of the
+ * configuration space (BARs, command, capability controls), then the
+ * BARs are decoded where they say, and the MSI-X state. Pending vectors
+ * stay pending (delivered on unmask). -EINVAL when @s is another kind
+ * of device (IDs, class) or has another vector count; nothing changed.
+ */
+int hv_pci_dev_load(struct hv_pci_dev *d, const struct hv_pci_dev_state *s);
+
 #endif

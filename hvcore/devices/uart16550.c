@@ -281,3 +281,45 @@ void hv_uart_destroy(struct hv_uart *u)
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
+
+void hv_uart_save(struct hv_uart *u, struct hv_uart_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&u->lock);
+	s->ier = u->ier;
+	s->lcr = u->lcr;
+	s->mcr = u->mcr;
+	s->scr = u->scr;
+	s->fcr = u->fcr;
+	s->dll = u->dll;
+	s->dlm = u->dlm;
+	s->thri_pending = u->thri_pending;
+	s->rx_len = u->rx_len;
+	for (unsigned i = 0; i < u->rx_len; i++)
+		s->rx[i] = u->rx[(u->rx_head + i) % RX_FIFO];
+	pthread_mutex_unlock(&u->lock);
+}
+
+int hv_uart_load(struct hv_uart *u, const struct hv_uart_state *s)
+{
+	if (s->rx_len > RX_FIFO)
+		return -EINVAL;
+	pthread_mutex_lock(&u->lock);
+	u->ier = s->ier & IER_MASK;
+	u->lcr = s->lcr;
+	u->mcr = s->mcr & MCR_MASK;
+	u->scr = s->scr;
+	u->fcr = s->fcr;
+	u->dll = s->dll;
+	u->dlm = s->dlm;
+	u->thri_pending = s->thri_pending;
+	u->rx_head = 0;
+	u->rx_len = s->rx_len;
+	memcpy(u->rx, s->rx, s->rx_len);
+	/* The line as the source left it: raised when an enabled interrupt
+	 * is pending (the IOAPIC's own state came with the VM's). */
+	u->irq_level = false;
+	update_irq(u);
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}

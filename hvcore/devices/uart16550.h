@@ -20,6 +20,7 @@
 #ifndef HVCORE_DEVICES_UART16550_H
 #define HVCORE_DEVICES_UART16550_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hvcore/devices/dev.h"
@@ -46,5 +47,22 @@ int hv_uart_create(const struct hv_dev_env *env, uint32_t irq,
 /* Removes the notify; destroy(NULL) is a no-op. No access may be in
  * flight. */
 void hv_uart_destroy(struct hv_uart *u);
+
+/* What migrates of a UART (a live migration's device state). */
+#define HV_UART_FIFO 16
+struct hv_uart_state {
+	uint8_t ier, lcr, mcr, scr, fcr, dll, dlm;
+	bool thri_pending;
+	uint8_t rx[HV_UART_FIFO]; /* receive FIFO, oldest first */
+	unsigned rx_len;
+};
+
+/*
+ * Save / load the registers, the receive FIFO and the pending
+ * interrupts; load drives the IRQ line as they say. Any thread (the
+ * UART's lock). Load: 0, or -EINVAL (a FIFO longer than 16).
+ */
+void hv_uart_save(struct hv_uart *u, struct hv_uart_state *s);
+int hv_uart_load(struct hv_uart *u, const struct hv_uart_state *s);
 
 #endif

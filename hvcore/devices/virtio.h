@@ -68,6 +68,10 @@ struct hv_virtio_dev_ops {
 	void (*queue_notify)(struct hv_virtio_dev *vd, unsigned q);
 	/* Optional. */
 	void (*reset)(struct hv_virtio_dev *vd);
+	/* Optional: the device's thread has stopped for a migration
+	 * (hv_virtio_pci_quiesce()); make what it did durable (blk: flush
+	 * the image). Control thread. */
+	void (*quiesce)(struct hv_virtio_dev *vd);
 };
 
 struct hv_virtio_dev {

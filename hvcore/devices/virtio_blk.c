@@ -146,9 +146,21 @@ static void blk_notify(struct hv_virtio_dev *vd, unsigned q)
 	} while (hv_vq_notify_enable(vq));
 }
 
+/* Before a migration's switchover: what the guest wrote is on the image
+ * for the destination, which opens the same one (shared storage). */
+static void blk_quiesce(struct hv_virtio_dev *vd)
+{
+	struct hv_virtio_blk *b = vd->priv;
+
+	if (!b->ro && fdatasync(b->fd))
+		hv_warn("virtio_blk", "op=quiesce_flush dev=%s err=%d",
+			vd->name, -errno);
+}
+
 static const struct hv_virtio_dev_ops blk_ops = {
 	.cfg_read = blk_cfg_read,
 	.queue_notify = blk_notify,
+	.quiesce = blk_quiesce,
 };
 
 int hv_virtio_blk_create(const struct hv_virtio_blk_cfg *cfg,

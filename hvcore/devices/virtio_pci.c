@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hvcore/bug.h"
+#include "hvcore/devices/virtio_pci_priv.h"
 #include "hvcore/log.h"
 
 /* Virtio PCI capability types (4.1.4). */
@@ -18,38 +19,6 @@ enum {
 	CAP_NOTIFY = 2,
 	CAP_ISR = 3,
 	CAP_DEVICE = 4,
-};
-
-struct vp_queue {
-	uint16_t size, msix;
-	bool enabled;
-	uint64_t desc, avail, used;
-	int kick;	    /* eventfd; the device thread waits on it */
-	uint64_t ioeventfd; /* gpa it is registered at, 0: not */
-};
-
-struct hv_virtio_pci {
-	/* immutable after create */
-	struct hv_pci_dev pci;
-	struct hv_virtio_dev *vd;
-	const struct hv_dev_env *env;
-	uint64_t offered;
-	int stop; /* eventfd: the device thread returns */
-
-	/* lock: the common configuration, from vCPU threads */
-	pthread_mutex_t lock;
-	uint32_t dfselect, gfselect;
-	uint64_t driver_features;
-	uint16_t msix_config;
-	uint16_t qsel;
-	struct vp_queue q[HV_VIRTIO_MAX_QUEUES];
-	bool running; /* the device thread exists */
-	pthread_t thread;
-
-	/* atomics: also written by the device thread */
-	uint8_t status;
-	uint8_t generation;
-	uint8_t isr;
 };
 
 static void le_put(void *p, uint64_t v, unsigned len)
@@ -67,7 +36,7 @@ static uint64_t le_get(const void *p, unsigned len)
 	return v;
 }
 
-static uint8_t status_get(struct hv_virtio_pci *vp)
+uint8_t hv__vp_status_get(struct hv_virtio_pci *vp)
 {
 	return __atomic_load_n(&vp->status, __ATOMIC_ACQUIRE);
 }
@@ -117,7 +86,7 @@ static bool vp_broken(struct hv_virtio_dev *vd)
 {
 	struct hv_virtio_pci *vp = vd->transport;
 
-	return status_get(vp) & (HV_VIRTIO_S_NEEDS_RESET | HV_VIRTIO_S_FAILED);
+	return hv__vp_status_get(vp) & (HV_VIRTIO_S_NEEDS_RESET | HV_VIRTIO_S_FAILED);
 }
 
 static const struct hv_virtio_transport_ops vp_tops = {
@@ -168,7 +137,7 @@ out:
 	return NULL;
 }
 
-static void ioeventfds_set(struct hv_virtio_pci *vp, uint64_t bar, bool on)
+void hv__vp_ioeventfds_set(struct hv_virtio_pci *vp, uint64_t bar, bool on)
 {
 	const struct hv_dev_env *env = vp->env;
 
@@ -204,9 +173,9 @@ static void vp_bar_moved(struct hv_pci_dev *d, unsigned bar, uint64_t old,
 	(void)old;
 	if (bar != 0)
 		return;
-	ioeventfds_set(vp, 0, false);
-	if (vp->running)
-		ioeventfds_set(vp, new, true);
+	hv__vp_ioeventfds_set(vp, 0, false);
+	if (vp->running || vp->quiesced)
+		hv__vp_ioeventfds_set(vp, new, true);
 }
 
 /*
@@ -216,7 +185,7 @@ static void vp_bar_moved(struct hv_pci_dev *d, unsigned bar, uint64_t old,
  * pushing to a ring; pthread_join waits for it to return to epoll_wait
  * and see the stop fd, so hv_vq_stop() never pulls a ring from under it.
  */
-static void vp_stop(struct hv_virtio_pci *vp)
+void hv__vp_thread_stop(struct hv_virtio_pci *vp)
 {
 	uint64_t one = 1, v;
 
@@ -228,7 +197,23 @@ static void vp_stop(struct hv_virtio_pci *vp)
 			v = 0;
 		vp->running = false;
 	}
-	ioeventfds_set(vp, 0, false);
+}
+
+int hv__vp_thread_start(struct hv_virtio_pci *vp)
+{
+	int ret = pthread_create(&vp->thread, NULL, vp_thread, vp);
+
+	if (ret)
+		return -ret;
+	vp->running = true;
+	return 0;
+}
+
+static void vp_stop(struct hv_virtio_pci *vp)
+{
+	vp->quiesced = false;
+	hv__vp_thread_stop(vp);
+	hv__vp_ioeventfds_set(vp, 0, false);
 }
 
 static void vp_reset(struct hv_virtio_pci *vp)
@@ -297,13 +282,10 @@ static int vp_activate(struct hv_virtio_pci *vp)
 		if (ret)
 			goto fail;
 	}
-	ret = pthread_create(&vp->thread, NULL, vp_thread, vp);
-	if (ret) {
-		ret = -ret;
+	ret = hv__vp_thread_start(vp);
+	if (ret)
 		goto fail;
-	}
-	vp->running = true;
-	ioeventfds_set(vp, hv_pci_bar_addr(&vp->pci, 0), true);
+	hv__vp_ioeventfds_set(vp, hv_pci_bar_addr(&vp->pci, 0), true);
 	return 0;
 fail:
 	for (unsigned q = 0; q < vd->nqueues; q++)
@@ -313,7 +295,7 @@ fail:
 
 static void status_write(struct hv_virtio_pci *vp, uint8_t new)
 {
-	uint8_t old = status_get(vp), set;
+	uint8_t old = hv__vp_status_get(vp), set;
 
 	if (!new) {
 		vp_reset(vp);
@@ -350,7 +332,7 @@ static void queue_write(struct hv_virtio_pci *vp, unsigned reg, uint64_t v,
 	struct vp_queue *q;
 	uint64_t *p = NULL, mask;
 
-	if (vp->qsel >= vd->nqueues || (status_get(vp) & HV_VIRTIO_S_DRIVER_OK))
+	if (vp->qsel >= vd->nqueues || (hv__vp_status_get(vp) & HV_VIRTIO_S_DRIVER_OK))
 		return;
 	q = &vp->q[vp->qsel];
 	switch (reg) {
@@ -441,7 +423,7 @@ static uint64_t common_read(struct hv_virtio_pci *vp, unsigned reg)
 	case HV_VIRTIO_PCI_NUM_QUEUES:
 		return vd->nqueues;
 	case HV_VIRTIO_PCI_STATUS:
-		return status_get(vp);
+		return hv__vp_status_get(vp);
 	case HV_VIRTIO_PCI_CFG_GENERATION:
 		return __atomic_load_n(&vp->generation, __ATOMIC_SEQ_CST);
 	case HV_VIRTIO_PCI_Q_SELECT:
@@ -467,7 +449,7 @@ static uint64_t common_read(struct hv_virtio_pci *vp, unsigned reg)
 static void common_write(struct hv_virtio_pci *vp, unsigned reg, uint64_t v,
 			 unsigned shift, unsigned len)
 {
-	bool before_fok = !(status_get(vp) & HV_VIRTIO_S_FEATURES_OK);
+	bool before_fok = !(hv__vp_status_get(vp) & HV_VIRTIO_S_FEATURES_OK);
 
 	switch (reg) {
 	case HV_VIRTIO_PCI_DFSELECT:
@@ -695,5 +677,5 @@ struct hv_pci_dev *hv_virtio_pci_dev(struct hv_virtio_pci *vp)
 
 uint8_t hv_virtio_pci_status(struct hv_virtio_pci *vp)
 {
-	return status_get(vp);
+	return hv__vp_status_get(vp);
 }

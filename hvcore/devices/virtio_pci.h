@@ -83,4 +83,52 @@ struct hv_pci_dev *hv_virtio_pci_dev(struct hv_virtio_pci *vp);
 /* The device status, as the driver would read it. */
 uint8_t hv_virtio_pci_status(struct hv_virtio_pci *vp);
 
+/*
+ * A live migration (virtio_pci_state.c). Control thread, vCPUs parked.
+ *
+ * quiesce: stop the device's thread once it has completed every request
+ * it took (it returns to its wait between two rings' worth of work, so
+ * a request is either pushed to the used ring or still in the avail
+ * ring, never half done), then the device's quiesce op (blk flushes).
+ * Doorbells stay registered: a kick is kept in its eventfd. run: restart
+ * a quiesced device's thread, which serves every queue once (what was
+ * left in the avail rings). Both idempotent; a device not running is
+ * left alone.
+ */
+void hv_virtio_pci_quiesce(struct hv_virtio_pci *vp);
+void hv_virtio_pci_run(struct hv_virtio_pci *vp);
+
+struct hv_virtio_pci_qstate {
+	uint16_t size, msix;
+	bool enabled;
+	uint64_t desc, avail, used;
+	uint16_t last_avail, used_idx, signalled_used;
+	bool signalled_valid;
+};
+
+struct hv_virtio_pci_state {
+	uint16_t type; /* the device's (checked on load) */
+	struct hv_pci_dev_state pci;
+	uint8_t status, generation, isr;
+	uint64_t driver_features;
+	uint32_t dfselect, gfselect;
+	uint16_t msix_config, qsel;
+	unsigned nqueues;
+	struct hv_virtio_pci_qstate q[HV_VIRTIO_MAX_QUEUES];
+};
+
+/* The transport's state and every queue's; -EBUSY while the device's
+ * thread runs (quiesce first). */
+int hv_virtio_pci_save(struct hv_virtio_pci *vp, struct hv_virtio_pci_state *s);
+/*
+ * Load @s into a device the guest has not touched (status 0; -EBUSY
+ * otherwise): PCI state, registers, and, when @s is DRIVER_OK, the
+ * queues started at their saved indexes and the doorbells registered,
+ * the device left quiesced for hv_virtio_pci_run(). -EINVAL (another
+ * type or queue count, a queue larger than offered, a ring that does
+ * not map: nothing of the device started then).
+ */
+int hv_virtio_pci_load(struct hv_virtio_pci *vp,
+		       const struct hv_virtio_pci_state *s);
+
 #endif

@@ -74,6 +74,18 @@ struct hv_kvm_linux {
 	struct msi_route routes[MAX_ROUTES];
 };
 
+bool hv_kvm_linux_devs(struct hv_vm *vm, struct hv_kvm_linux_devs *out)
+{
+	struct hv_kvm_linux *lx = kvm_of(vm)->lx;
+
+	if (!lx)
+		return false;
+	out->uart = lx->uart;
+	out->i8042 = lx->i8042;
+	out->pci = lx->pci;
+	return true;
+}
+
 /* ---- the device environment ------------------------------------------ */
 
 static void *env_gpa_map(void *opaque, gpa_t gpa, uint64_t len)

@@ -211,3 +211,35 @@ unsigned hv_kvm_pci_devices(const struct hv_kvm_pci *p,
 	}
 	return n;
 }
+
+void hv_kvm_pci_quiesce(struct hv_kvm_pci *p)
+{
+	for (unsigned i = 0; p && i < p->nr; i++)
+		if (p->dev[i].vp)
+			hv_virtio_pci_quiesce(p->dev[i].vp);
+}
+
+void hv_kvm_pci_run(struct hv_kvm_pci *p)
+{
+	for (unsigned i = 0; p && i < p->nr; i++)
+		if (p->dev[i].vp)
+			hv_virtio_pci_run(p->dev[i].vp);
+}
+
+unsigned hv_kvm_pci_count(const struct hv_kvm_pci *p)
+{
+	return p ? p->nr : 0;
+}
+
+struct hv_virtio_pci *hv_kvm_pci_dev_at(struct hv_kvm_pci *p, unsigned i,
+					uint64_t *sectors, bool *ro)
+{
+	struct kvm_pci_dev *d;
+
+	if (!p || i >= p->nr)
+		return NULL;
+	d = &p->dev[i];
+	*sectors = d->blk ? hv_virtio_blk_sectors(d->blk) : 0;
+	*ro = d->read_only;
+	return d->vp;
+}

@@ -67,4 +67,15 @@ uint32_t hv_kvm_pci_mp_irqs(const struct hv_kvm_pci *p,
 unsigned hv_kvm_pci_devices(const struct hv_kvm_pci *p,
 			    struct hv_kvm_dev_info *out, unsigned max);
 
+/* A live migration: every device quiesced / restarted
+ * (hv_virtio_pci_quiesce(), _run()). Control thread. */
+void hv_kvm_pci_quiesce(struct hv_kvm_pci *p);
+void hv_kvm_pci_run(struct hv_kvm_pci *p);
+/* How many devices, and device @i's transport (NULL past the end) with,
+ * for a disk, its capacity in sectors (0: not a disk) and mode. */
+unsigned hv_kvm_pci_count(const struct hv_kvm_pci *p);
+struct hv_virtio_pci;
+struct hv_virtio_pci *hv_kvm_pci_dev_at(struct hv_kvm_pci *p, unsigned i,
+					uint64_t *sectors, bool *ro);
+
 #endif

@@ -132,6 +132,28 @@ int hv_kvm_linux_vcpu_init(struct hv_vcpu *vcpu, int fd);
 int hv_kvm_linux_exit(struct hv_vcpu *vcpu, struct kvm_run *run,
 		      struct hv_exit *exit);
 
+/* A Linux guest's devices (kvm_linux.c): false for the workload guest. */
+struct hv_uart;
+struct hv_i8042;
+struct hv_kvm_pci;
+struct hv_kvm_linux_devs {
+	struct hv_uart *uart;
+	struct hv_i8042 *i8042;
+	struct hv_kvm_pci *pci;
+};
+bool hv_kvm_linux_devs(struct hv_vm *vm, struct hv_kvm_linux_devs *out);
+
+/* kvm_devstate.c: the accelerator's device ops (hvcore/accel.h). */
+void hv_kvm_devices_pause(struct hv_vm *vm);
+void hv_kvm_devices_run(struct hv_vm *vm);
+int hv_kvm_dev_state_save(struct hv_vm *vm, struct hv_blob *out);
+int hv_kvm_dev_state_restore(struct hv_vm *vm, const struct hv_blob *in);
+/* Decode and check a DevState into a snapshot of
+ * hv_kvm_dev_state_snap_size() bytes, touching no device: 0 or -EINVAL
+ * (unit tests, the fuzz target). */
+int hv_kvm_dev_state_decode(const struct hv_blob *in, void *snap);
+size_t hv_kvm_dev_state_snap_size(void);
+
 /* kvm_state.c */
 int hv_kvm_vm_state_save(struct hv_vm *vm, struct hv_blob *out);
 int hv_kvm_vm_state_restore(struct hv_vm *vm, const struct hv_blob *in);

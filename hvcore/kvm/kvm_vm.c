@@ -423,4 +423,8 @@ const struct hv_accel_ops hv_kvm_ops = {
 	.vm_state_restore = hv_kvm_vm_state_restore,
 	.vcpu_state_save = hv_kvm_vcpu_state_save,
 	.vcpu_state_restore = hv_kvm_vcpu_state_restore,
+	.devices_pause = hv_kvm_devices_pause,
+	.devices_run = hv_kvm_devices_run,
+	.dev_state_save = hv_kvm_dev_state_save,
+	.dev_state_restore = hv_kvm_dev_state_restore,
 };

@@ -29,7 +29,11 @@
  * optional, offered by a destination whose memory backing supports it
  * (postcopy_uffd.h), so it is not in MIG_FEATURES_SUPPORTED. */
 #define MIG_FEATURE_POSTCOPY (1ull << 1)
-#define MIG_FEATURES_SUPPORTED MIG_FEATURE_DELTA
+/* A Linux guest: the layout carries its boot files and devices
+ * (LinuxBoot), the state its devices; a destination that does not know
+ * the bit refuses in setup and the VM stays on the source. */
+#define MIG_FEATURE_LINUX (1ull << 2)
+#define MIG_FEATURES_SUPPORTED (MIG_FEATURE_DELTA | MIG_FEATURE_LINUX)
 
 /* Longest VM name the layout carries (the daemon's own rule, parse.h). */
 #define MIG_VM_NAME_MAX 63

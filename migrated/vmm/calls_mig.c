@@ -183,7 +183,7 @@ void migd_call_mig_start(struct migd_call *call)
 			       "VM '%s' is already being migrated", v->name);
 		return;
 	}
-	if (migd_vm_refuse_linux(call, v, "migrating its device state"))
+	if (migd_vm_refuse_devices(call, v))
 		return;
 	prm.channels = r->channels;
 	prm.bandwidth = r->bandwidth;

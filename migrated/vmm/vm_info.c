@@ -3,6 +3,7 @@
  * What the worker says of one VM: its VmInfo and VM_STATE events
  * (vm_info.h). Loop thread.
  */
+#include <string.h>
 #include <unistd.h>
 
 #include "hvcore/guest_mem.h"
@@ -55,6 +56,35 @@ bool migd_vm_refuse_linux(struct migd_call *call, struct migd_vm *v,
 		       "the VM keeps running here, untouched",
 		       v->name, what);
 	return true;
+}
+
+bool migd_vm_refuse_devices(struct migd_call *call, struct migd_vm *v)
+{
+	/* The device kinds whose state migrates (hvcore/kvm/kvm_devstate.c);
+	 * the UART and the i8042 of every Linux guest do too. */
+	static const char *const ok[] = {"virtio-blk", "virtio-rng"};
+	struct hv_kvm_dev_info dev[HV_KVM_MAX_DEVS];
+	unsigned n;
+
+	if (!hv_vm_is_linux(v->vm))
+		return false;
+	n = hv_kvm_linux_devices(v->vm, dev, HV_KVM_MAX_DEVS);
+	for (unsigned i = 0; i < n; i++) {
+		bool known = false;
+
+		for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
+			known |= dev[i].kind && !strcmp(dev[i].kind, ok[k]);
+		if (known)
+			continue;
+		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
+			       "VM '%s' has a %s device (00:%02x.0) whose "
+			       "state cannot migrate yet: the VM keeps "
+			       "running here, untouched",
+			       v->name, dev[i].kind ? dev[i].kind : "?",
+			       dev[i].slot);
+		return true;
+	}
+	return false;
 }
 
 Migd__VmInfo *migd_vm_info_new(struct migd_call *call, struct migd_vm *v)

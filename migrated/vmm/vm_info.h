@@ -31,6 +31,9 @@ const char *migd_vm_stop_reason(struct migd_vm *v);
  * saying the VM keeps running here, and returns true. False for the workload
  * guest. @what: "migrating its device state", ...
  */
+/* A Linux guest with a device whose state does not migrate: fail @call
+ * (FAILED_PRECONDITION, naming it) and return true. */
+bool migd_vm_refuse_devices(struct migd_call *call, struct migd_vm *v);
 bool migd_vm_refuse_linux(struct migd_call *call, struct migd_vm *v,
 			  const char *what);
 

@@ -49,7 +49,7 @@ static uint64_t state_digest(const Hvstate__VmState *m)
 
 	for (size_t i = 0; i < m->n_vcpus; i++)
 		h = fnv1a(h, m->vcpus[i].data, m->vcpus[i].len);
-	return h;
+	return fnv1a(h, m->devices.data, m->devices.len);
 }
 
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);

@@ -87,16 +87,13 @@ rt "a command typed into the console" \
 	'echo migd-$((6*7))-$(grep -c ^processor /proc/cpuinfo)-ok' \
 	"migd-42-$VCPUS-ok"
 
-# What would move the VM refuses it at once and leaves it running.
-t0=$(date +%s%N)
+# A migration to nowhere fails and leaves the VM running (a Linux
+# guest's live migration: test_linux_migrate.sh); what would move it
+# otherwise refuses it at once.
 out=$("$SEND" --socket "$SOCK" lx 127.0.0.1:1 2>&1)
 rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
-[ "$rc" != 0 ] &&
-	grep -q "VM 'lx' runs a Linux kernel; migrating its device state is not supported yet" <<<"$out" &&
-	[ "$ms" -lt 10000 ] &&
-	ok "migrate-send refuses the Linux VM in $ms ms (rc=$rc)" ||
-	fail "migrate-send (rc=$rc, $ms ms): $out"
+[ "$rc" != 0 ] && ok "migrate-send to no listener fails (rc=$rc)" ||
+	fail "migrate-send (rc=$rc): $out"
 expect_rc 1 "vm update refuses the Linux VM" ctl vm update lx
 grep -q "runs a Linux kernel" <<<"$LAST_OUT" || fail "vm update: $LAST_OUT"
 expect_rc 1 "vm check refuses the Linux VM" ctl vm check lx
