@@ -74,11 +74,17 @@ w0=$(date +%s)
 
 port=$("$RECV" --socket "$DST" --name lx 127.0.0.1:0) ||
 	{ fail "migrate-recv: $port"; finish; }
+# Postcopy is refused for a Linux guest (a device could read a page not
+# there yet); the VM goes on running, the receiver stays armed.
+expect_rc 1 "postcopy of a Linux guest refused" \
+	"$SEND" --socket "$SRC" --postcopy-after 0 lx "127.0.0.1:$port"
+grep -q "runs a Linux kernel; postcopy is not supported yet" <<<"$LAST_OUT" &&
+	ok "the refusal says why" || fail "refusal: $LAST_OUT"
 expect_rc 0 "live migration of the running Linux guest" \
 	"$SEND" --socket "$SRC" lx "127.0.0.1:$port"
 echo "$LAST_OUT" | tail -8
 if [ "$LAST_RC" != 0 ]; then
-	tail -30 "$TMP/src.log" "$TMP/dst.log"
+	tail -n 30 "$TMP/src.log" "$TMP/dst.log"
 	finish
 fi
 SOCK=$SRC expect_rc 3 "the source no longer has lx" ctl vm inspect lx
@@ -103,10 +109,15 @@ grep -q "^hvguest: check ok pages=" "$TMP/post.txt" &&
 	ok "after: the workload's check passed over its whole region" ||
 	fail "workload: $(grep -E '^hvguest' "$TMP/post.txt")"
 read -r _ nlog1 up1 <<<"$(grep -E "^postmark [0-9]+ [0-9.]+$" "$TMP/post.txt" | tail -1)"
-new=$(grep -c "^newlog: " "$TMP/post.txt")
-[ -n "$nlog1" ] && [ "$nlog1" = "$nlog" ] && [ "$new" = 0 ] &&
-	ok "after: the kernel logged nothing new ($nlog lines)" ||
-	fail "the kernel logged $((${nlog1:-0} - nlog)) new lines: $(grep '^newlog: ' "$TMP/post.txt")"
+# One line is allowed: the kernel's once-a-boot note that a timer
+# interrupt ran long ("hrtimer: interrupt took 28762718 ns", seen during
+# a migration nested under TCG, where the host's two cores also run the
+# rig, both daemons and the copy). Every other new line fails.
+grep '^newlog: ' "$TMP/post.txt" | grep -v 'hrtimer: interrupt took [0-9]* ns$' >"$TMP/newlog" || true
+new=$(wc -l <"$TMP/newlog")
+[ -n "$nlog1" ] && [ "$new" = 0 ] &&
+	ok "after: the kernel logged nothing new ($nlog lines before, $nlog1 after)" ||
+	fail "the kernel logged $((${nlog1:-0} - nlog)) new lines: $(cat "$TMP/newlog")"
 # Uptime went on: not back, and not ahead of the wall clock.
 awk -v a="$up0" -v b="${up1:-0}" -v w=$((w1 - w0 + 2)) \
 	'BEGIN { exit !(b > a && b - a <= w) }' &&
