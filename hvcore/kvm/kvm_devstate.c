@@ -17,7 +17,6 @@
 #include "hvcore/kvm/kvm_pci.h"
 #include "hvcore/kvm/kvm_priv.h"
 #include "hvcore/log.h"
-#include "hvcore/vm.h"
 #include "proto/vmstate.pb-c.h"
 
 #define DEV_STATE_VERSION 1u
