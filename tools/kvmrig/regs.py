@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Where a hung rig's vCPUs are (tools/kvmrig/run.sh calls it on a hang).
 
-    regs.py MONITOR_SOCKET SYSTEM_MAP
+    regs.py MONITOR_SOCKET SYSTEM_MAP [--stack-end]
 
 Asks QEMU's human monitor for every vCPU's registers twice, 2 s apart, and
 prints one line per vCPU and sample: RIP, the rig kernel's function at RIP
@@ -11,6 +11,13 @@ an SVM guest at the time (then RIP is the nested guest's, not the rig
 kernel's). The full register dumps follow. A vCPU whose RIP does not move
 is stopped (halted, or a tight loop); one that moves in the same function
 is looping there.
+
+With --stack-end (run.sh uses it on a kernel panic, while the panicking
+vCPU waits in panic() on its task's stack): for each vCPU, the first 64
+bytes of the 16 KiB kernel stack that RSP is in, where the kernel keeps
+STACK_END_MAGIC (0x57ac6e9d), and the stack's guest-physical address. A
+"corrupted stack end" panic then shows what overwrote the magic (a stamp
+of the project's workload starts with its magic 0x504d5453, "STMP").
 """
 import bisect
 import re
@@ -21,6 +28,12 @@ import time
 
 def monitor(path, command, timeout=5.0):
     """The monitor's answer to COMMAND (text up to the next prompt)."""
+    return monitor_all(path, [command], timeout)[0]
+
+
+def monitor_all(path, commands, timeout=5.0):
+    """The monitor's answers to COMMANDS, sent in order on one connection
+    (a "cpu N" there selects the vCPU the next commands read)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     s.connect(path)
@@ -29,8 +42,15 @@ def monitor(path, command, timeout=5.0):
     # The banner ends with the first prompt.
     while b"(qemu)" not in buf and time.monotonic() < deadline:
         buf += s.recv(65536)
+    answers = [answer(s, c, timeout) for c in commands]
+    s.close()
+    return answers
+
+
+def answer(s, command, timeout):
     s.sendall(command.encode() + b"\n")
     buf = b""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             chunk = s.recv(65536)
@@ -42,11 +62,11 @@ def monitor(path, command, timeout=5.0):
         # The echoed command, the answer, then the next prompt.
         if buf.count(b"(qemu)") >= 1 and buf.rstrip().endswith(b"(qemu)"):
             break
-    s.close()
     text = buf.decode(errors="replace")
     # The monitor echoes the command with terminal escapes: drop the
     # echo's line, keep the answer.
     text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+    text = re.sub(r"\s*\(qemu\)\s*$", "\n", text)
     return text.split("\n", 1)[1] if "\n" in text else text
 
 
@@ -89,7 +109,32 @@ def summary(table, dump, sample):
     return lines
 
 
+def stack_end(path, ncpus=8):
+    """What lies at the stack end of each vCPU's current kernel stack."""
+    for cpu in range(ncpus):
+        try:
+            ok, regs = monitor_all(path, ["cpu %d" % cpu, "info registers"])
+        except OSError as e:
+            print("cpu%d: the monitor did not answer: %s" % (cpu, e))
+            return 1
+        if "invalid" in ok.lower():
+            break
+        rsp = re.search(r"RSP=([0-9a-f]+)", regs)
+        if not rsp:
+            print("cpu%d: no RSP in: %s" % (cpu, regs.strip()[:200]))
+            continue
+        base = int(rsp.group(1), 16) & ~0x3fff
+        mem, phys = monitor_all(path, ["cpu %d" % cpu, "x /8gx 0x%x" % base,
+                                       "gva2gpa 0x%x" % base])[1:]
+        print("cpu%d: RSP=%s stack base 0x%x (%s)" % (
+            cpu, rsp.group(1), base, phys.strip()))
+        print(mem.rstrip())
+    return 0
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[3] == "--stack-end":
+        return stack_end(sys.argv[1])
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2

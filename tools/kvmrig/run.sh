@@ -184,7 +184,10 @@ trap 'exit 130' INT TERM
 # ---- 4. boot
 # loglevel=5: a lockup's backtrace (printed at the default level) lands in
 # the console log, which is a file; boot stays quiet enough.
-append="console=ttyS0 panic=-1 quiet loglevel=5 mitigations=off nokaslr"
+# panic=10: a panicking kernel waits 10 s in panic(), on the panicking
+# task's stack, before the reboot that ends QEMU (-no-reboot); the loop
+# below reads that stack's end meanwhile (regs.py --stack-end).
+append="console=ttyS0 panic=10 quiet loglevel=5 mitigations=off nokaslr"
 append+=" kvmrig.repo=$top ${KVMRIG_APPEND:-}"
 # The rig kernel's text symbols (Debian's System.map is a placeholder):
 # the first boot of an image writes /proc/kallsyms into the job folder,
@@ -249,12 +252,29 @@ lockup=${KVMRIG_LOCKUP_SECS:-90}
 # line at each test's start and end and ends a test after its TIMEOUT
 # (600 s at most), so the default leaves it a minute more. 0: no limit.
 silence=${KVMRIG_SILENCE_SECS:-660}
+# A kernel panic: what lies at each vCPU's stack end, while the panicking
+# one waits (a "corrupted stack end detected inside scheduler" panic names
+# no culprit; the bytes found there may).
+panic_dump() {
+	keep_syms
+	python3 "$here/regs.py" "$job/mon.sock" "$syms" --stack-end \
+		>"$cache/last-panic.txt" 2>&1 || true
+	echo "kvmrig: the rig's kernel panicked; each vCPU's stack end" \
+		"($cache/last-panic.txt):" >&2
+	sed 's/^/  | /' "$cache/last-panic.txt" >&2
+}
+panicked=0
 start=$SECONDS
 heard=$SECONDS
 size=0
 n=0
 while kill -0 "$qpid" 2>/dev/null; do
 	[ $((SECONDS - start)) -lt "$tmo" ] || hung "timed out after ${tmo}s"
+	if [ "$panicked" = 0 ] && [ $((n % 2)) = 0 ] &&
+		grep -q "Kernel panic - not syncing" "$console"; then
+		panicked=1
+		panic_dump
+	fi
 	if [ $((++n % 10)) = 0 ]; then
 		if grep -qE "soft lockup - CPU#[0-9]+ stuck for ([0-9]{3,}|[$((lockup / 10))-9][0-9])s" "$console"; then
 			hung "the rig's kernel locked up (soft lockup over ${lockup}s)"
