@@ -29,7 +29,7 @@ struct hv_console {
 	void *notify_arg;
 };
 
-int hv_console_create(size_t ring_bytes, const char *log_path,
+int hv_console_create(size_t ring_bytes, const char *log_path, bool keep_log,
 		      struct hv_console **out)
 {
 	struct hv_console *c = calloc(1, sizeof(*c));
@@ -45,9 +45,16 @@ int hv_console_create(size_t ring_bytes, const char *log_path,
 		c->log_path = strdup(log_path);
 		if (!c->log_path)
 			goto nomem;
-		c->log_fd =
-			open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			     0640);
+		c->log_fd = open(log_path,
+				 O_WRONLY | O_CREAT | O_CLOEXEC |
+					 (keep_log ? O_APPEND : O_TRUNC),
+				 0640);
+		if (c->log_fd >= 0 && keep_log) {
+			off_t end = lseek(c->log_fd, 0, SEEK_END);
+
+			/* Rotation counts what the file holds already. */
+			c->log_len = end > 0 ? (uint64_t)end : 0;
+		}
 		if (c->log_fd < 0) {
 			int err = -errno;
 

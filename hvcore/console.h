@@ -33,9 +33,11 @@ struct hv_console;
 
 /*
  * @ring_bytes: 0 = HV_CONSOLE_RING_DEFAULT. @log_path: NULL or "" = no
- * file; else created (truncated) 0640. -errno opening it, -ENOMEM.
+ * file; else created (truncated) 0640, or, with @keep_log, continued
+ * (appended to, as one more writer of the same guest's console: a local
+ * live update's new worker). -errno opening it, -ENOMEM.
  */
-int hv_console_create(size_t ring_bytes, const char *log_path,
+int hv_console_create(size_t ring_bytes, const char *log_path, bool keep_log,
 		      struct hv_console **out);
 void hv_console_destroy(struct hv_console *c);
 

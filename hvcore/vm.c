@@ -259,7 +259,8 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 		goto err_free;
 	}
 	if (cfg->boot.kernel[0]) {
-		ret = hv_console_create(0, cfg->boot.console_log, &vm->console);
+		ret = hv_console_create(0, cfg->boot.console_log, cfg->adopt_mem,
+					&vm->console);
 		if (ret)
 			goto err_free;
 	}

@@ -504,7 +504,10 @@ int hv_kvm_linux_init(struct hv_vm *vm, struct hv_kvm_vm *k)
 		ret = hv_iobus_create(&lx->mmio);
 	if (!ret)
 		ret = add_devices(vm, lx);
-	if (!ret)
+	/* Adopted RAM (a local live update) holds the running guest: the
+	 * kernel, zero page and tables are there already, and writing them
+	 * again would overwrite it; the restored state continues it. */
+	if (!ret && !hv_vm_mem_adopted(vm))
 		ret = load_linux(vm, lx);
 	if (ret)
 		goto err;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "migrated/mig/layout.h"
+#include "migrated/mig/linux_boot.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,37 +33,17 @@ bool mig_vm_name_valid(const char *name)
 }
 
 /* The boot configuration, pointing into @vm's cfg (which outlives the
- * layout). One allocation: the LinuxBoot, its disks and their array. */
+ * layout): mig_linux_boot_pack()'s one allocation. */
 static int boot_build(struct hv_vm *vm, Mig__VmLayout *l)
 {
-	const struct hv_boot_cfg *b = &vm->cfg.boot;
-	struct {
-		Mig__LinuxBoot boot;
-		Mig__LinuxDisk disk[HV_BOOT_DISKS_MAX];
-		Mig__LinuxDisk *pp[HV_BOOT_DISKS_MAX];
-	} *x;
+	int ret;
 
 	if (!hv_vm_is_linux(vm))
 		return 0;
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	mig__linux_boot__init(&x->boot);
-	x->boot.kernel = (char *)b->kernel;
-	x->boot.initrd = (char *)b->initrd;
-	x->boot.cmdline = (char *)b->cmdline;
-	for (uint32_t i = 0; i < b->nr_disks && i < HV_BOOT_DISKS_MAX; i++) {
-		mig__linux_disk__init(&x->disk[i]);
-		x->disk[i].path = (char *)b->disk[i].path;
-		x->disk[i].read_only = b->disk[i].read_only;
-		x->pp[i] = &x->disk[i];
-	}
-	x->boot.n_disks = b->nr_disks;
-	x->boot.disks = x->pp;
-	x->boot.rng = b->rng;
-	l->boot = &x->boot;
-	l->features |= MIG_FEATURE_LINUX;
-	return 0;
+	ret = mig_linux_boot_pack(&vm->cfg.boot, &l->boot);
+	if (!ret)
+		l->features |= MIG_FEATURE_LINUX;
+	return ret;
 }
 
 int mig_layout_build(struct hv_vm *vm, const char *name, Mig__VmLayout **out)
@@ -119,7 +100,7 @@ void mig_layout_free(Mig__VmLayout *l)
 	if (l->n_slots)
 		free(l->slots[0]);
 	free(l->slots);
-	free(l->boot); /* boot_build()'s one allocation */
+	free(l->boot); /* mig_linux_boot_pack()'s one allocation */
 	free(l);
 }
 
@@ -229,33 +210,8 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		REFUSE(REFUSE_LAYOUT, "Linux feature bit and boot differ");
 	hv_vm_cfg_init(&c, accel, mem, l->nr_vcpus);
 	c.slot_bytes = slot_bytes;
-	if (l->boot) {
-		const Mig__LinuxBoot *b = l->boot;
-
-		if (!b->kernel || !*b->kernel ||
-		    strlen(b->kernel) >= sizeof(c.boot.kernel) ||
-		    (b->initrd && strlen(b->initrd) >= sizeof(c.boot.initrd)) ||
-		    (b->cmdline &&
-		     strlen(b->cmdline) >= sizeof(c.boot.cmdline)) ||
-		    b->n_disks > HV_BOOT_DISKS_MAX)
-			REFUSE(REFUSE_LAYOUT, "Linux boot configuration");
-		snprintf(c.boot.kernel, sizeof(c.boot.kernel), "%s", b->kernel);
-		snprintf(c.boot.initrd, sizeof(c.boot.initrd), "%s",
-			 b->initrd ? b->initrd : "");
-		snprintf(c.boot.cmdline, sizeof(c.boot.cmdline), "%s",
-			 b->cmdline ? b->cmdline : "");
-		for (size_t i = 0; i < b->n_disks; i++) {
-			const char *p = b->disks[i]->path;
-
-			if (!p || !*p || strlen(p) >= sizeof(c.boot.disk[i].path))
-				REFUSE(REFUSE_LAYOUT, "disk %zu path", i);
-			snprintf(c.boot.disk[i].path,
-				 sizeof(c.boot.disk[i].path), "%s", p);
-			c.boot.disk[i].read_only = b->disks[i]->read_only;
-		}
-		c.boot.nr_disks = (uint32_t)b->n_disks;
-		c.boot.rng = b->rng;
-	}
+	if (l->boot && mig_linux_boot_unpack(l->boot, &c.boot, why, why_len))
+		return MIG__REFUSE_REASON__REFUSE_LAYOUT;
 	if (base) {
 		c.backing = base->backing ? base->backing : c.backing;
 		c.dirty_ring_entries = base->dirty_ring_entries;

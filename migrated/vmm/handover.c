@@ -16,12 +16,17 @@
 #include "hvcore/log.h"
 #include "hvcore/time.h"
 #include "hvcore/vm.h"
+#include "migrated/mig/linux_boot.h"
 #include "migrated/vmm/fdpass.h"
 #include "migrated/vmm/handover.h"
 #include "proto/handover.pb-c.h"
 
 #define HANDOVER_MAGIC 0x52564f48u /* "HOVR" */
+/* 1: the freestanding guest; 2: with a Linux guest's boot and console
+ * (sent only for a Linux guest, so version 1 receivers keep taking the
+ * others). */
 #define HANDOVER_VERSION 1u
+#define HANDOVER_VERSION_LINUX 2u
 #define STATE_MAGIC 0x54534f48u /* "HOST" */
 #define GO_MAGIC 0x4f474f48u /* "HOGO" */
 /* The metadata and the cfg; the state blob (at most 8 MiB, hvcore/vm.c). */
@@ -142,9 +147,18 @@ static int send_reply(int sock, Migh__Phase phase, int err, const char *why,
 static int cfg_from_msg(const Migh__Handover *m, int memfd,
 			struct hv_vm_cfg *cfg, char *why)
 {
-	if (m->magic != HANDOVER_MAGIC || m->version != HANDOVER_VERSION) {
-		say(why, "Handover magic 0x%x version %u, expected 0x%x %u",
-		    m->magic, m->version, HANDOVER_MAGIC, HANDOVER_VERSION);
+	char bwhy[WHY_LEN / 2];
+
+	if (m->magic != HANDOVER_MAGIC || m->version < HANDOVER_VERSION ||
+	    m->version > HANDOVER_VERSION_LINUX) {
+		say(why, "Handover magic 0x%x version %u, expected 0x%x %u..%u",
+		    m->magic, m->version, HANDOVER_MAGIC, HANDOVER_VERSION,
+		    HANDOVER_VERSION_LINUX);
+		return -EPROTO;
+	}
+	if ((m->version == HANDOVER_VERSION_LINUX) != (m->boot != NULL)) {
+		say(why, "Handover version %u %s a Linux guest's boot",
+		    m->version, m->boot ? "with" : "without");
 		return -EPROTO;
 	}
 	if (m->accel != MIGH__ACCEL__ACCEL_KVM &&
@@ -173,6 +187,20 @@ static int cfg_from_msg(const Migh__Handover *m, int memfd,
 	memset(cfg->wl, 0, sizeof(cfg->wl));
 	for (uint32_t i = 0; i < m->nr_vcpus; i++)
 		wl_from_msg(m->wl[i], &cfg->wl[i]);
+	if (m->boot) {
+		if (mig_linux_boot_unpack(m->boot, &cfg->boot, bwhy,
+					  sizeof(bwhy))) {
+			say(why, "Handover's Linux guest: %s", bwhy);
+			return -EPROTO;
+		}
+		if (m->console_log &&
+		    strlen(m->console_log) >= sizeof(cfg->boot.console_log)) {
+			say(why, "Handover's console log path is too long");
+			return -EPROTO;
+		}
+		snprintf(cfg->boot.console_log, sizeof(cfg->boot.console_log),
+			 "%s", m->console_log ? m->console_log : "");
+	}
 	cfg->adopt_mem = true;
 	cfg->mem_fd = memfd;
 	return 0;
@@ -493,7 +521,17 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	m.wl = wlp;
 	m.meta.data = (uint8_t *)meta;
 	m.meta.len = meta_len;
+	if (hv_vm_is_linux(vm)) {
+		ret = mig_linux_boot_pack(&c->boot, &m.boot);
+		if (ret) {
+			say(why, "out of memory");
+			goto out;
+		}
+		m.version = HANDOVER_VERSION_LINUX;
+		m.console_log = (char *)c->boot.console_log;
+	}
 	ret = send_msg(sock, &m.base, &fd, 1, timeout_ms);
+	free(m.boot); /* mig_linux_boot_pack()'s one allocation */
 	if (ret) {
 		say(why, "send Handover frame with the guest memfd: %s",
 		    strerror(-ret));

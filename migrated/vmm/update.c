@@ -112,9 +112,6 @@ void migd_call_worker_handover(struct migd_call *call)
 			       v->name);
 		return;
 	}
-	if (migd_vm_refuse_linux(call, v,
-				 "handing it to a new worker (vm update)"))
-		return;
 	/* The update hands the guest's memfd to the new worker; private
 	 * anonymous RAM has none and cannot leave this process. */
 	if (hv_vm_mem_fd(v->vm) < 0) {

@@ -24,7 +24,7 @@ static void rig_init(struct rig *r)
 {
 	struct hv_dev_env env = fake_env_init(&r->f);
 
-	CU_ASSERT_EQUAL_FATAL(hv_console_create(0, NULL, &r->con), 0);
+	CU_ASSERT_EQUAL_FATAL(hv_console_create(0, NULL, false, &r->con), 0);
 	CU_ASSERT_EQUAL_FATAL(hv_uart_create(&env, 4, r->con, &r->u), 0);
 }
 

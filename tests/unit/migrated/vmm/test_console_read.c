@@ -15,7 +15,7 @@ static struct hv_console *console_with(size_t ring, const char *text)
 {
 	struct hv_console *c = NULL;
 
-	CU_ASSERT_EQUAL_FATAL(hv_console_create(ring, NULL, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(hv_console_create(ring, NULL, false, &c), 0);
 	hv_console_put(c, text, strlen(text));
 	return c;
 }
