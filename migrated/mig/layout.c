@@ -60,6 +60,11 @@ static int boot_build(struct hv_vm *vm, Mig__VmLayout *l)
 	x->boot.n_disks = b->nr_disks;
 	x->boot.disks = x->pp;
 	x->boot.rng = b->rng;
+	if (b->net_tap[0]) {
+		x->boot.net_tap = (char *)b->net_tap;
+		x->boot.net_mac.data = (uint8_t *)b->net_mac;
+		x->boot.net_mac.len = 6;
+	}
 	l->boot = &x->boot;
 	l->features |= MIG_FEATURE_LINUX;
 	return 0;
@@ -255,6 +260,14 @@ int mig_layout_to_cfg(const Mig__VmLayout *l, const struct hv_vm_cfg *base,
 		}
 		c.boot.nr_disks = (uint32_t)b->n_disks;
 		c.boot.rng = b->rng;
+		if (b->net_tap && *b->net_tap) {
+			if (strlen(b->net_tap) >= sizeof(c.boot.net_tap) ||
+			    b->net_mac.len != 6 || b->net_mac.data[0] & 1)
+				REFUSE(REFUSE_LAYOUT, "virtio-net tap or MAC");
+			snprintf(c.boot.net_tap, sizeof(c.boot.net_tap), "%s",
+				 b->net_tap);
+			memcpy(c.boot.net_mac, b->net_mac.data, 6);
+		}
 	}
 	if (base) {
 		c.backing = base->backing ? base->backing : c.backing;

@@ -96,14 +96,14 @@ static void test_good_devices_pass_and_are_copied(void)
 	q.b.rng = true;
 	CU_ASSERT_EQUAL(check(&q, true, err, sizeof(err)), 0);
 	memset(&cfg, 0xff, sizeof(cfg));
-	migd_devices_cfg(&q.b, &cfg);
+	migd_devices_cfg(&q.b, "vm", &cfg);
 	CU_ASSERT_EQUAL(cfg.nr_disks, 2);
 	CU_ASSERT_STRING_EQUAL(cfg.disk[0].path, img);
 	CU_ASSERT(!cfg.disk[0].read_only);
 	CU_ASSERT_STRING_EQUAL(cfg.disk[1].path, ro);
 	CU_ASSERT(cfg.disk[1].read_only);
 	CU_ASSERT(cfg.rng);
-	migd_devices_cfg(NULL, &cfg);
+	migd_devices_cfg(NULL, "vm", &cfg);
 	CU_ASSERT_EQUAL(cfg.nr_disks, 0);
 	CU_ASSERT(!cfg.rng);
 	/* One image on two read-only disks is fine. */
