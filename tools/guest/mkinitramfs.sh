@@ -10,6 +10,11 @@
 # (default build/kvmrig: the rig's cache, shared with it) unless a .deb of
 # the candidate version is there already, so it works offline once the
 # rig ran. --kernel-out also copies that package's vmlinuz.
+#
+# Beside the output, host/ gets what the network test needs on the host
+# side in the KVM rig, whose own image has neither (tools/kvmrig is the
+# rig's, its module list fixed): the kernel package's tun.ko (the rig runs
+# that very kernel) and busybox (ping, nc).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -72,7 +77,9 @@ image_rev=1
 key=$( (basename "$kdeb"; basename "$bbdeb"; echo "$image_rev ${mods[*]}";
 	sha256sum <"$hvguest"; [ -z "$hvblk" ] || sha256sum <"$hvblk";
 	cat "$here/init" "$0") | sha256sum | cut -c1-16)
+hostdir=$(dirname "$out")/host
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ] &&
+	[ -f "$hostdir/tun.ko" ] && [ -x "$hostdir/busybox" ] &&
 	{ [ -z "$kout" ] || [ -f "$kout" ]; }; then
 	echo "mkinitramfs: $out is up to date" >&2
 	exit 0
@@ -125,5 +132,11 @@ if [ -n "$kout" ]; then
 	cp "$tmp/x/boot/vmlinuz-$kver" "$kout.tmp"
 	mv "$kout.tmp" "$kout"
 fi
+mkdir -p "$hostdir"
+cp "$(find "$kmod" -name tun.ko | head -1)" "$hostdir/tun.ko.tmp" ||
+	die "$kpkg has no tun.ko"
+mv "$hostdir/tun.ko.tmp" "$hostdir/tun.ko"
+cp "$tmp/x/bin/busybox" "$hostdir/busybox.tmp"
+mv "$hostdir/busybox.tmp" "$hostdir/busybox"
 echo "$key" >"$out.key"
 echo "mkinitramfs: $out ($(du -k "$out" | cut -f1) KiB, modules: ${order[*]})" >&2
