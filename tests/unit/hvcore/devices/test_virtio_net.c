@@ -6,6 +6,7 @@
 #include "tests/harness/hv_test.h"
 
 #include <poll.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -292,7 +293,34 @@ static void test_rarp_announce_frame(void)
 	CU_ASSERT_EQUAL(hv_tap_name_check("0123456789abcdef"), -EINVAL);
 }
 
+/* One tap, one user: a second open of a tap another fd has is -EBUSY
+ * (what refuses a second VM, and a migration to the same host). Needs
+ * /dev/net/tun and CAP_NET_ADMIN for the tap, which goes away with its
+ * fd; without them only the refusal of a bad name is checked. */
+static void test_tap_busy_when_open_elsewhere(void)
+{
+	char name[HV_TAP_NAME_MAX];
+	int a = -1, b = -1, ret;
+
+	CU_ASSERT_EQUAL(hv_tap_open("bad/name", &a), -EINVAL);
+	snprintf(name, sizeof(name), "hvut%d", (int)getpid() % 100000);
+	ret = hv_tap_open(name, &a);
+	if (ret == -EPERM || ret == -EACCES || ret == -ENOENT ||
+	    ret == -ENODEV) {
+		printf("(no tap here: %d) ", ret);
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_EQUAL(hv_tap_open(name, &b), -EBUSY);
+	close(a);
+	/* Free again once its fd is closed. */
+	CU_ASSERT_EQUAL(hv_tap_open(name, &b), 0);
+	if (b >= 0)
+		close(b);
+}
+
 static CU_TestInfo tests[] = {
+	{"tap_busy_when_open_elsewhere", test_tap_busy_when_open_elsewhere},
 	{"config_has_mac_and_link_up", test_config_has_mac_and_link_up},
 	{"tx_frame_reaches_the_tap_without_header",
 	 test_tx_frame_reaches_the_tap_without_header},
