@@ -43,7 +43,8 @@ PORT=7777
 
 # The host side: tun, the tap, its address, in this namespace only.
 if [ ! -c /dev/net/tun ]; then
-	insmod "$img/host/tun.ko" 2>/dev/null || true
+	# busybox's insmod: the rig's root (the host's) may have no kmod.
+	"$BB" insmod "$img/host/tun.ko" || echo "insmod tun.ko failed"
 	for _ in $(seq 50); do [ -c /dev/net/tun ] && break; sleep 0.1; done
 fi
 [ -c /dev/net/tun ] || { echo "FAIL: no /dev/net/tun (tun.ko: $img/host/tun.ko)"; exit 1; }

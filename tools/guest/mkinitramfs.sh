@@ -14,7 +14,8 @@
 # Beside the output, host/ gets what the network test needs on the host
 # side in the KVM rig, whose own image has neither (tools/kvmrig is the
 # rig's, its module list fixed): the kernel package's tun.ko (the rig runs
-# that very kernel) and busybox (ping, nc).
+# that very kernel) with bridge.ko, stp.ko and llc.ko, and busybox (ping,
+# nc, insmod).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -79,7 +80,8 @@ key=$( (basename "$kdeb"; basename "$bbdeb"; echo "$image_rev ${mods[*]}";
 	cat "$here/init" "$0") | sha256sum | cut -c1-16)
 hostdir=$(dirname "$out")/host
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ] &&
-	[ -f "$hostdir/tun.ko" ] && [ -x "$hostdir/busybox" ] &&
+	[ -f "$hostdir/tun.ko" ] && [ -f "$hostdir/bridge.ko" ] &&
+	[ -x "$hostdir/busybox" ] &&
 	{ [ -z "$kout" ] || [ -f "$kout" ]; }; then
 	echo "mkinitramfs: $out is up to date" >&2
 	exit 0
@@ -95,7 +97,8 @@ m=./lib/modules/$kver/kernel
 dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$tmp/x" --wildcards \
 	"./boot/vmlinuz-$kver" "$m/drivers/virtio/*" "$m/drivers/block/*" \
 	"$m/drivers/net/*.ko" "$m/net/core/*" "$m/drivers/char/hw_random/*" \
-	"$m/net/vmw_vsock/*" || die "cannot unpack $kdeb"
+	"$m/net/vmw_vsock/*" "$m/net/bridge/bridge.ko" "$m/net/802/stp.ko" \
+	"$m/net/llc/llc.ko" || die "cannot unpack $kdeb"
 dpkg-deb -x "$bbdeb" "$tmp/x" || die "cannot unpack $bbdeb"
 kmod=$tmp/x/lib/modules/$kver/kernel
 declare -A done_mod=()
@@ -133,9 +136,11 @@ if [ -n "$kout" ]; then
 	mv "$kout.tmp" "$kout"
 fi
 mkdir -p "$hostdir"
-cp "$(find "$kmod" -name tun.ko | head -1)" "$hostdir/tun.ko.tmp" ||
-	die "$kpkg has no tun.ko"
-mv "$hostdir/tun.ko.tmp" "$hostdir/tun.ko"
+for hm in tun llc stp bridge; do
+	cp "$(find "$kmod" -name $hm.ko | head -1)" "$hostdir/$hm.ko.tmp" ||
+		die "$kpkg has no $hm.ko"
+	mv "$hostdir/$hm.ko.tmp" "$hostdir/$hm.ko"
+done
 cp "$tmp/x/bin/busybox" "$hostdir/busybox.tmp"
 mv "$hostdir/busybox.tmp" "$hostdir/busybox"
 echo "$key" >"$out.key"
