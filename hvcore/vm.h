@@ -95,6 +95,11 @@ struct hv_boot_cfg {
 	} disk[HV_BOOT_DISKS_MAX];
 	uint32_t nr_disks;
 	bool rng;
+	/* A virtio-net device on a tap (after the entropy device): the
+	 * interface's name (IFNAMSIZ, hvcore/devices/tap.h), "" = none, and
+	 * the MAC address the guest sees (unicast). */
+	char net_tap[16];
+	uint8_t net_mac[6];
 };
 
 /* Why a VM stopped on its own (hv_vm_exit_reason()). */

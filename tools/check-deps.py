@@ -107,6 +107,10 @@ KNOWN = {
     # The same for the devices' limits and struct hv_boot_cfg, which the
     # worker fills from the checked request (migd_devices_cfg).
     "migrated/common/devices_check.c -> hvcore/vm.h",
+    # The host checks that a NIC's tap opens (and is no other VM's) before
+    # it spawns a worker: hv_tap_open() is plain open/ioctl in the base
+    # hvcore library, nothing of a VM or an accelerator.
+    "migrated/common/devices_check.c -> hvcore/devices/tap.h",
 }
 
 

@@ -13,6 +13,8 @@
  *                                  device's thread not yet
  *   device thread                  queue_notify(q): the driver kicked q
  *                                  (or, once, at activation)
+ *   device thread                  fd_ready: the device's own fd
+ *                                  (poll_fd, net: its tap) is readable
  *   vCPU thread (reset, destroy)   reset: after the device's thread has
  *                                  stopped; no queue is used after it
  *
@@ -72,6 +74,19 @@ struct hv_virtio_dev_ops {
 	 * (hv_virtio_pci_quiesce()); make what it did durable (blk: flush
 	 * the image). Control thread. */
 	void (*quiesce)(struct hv_virtio_dev *vd);
+	/*
+	 * Optional: a file descriptor of the device's own (net: the tap)
+	 * that its thread also waits on, for reading; -1 for none. Asked
+	 * each time the thread starts. The fd is one-shot: after
+	 * fd_ready() returns true, or after any queue_notify(), the thread
+	 * waits on it again; after fd_ready() returns false it does not
+	 * until the next queue_notify() (net: no receive buffer, the
+	 * frame is held until the driver adds some). That keeps a
+	 * readable fd from spinning the thread while the device cannot
+	 * take from it.
+	 */
+	int (*poll_fd)(struct hv_virtio_dev *vd);
+	bool (*fd_ready)(struct hv_virtio_dev *vd);
 };
 
 struct hv_virtio_dev {

@@ -96,19 +96,34 @@ static const struct hv_virtio_transport_ops vp_tops = {
 	vp_broken,
 };
 
-/* The device thread: serves queue kicks until told to stop. */
+/* epoll tags of the device thread besides queue numbers. */
+#define EV_STOP UINT32_MAX
+#define EV_DEV (UINT32_MAX - 1)
+
+/* Wait (again) on the device's own fd, one-shot (virtio.h, poll_fd). */
+static void dev_fd_arm(int ep, int fd, int op)
+{
+	struct epoll_event e = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_DEV}};
+
+	epoll_ctl(ep, op, fd, &e);
+}
+
+/* The device thread: serves queue kicks (and the device's own fd, when
+ * it has one) until told to stop. */
 static void *vp_thread(void *arg)
 {
 	struct hv_virtio_pci *vp = arg;
 	struct hv_virtio_dev *vd = vp->vd;
-	struct epoll_event ev[HV_VIRTIO_MAX_QUEUES + 1];
+	struct epoll_event ev[HV_VIRTIO_MAX_QUEUES + 2];
 	int ep = epoll_create1(EPOLL_CLOEXEC);
+	int dfd = vd->ops->poll_fd ? vd->ops->poll_fd(vd) : -1;
+	bool armed = false;
 
 	if (ep < 0) {
 		hv_virtio_needs_reset(vd, "epoll_create1 failed");
 		return NULL;
 	}
-	ev[0] = (struct epoll_event){EPOLLIN, {.u32 = UINT32_MAX}};
+	ev[0] = (struct epoll_event){EPOLLIN, {.u32 = EV_STOP}};
 	epoll_ctl(ep, EPOLL_CTL_ADD, vp->stop, &ev[0]);
 	for (unsigned q = 0; q < vd->nqueues; q++) {
 		ev[0] = (struct epoll_event){EPOLLIN, {.u32 = q}};
@@ -119,17 +134,37 @@ static void *vp_thread(void *arg)
 	for (unsigned q = 0; q < vd->nqueues; q++)
 		if (vd->vq[q].started && !vp_broken(vd))
 			vd->ops->queue_notify(vd, q);
+	if (dfd >= 0) {
+		dev_fd_arm(ep, dfd, EPOLL_CTL_ADD);
+		armed = true;
+	}
 	for (;;) {
 		int n = epoll_wait(ep, ev, HV_ARRAY_SIZE(ev), -1);
+		bool notified = false;
 
 		for (int i = 0; i < n; i++) {
 			uint32_t q = ev[i].data.u32;
 			uint64_t v;
 
-			if (q == UINT32_MAX)
+			if (q == EV_STOP)
 				goto out;
-			if (read(vp->q[q].kick, &v, 8) == 8 && !vp_broken(vd))
+			if (q == EV_DEV) {
+				/* One-shot: disarmed until armed again. */
+				armed = false;
+				if (!vp_broken(vd) && vd->ops->fd_ready(vd)) {
+					dev_fd_arm(ep, dfd, EPOLL_CTL_MOD);
+					armed = true;
+				}
+				continue;
+			}
+			if (read(vp->q[q].kick, &v, 8) == 8 && !vp_broken(vd)) {
 				vd->ops->queue_notify(vd, q);
+				notified = true;
+			}
+		}
+		if (notified && dfd >= 0 && !armed && !vp_broken(vd)) {
+			dev_fd_arm(ep, dfd, EPOLL_CTL_MOD);
+			armed = true;
 		}
 	}
 out:

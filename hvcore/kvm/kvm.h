@@ -63,8 +63,9 @@ void hv_kvm_linux_get_stats(struct hv_vm *vm, struct hv_kvm_linux_stats *out);
  */
 #define HV_KVM_MAX_DEVS 8
 struct hv_kvm_dev_info {
-	const char *kind; /* "virtio-blk", "virtio-rng" */
-	const char *path; /* a disk's image; "" otherwise */
+	const char *kind; /* "virtio-blk", "virtio-rng", "virtio-net" */
+	const char *path; /* a disk's image, a NIC's tap; "" otherwise */
+	uint8_t mac[6];	  /* virtio-net: its MAC address */
 	bool read_only;
 	uint8_t slot;	  /* 00:slot.0 */
 	uint8_t status;	  /* virtio device status (0x0f: DRIVER_OK...) */

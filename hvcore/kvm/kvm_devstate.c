@@ -13,6 +13,7 @@
 
 #include "hvcore/devices/i8042.h"
 #include "hvcore/devices/uart16550.h"
+#include "hvcore/devices/virtio_net.h"
 #include "hvcore/devices/virtio_pci.h"
 #include "hvcore/kvm/kvm_pci.h"
 #include "hvcore/kvm/kvm_priv.h"
@@ -31,6 +32,8 @@ struct dev_snap {
 	unsigned slot[HV_KVM_MAX_DEVS];
 	uint64_t sectors[HV_KVM_MAX_DEVS];
 	bool ro[HV_KVM_MAX_DEVS];
+	bool net[HV_KVM_MAX_DEVS];
+	uint8_t mac[HV_KVM_MAX_DEVS][6];
 };
 
 void hv_kvm_devices_pause(struct hv_vm *vm)
@@ -68,6 +71,7 @@ static int snap_take(const struct hv_kvm_linux_devs *d, struct dev_snap *s)
 		if (ret)
 			return ret;
 		s->slot[i] = hv_virtio_pci_dev(vp)->slot;
+		s->net[i] = hv_kvm_pci_net_at(d->pci, i, s->mac[i]);
 	}
 	return 0;
 }
@@ -138,6 +142,11 @@ static void vp_to_pb(struct enc *e, unsigned i, const struct dev_snap *s)
 	p->queues = e->qp[i];
 	p->blk_sectors = s->sectors[i];
 	p->blk_read_only = s->ro[i];
+	if (s->net[i]) {
+		p->net_mac.data = (uint8_t *)s->mac[i];
+		p->net_mac.len = 6;
+		p->net_status = HV_VIRTIO_NET_S_LINK_UP;
+	}
 	e->vpp[i] = p;
 }
 
@@ -295,8 +304,13 @@ int hv_kvm_dev_state_decode(const struct hv_blob *in, void *snap)
 	s->n = (unsigned)m->n_virtio;
 	for (unsigned i = 0; i < s->n; i++) {
 		if (m->virtio[i]->slot >= 32 ||
-		    vp_from_pb(m->virtio[i], &s->vp[i]))
+		    vp_from_pb(m->virtio[i], &s->vp[i]) ||
+		    (m->virtio[i]->net_mac.len != 0 &&
+		     m->virtio[i]->net_mac.len != 6))
 			goto out;
+		s->net[i] = m->virtio[i]->net_mac.len == 6;
+		if (s->net[i])
+			memcpy(s->mac[i], m->virtio[i]->net_mac.data, 6);
 		s->slot[i] = m->virtio[i]->slot;
 		s->sectors[i] = m->virtio[i]->blk_sectors;
 		s->ro[i] = m->virtio[i]->blk_read_only;
@@ -327,7 +341,17 @@ static int snap_matches(const struct hv_kvm_linux_devs *d,
 		bool ro;
 		struct hv_virtio_pci *vp =
 			hv_kvm_pci_dev_at(d->pci, i, &sectors, &ro);
+		uint8_t mac[6] = {0};
+		bool net = hv_kvm_pci_net_at(d->pci, i, mac);
 
+		if (net != s->net[i] || (net && memcmp(mac, s->mac[i], 6))) {
+			hv_err("kvm",
+			       "vm=%s op=dev_state_restore slot=%u "
+			       "note=nic_differs (another MAC, or a NIC on "
+			       "one side only)",
+			       vm, s->slot[i]);
+			return -EINVAL;
+		}
 		if (!vp || hv_virtio_pci_dev(vp)->slot != s->slot[i] ||
 		    sectors != s->sectors[i] || ro != s->ro[i]) {
 			hv_err("kvm",
@@ -370,6 +394,9 @@ int hv_kvm_dev_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 							   &ro),
 					 &s->vp[i]);
 	}
+	/* The guest's NIC moved here: tell the switches once it runs. */
+	if (!ret)
+		hv_kvm_pci_announce_on_run(d.pci);
 out:
 	if (ret)
 		hv_err("kvm", "vm=%s op=dev_state_restore err=%d",

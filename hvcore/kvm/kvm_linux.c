@@ -412,11 +412,12 @@ static int add_pci(struct hv_vm *vm, struct hv_kvm_linux *lx)
 {
 	const struct hv_boot_cfg *b = &vm->cfg.boot;
 	struct hv_kvm_pci_disk disk[HV_BOOT_DISKS_MAX];
-	struct hv_kvm_pci_cfg c = {disk, 0, b->rng};
+	struct hv_kvm_pci_cfg c = {disk, 0, b->rng, b->net_tap, {0}};
 
 	for (uint32_t i = 0; i < b->nr_disks && i < HV_BOOT_DISKS_MAX; i++)
 		disk[c.nr_disks++] = (struct hv_kvm_pci_disk){
 			b->disk[i].path, b->disk[i].read_only};
+	memcpy(c.net_mac, b->net_mac, 6);
 	return hv_kvm_pci_create(hv_vm_name(vm), &c, lx->pio, lx->mmio,
 				 &lx->env, &lx->pci);
 }

@@ -11,20 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hvcore/devices/pci.h"
+#include "hvcore/devices/tap.h"
 #include "hvcore/devices/virtio_blk.h"
+#include "hvcore/devices/virtio_net.h"
 #include "hvcore/devices/virtio_pci.h"
 #include "hvcore/devices/virtio_rng.h"
 #include "hvcore/log.h"
 
 struct kvm_pci_dev {
-	char name[8]; /* "vda".., "rng": the device's log name */
+	char name[8]; /* "vda".., "rng", "net0": the device's log name */
 	const char *kind;
 	char path[4096];
 	bool read_only;
-	struct hv_virtio_blk *blk; /* one of blk, rng */
+	struct hv_virtio_blk *blk; /* one of blk, rng, net */
 	struct hv_virtio_rng *rng;
+	struct hv_virtio_net *net;
+	uint8_t mac[6];
 	struct hv_virtio_pci *vp;
 };
 
@@ -33,6 +38,8 @@ struct hv_kvm_pci {
 	struct hv_pci_bus *bus;
 	unsigned nr;
 	struct kvm_pci_dev dev[HV_KVM_MAX_DEVS];
+	/* control thread: set by hv_kvm_pci_announce_on_run() */
+	bool announce;
 };
 
 static void dev_fini(struct kvm_pci_dev *d)
@@ -45,6 +52,8 @@ static void dev_fini(struct kvm_pci_dev *d)
 	d->blk = NULL;
 	hv_virtio_rng_destroy(d->rng);
 	d->rng = NULL;
+	hv_virtio_net_destroy(d->net);
+	d->net = NULL;
 }
 
 void hv_kvm_pci_destroy(struct hv_kvm_pci *p)
@@ -67,6 +76,8 @@ static int add_one(const char *vm, struct hv_kvm_pci *p, struct kvm_pci_dev *d,
 
 	if (d->blk)
 		vd = hv_virtio_blk_dev(d->blk);
+	else if (d->net)
+		vd = hv_virtio_net_dev(d->net);
 	else
 		vd = hv_virtio_rng_dev(d->rng);
 	ret = hv_virtio_pci_create(p->bus, vd, env, &d->vp);
@@ -89,6 +100,37 @@ static int add_one(const char *vm, struct hv_kvm_pci *p, struct kvm_pci_dev *d,
 	return 0;
 }
 
+/* The NIC: its tap opened here, so that a busy one (another VM's, or
+ * the source's on a migration to the same host) fails the create. */
+static int add_net(const char *vm, struct hv_kvm_pci *p,
+		   const struct hv_kvm_pci_cfg *c, const struct hv_dev_env *env)
+{
+	struct kvm_pci_dev *d = &p->dev[p->nr];
+	struct hv_virtio_net_cfg nc = {.fd = -1};
+	int ret;
+
+	snprintf(d->name, sizeof(d->name), "net0");
+	d->kind = "virtio-net";
+	snprintf(d->path, sizeof(d->path), "%s", c->net_tap);
+	memcpy(d->mac, c->net_mac, 6);
+	ret = hv_tap_open(c->net_tap, &nc.fd);
+	if (ret) {
+		hv_err("kvm", "vm=%s op=tap_open tap=%s err=%d%s", vm,
+		       c->net_tap, ret,
+		       ret == -EBUSY ? " note=tap_in_use_by_another_vm" : "");
+		return ret;
+	}
+	memcpy(nc.mac, c->net_mac, 6);
+	nc.name = d->name;
+	ret = hv_virtio_net_create(&nc, &d->net);
+	if (ret) {
+		close(nc.fd);
+		return ret;
+	}
+	p->nr++;
+	return add_one(vm, p, d, env);
+}
+
 int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
 		      struct hv_iobus *pio, struct hv_iobus *mmio,
 		      const struct hv_dev_env *env, struct hv_kvm_pci **out)
@@ -96,8 +138,10 @@ int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
 	struct hv_kvm_pci *p;
 	int ret;
 
+	bool net = c->net_tap && c->net_tap[0];
+
 	if (c->nr_disks > HV_KVM_MAX_DEVS ||
-	    c->nr_disks + (c->rng ? 1 : 0) > HV_KVM_MAX_DEVS ||
+	    c->nr_disks + (c->rng ? 1 : 0) + (net ? 1 : 0) > HV_KVM_MAX_DEVS ||
 	    (c->nr_disks && !c->disk))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
@@ -143,6 +187,11 @@ int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
 			goto err;
 		p->nr++;
 		ret = add_one(name, p, d, env);
+		if (ret)
+			goto err;
+	}
+	if (net) {
+		ret = add_net(name, p, c, env);
 		if (ret)
 			goto err;
 	}
@@ -204,6 +253,15 @@ unsigned hv_kvm_pci_devices(const struct hv_kvm_pci *p,
 			o->bytes_read = s.bytes_read;
 			o->bytes_written = s.bytes_written;
 			o->flushes = s.flushes;
+		} else if (d->net) {
+			struct hv_virtio_net_stats s;
+
+			hv_virtio_net_stats(d->net, &s);
+			memcpy(o->mac, d->mac, 6);
+			o->requests = s.rx_packets + s.tx_packets;
+			o->errors = s.rx_dropped + s.tx_errors;
+			o->bytes_read = s.rx_bytes;
+			o->bytes_written = s.tx_bytes;
 		} else {
 			o->bytes_read = hv_virtio_rng_bytes(d->rng);
 		}
@@ -224,6 +282,38 @@ void hv_kvm_pci_run(struct hv_kvm_pci *p)
 	for (unsigned i = 0; p && i < p->nr; i++)
 		if (p->dev[i].vp)
 			hv_virtio_pci_run(p->dev[i].vp);
+	if (!p || !p->announce)
+		return;
+	/* After the devices run: the guest's NIC is live on this tap. */
+	p->announce = false;
+	for (unsigned i = 0; i < p->nr; i++) {
+		struct kvm_pci_dev *d = &p->dev[i];
+		int ret;
+
+		if (!d->net)
+			continue;
+		ret = hv_tap_announce(hv_virtio_net_fd(d->net), d->mac);
+		hv_info("kvm",
+			"op=net_announce dev=%s tap=%s "
+			"mac=%02x:%02x:%02x:%02x:%02x:%02x ret=%d",
+			d->name, d->path, d->mac[0], d->mac[1], d->mac[2],
+			d->mac[3], d->mac[4], d->mac[5], ret);
+	}
+}
+
+void hv_kvm_pci_announce_on_run(struct hv_kvm_pci *p)
+{
+	if (p)
+		p->announce = true;
+}
+
+bool hv_kvm_pci_net_at(const struct hv_kvm_pci *p, unsigned i,
+		       uint8_t mac[6])
+{
+	if (!p || i >= p->nr || !p->dev[i].net)
+		return false;
+	memcpy(mac, p->dev[i].mac, 6);
+	return true;
 }
 
 unsigned hv_kvm_pci_count(const struct hv_kvm_pci *p)

@@ -4,7 +4,7 @@
  * configuration mechanism 1 (ports 0xcf8-0xcff of the VM's port bus)
  * with the host bridge at 00:00.0, and the virtio-pci devices its boot
  * configuration asks for (struct hv_boot_cfg: disks, then the entropy
- * device), in slot order 00:01.0, 00:02.0, ... Each device's BAR 0 is
+ * device, then the network device on its tap), in slot order 00:01.0, 00:02.0, ... Each device's BAR 0 is
  * placed in the BAR window of the MMIO hole at add time
  * (HV_PCI_MMIO_BASE, naturally aligned), its INTA# goes to GSI
  * 16 + slot % 4 (described in the MP table through
@@ -38,15 +38,18 @@ struct hv_kvm_pci_disk {
 };
 struct hv_kvm_pci_cfg {
 	const struct hv_kvm_pci_disk *disk;
-	unsigned nr_disks; /* with the rng at most HV_KVM_MAX_DEVS */
+	unsigned nr_disks; /* with the rng and net at most HV_KVM_MAX_DEVS */
 	bool rng;
+	const char *net_tap; /* NULL or "": no virtio-net */
+	uint8_t net_mac[6];
 };
 
 /*
  * Register the configuration ports on @pio, the host bridge, and one
  * virtio-pci device for each of @c's disks and for its rng; @name names
  * the VM in logs. 0, or -errno with nothing left registered: the disk's
- * open (-ENOENT, -EACCES, -EROFS...), -EINVAL (not a file or block
+ * open (-ENOENT, -EACCES, -EROFS...), the tap's (hv_tap_open(): -EBUSY
+ * when another VM or program has it), -EINVAL (not a file or block
  * device, too many devices, a path of 4096 bytes or more), -ENOSPC
  * (slots or BAR window), -ENOMEM. @pio, @mmio and @env outlive the
  * result.
@@ -77,5 +80,12 @@ unsigned hv_kvm_pci_count(const struct hv_kvm_pci *p);
 struct hv_virtio_pci;
 struct hv_virtio_pci *hv_kvm_pci_dev_at(struct hv_kvm_pci *p, unsigned i,
 					uint64_t *sectors, bool *ro);
+/* Whether device @i is a NIC, with its MAC in @mac. */
+bool hv_kvm_pci_net_at(const struct hv_kvm_pci *p, unsigned i,
+		       uint8_t mac[6]);
+/* A migration's destination loaded the devices' state: the next
+ * hv_kvm_pci_run() announces every NIC's MAC on its tap (a RARP frame,
+ * hv_tap_announce()) so that switches learn its new port. */
+void hv_kvm_pci_announce_on_run(struct hv_kvm_pci *p);
 
 #endif

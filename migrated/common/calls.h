@@ -71,8 +71,13 @@ int migd_boot_check(const Migd__VmCreateRequest *r, enum hv_accel_kind accel,
 		    char *err, size_t err_size);
 
 /*
- * devices_check.c: a Linux guest's virtio devices (Boot.disks, Boot.rng),
- * checked by migd_boot_check() with the boot files. 0, or the reason in
+ * devices_check.c: a Linux guest's virtio devices (Boot.disks, Boot.rng,
+ * Boot.net), checked by migd_boot_check() with the boot files. The NIC:
+ * -EINVAL (a bad tap name, a malformed or multicast MAC), -EBUSY (another
+ * VM or program has the tap open), or the -errno of opening it
+ * (hv_tap_open(): -ENOENT without /dev/net/tun, -EPERM...); the tap is
+ * opened and closed again (a tap that did not exist is created and gone
+ * again, to be created by the worker). 0, or the reason in
  * @err (options as migratectl spells them) and -EINVAL (a device without
  * a kernel, more than HV_BOOT_DISKS_MAX disks, a relative or too long
  * path, not a regular file or block device, smaller than a sector, one
@@ -85,7 +90,15 @@ int migd_boot_check(const Migd__VmCreateRequest *r, enum hv_accel_kind accel,
 struct hv_boot_cfg;
 int migd_devices_check(const Migd__Boot *b, bool linux_guest, char *err,
 		       size_t err_size);
-/* Copy the (checked) devices of @b into @cfg. */
-void migd_devices_cfg(const Migd__Boot *b, struct hv_boot_cfg *cfg);
+/* Copy the (checked) devices of @b into @cfg; a NIC without a MAC gets
+ * migd_mac_from_name(@vm). */
+void migd_devices_cfg(const Migd__Boot *b, const char *vm,
+		      struct hv_boot_cfg *cfg);
+/* "XX:XX:XX:XX:XX:XX" (hex, either case) into @mac: 0 or -EINVAL. */
+int migd_mac_parse(const char *s, uint8_t mac[6]);
+/* The default MAC of VM @name's NIC: 02:6d: and 32 bits of a hash of the
+ * name (locally administered, unicast; stable across restarts and
+ * migrations, which carry the MAC anyway). */
+void migd_mac_from_name(const char *name, uint8_t mac[6]);
 
 #endif

@@ -22,6 +22,7 @@ static const char *const built_features[] = {
 	"dirty-rate",	     "converge-estimate", "live-update",
 	"rpc-roles",	     "paused-migration", "linux-boot",
 	"vm-console",	     "virtio-blk",	  "virtio-rng",
+	"virtio-net",
 #ifdef MIGD_HAVE_ENGINE
 	"migration",	     "postcopy",	  "delta",
 	"compression",	     "migration-resolve",

@@ -266,6 +266,15 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 	snprintf(cfg.name, sizeof(cfg.name), "%s",
 		 l->name && *l->name ? l->name : "incoming");
 	ret = hv_vm_create(&cfg, &d->vm);
+	if (ret == -EBUSY && cfg.boot.net_tap[0]) {
+		/* The tap is another VM's: on a migration to the same host,
+		 * the source's own. */
+		snprintf(why, sizeof(why),
+			 "tap '%s' is busy on the destination (another VM "
+			 "has it: the same host?)",
+			 cfg.boot.net_tap);
+		return refuse(d, MIG__REFUSE_REASON__REFUSE_LAYOUT, why, ret);
+	}
 	if (ret) {
 		snprintf(why, sizeof(why), "cannot create the VM: %s",
 			 strerror(-ret));

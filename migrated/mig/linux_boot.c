@@ -30,6 +30,11 @@ int mig_linux_boot_pack(const struct hv_boot_cfg *b, Mig__LinuxBoot **out)
 	x->boot.n_disks = n;
 	x->boot.disks = x->pp;
 	x->boot.rng = b->rng;
+	if (b->net_tap[0]) {
+		x->boot.net_tap = (char *)b->net_tap;
+		x->boot.net_mac.data = (uint8_t *)b->net_mac;
+		x->boot.net_mac.len = 6;
+	}
 	/* The message is the allocation's first member. */
 	*out = &x->boot;
 	return 0;
@@ -74,5 +79,14 @@ int mig_linux_boot_unpack(const Mig__LinuxBoot *m, struct hv_boot_cfg *b,
 	}
 	b->nr_disks = (uint32_t)m->n_disks;
 	b->rng = m->rng;
+	b->net_tap[0] = '\0';
+	if (m->net_tap && *m->net_tap) {
+		if (copy_str(b->net_tap, sizeof(b->net_tap), m->net_tap) ||
+		    m->net_mac.len != 6 || m->net_mac.data[0] & 1) {
+			snprintf(why, why_len, "virtio-net tap or MAC");
+			return -EINVAL;
+		}
+		memcpy(b->net_mac, m->net_mac.data, 6);
+	}
 	return 0;
 }

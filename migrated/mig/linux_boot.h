@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A Linux guest's boot configuration (struct hv_boot_cfg: kernel, initrd,
- * command line, disks, entropy device) as the wire message
+ * command line, disks, entropy device, NIC) as the wire message
  * Mig__LinuxBoot, for the two places that carry it to a new VM: a
  * migration's layout (layout.c) and a local live update's handover
  * (migrated/vmm/handover.c). The console log is not part of it: where a

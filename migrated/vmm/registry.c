@@ -158,7 +158,7 @@ int migd_vm_cfg_build(const Migd__VmCreateRequest *r,
 			 r->boot->initrd ? r->boot->initrd : "");
 		snprintf(cfg->boot.cmdline, sizeof(cfg->boot.cmdline), "%s",
 			 r->boot->cmdline ? r->boot->cmdline : "");
-		migd_devices_cfg(r->boot, &cfg->boot);
+		migd_devices_cfg(r->boot, r->name, &cfg->boot);
 	}
 	*wl = o;
 	return 0;

@@ -1,14 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
  * What vm inspect says of a Linux guest's virtio devices (calls.h): the
- * devices asked for at create (Boot.disks, Boot.rng) and, for each one
+ * devices asked for at create (Boot.disks, Boot.rng, Boot.net) and, for each one
  * the VM has, where the guest sees it and its counters
  * (hvcore/kvm/kvm.h). Loop thread; strings point into the VM, which
  * outlives the call.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "hvcore/kvm/kvm.h"
 #include "hvcore/vm.h"
 #include "migrated/vmm/calls.h"
+
+/* "xx:xx:xx:xx:xx:xx" into @out (18 bytes). */
+static void mac_fmt(const uint8_t m[6], char *out)
+{
+	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+		 m[3], m[4], m[5]);
+}
 
 void migd_devices_inspect(struct migd_call *call, struct hv_vm *vm,
 			  Migd__Boot *boot, Migd__VmInspectResult *r)
@@ -34,6 +44,18 @@ void migd_devices_inspect(struct migd_call *call, struct hv_vm *vm,
 		boot->disks = dp;
 	}
 	boot->rng = b->rng;
+	if (b->net_tap[0]) {
+		Migd__Net *net = migd_call_alloc(call, sizeof(*net));
+		char *mac = migd_call_alloc(call, 18);
+
+		if (!net || !mac)
+			return;
+		migd__net__init(net);
+		net->tap = b->net_tap;
+		mac_fmt(b->net_mac, mac);
+		net->mac = mac;
+		boot->net = net;
+	}
 	n = hv_kvm_linux_devices(vm, info, HV_KVM_MAX_DEVS);
 	if (!n)
 		return;
@@ -57,6 +79,11 @@ void migd_devices_inspect(struct migd_call *call, struct hv_vm *vm,
 		d->bytes_read = info[i].bytes_read;
 		d->bytes_written = info[i].bytes_written;
 		d->flushes = info[i].flushes;
+		if (!strcmp(info[i].kind, "virtio-net")) {
+			d->mac = migd_call_alloc(call, 18);
+			if (d->mac)
+				mac_fmt(info[i].mac, d->mac);
+		}
 		vp[i] = d;
 	}
 	r->n_devices = n;

@@ -62,7 +62,8 @@ bool migd_vm_refuse_devices(struct migd_call *call, struct migd_vm *v)
 {
 	/* The device kinds whose state migrates (hvcore/kvm/kvm_devstate.c);
 	 * the UART and the i8042 of every Linux guest do too. */
-	static const char *const ok[] = {"virtio-blk", "virtio-rng"};
+	static const char *const ok[] = {"virtio-blk", "virtio-rng",
+					  "virtio-net"};
 	struct hv_kvm_dev_info dev[HV_KVM_MAX_DEVS];
 	unsigned n;
 

@@ -194,11 +194,11 @@ out=$(ctl --json vm list)
 
 # What a client checks before it sends boot files.
 out=$(ctl --json capabilities)
-for f in linux-boot vm-console virtio-blk virtio-rng; do
+for f in linux-boot vm-console virtio-blk virtio-rng virtio-net; do
 	json_get "$out" '.features[]' | grep -qx "$f" &&
 		ok "capabilities: feature $f" || fail "capabilities lack $f: $out"
 done
-[ "$(json_get "$out" .api_version)" = 5 ] && ok "api_version 5" ||
+[ "$(json_get "$out" .api_version)" = 6 ] && ok "api_version 6" ||
 	fail "api_version: $out"
 
 finish

@@ -10,6 +10,12 @@
 # (default build/kvmrig: the rig's cache, shared with it) unless a .deb of
 # the candidate version is there already, so it works offline once the
 # rig ran. --kernel-out also copies that package's vmlinuz.
+#
+# Beside the output, host/ gets what the network test needs on the host
+# side in the KVM rig, whose own image has neither (tools/kvmrig is the
+# rig's, its module list fixed): the kernel package's tun.ko (the rig runs
+# that very kernel) with bridge.ko, stp.ko and llc.ko, and busybox (ping,
+# nc, insmod).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -72,7 +78,10 @@ image_rev=1
 key=$( (basename "$kdeb"; basename "$bbdeb"; echo "$image_rev ${mods[*]}";
 	sha256sum <"$hvguest"; [ -z "$hvblk" ] || sha256sum <"$hvblk";
 	cat "$here/init" "$0") | sha256sum | cut -c1-16)
+hostdir=$(dirname "$out")/host
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ] &&
+	[ -f "$hostdir/tun.ko" ] && [ -f "$hostdir/bridge.ko" ] &&
+	[ -x "$hostdir/busybox" ] &&
 	{ [ -z "$kout" ] || [ -f "$kout" ]; }; then
 	echo "mkinitramfs: $out is up to date" >&2
 	exit 0
@@ -88,7 +97,8 @@ m=./lib/modules/$kver/kernel
 dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$tmp/x" --wildcards \
 	"./boot/vmlinuz-$kver" "$m/drivers/virtio/*" "$m/drivers/block/*" \
 	"$m/drivers/net/*.ko" "$m/net/core/*" "$m/drivers/char/hw_random/*" \
-	"$m/net/vmw_vsock/*" || die "cannot unpack $kdeb"
+	"$m/net/vmw_vsock/*" "$m/net/bridge/bridge.ko" "$m/net/802/stp.ko" \
+	"$m/net/llc/llc.ko" || die "cannot unpack $kdeb"
 dpkg-deb -x "$bbdeb" "$tmp/x" || die "cannot unpack $bbdeb"
 kmod=$tmp/x/lib/modules/$kver/kernel
 declare -A done_mod=()
@@ -125,5 +135,13 @@ if [ -n "$kout" ]; then
 	cp "$tmp/x/boot/vmlinuz-$kver" "$kout.tmp"
 	mv "$kout.tmp" "$kout"
 fi
+mkdir -p "$hostdir"
+for hm in tun llc stp bridge; do
+	cp "$(find "$kmod" -name $hm.ko | head -1)" "$hostdir/$hm.ko.tmp" ||
+		die "$kpkg has no $hm.ko"
+	mv "$hostdir/$hm.ko.tmp" "$hostdir/$hm.ko"
+done
+cp "$tmp/x/bin/busybox" "$hostdir/busybox.tmp"
+mv "$hostdir/busybox.tmp" "$hostdir/busybox"
 echo "$key" >"$out.key"
 echo "mkinitramfs: $out ($(du -k "$out" | cut -f1) KiB, modules: ${order[*]})" >&2

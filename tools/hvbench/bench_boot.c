@@ -38,6 +38,8 @@ struct boot_opts {
 	const char *disk[HV_BOOT_DISKS_MAX];
 	uint32_t nr_disks;
 	bool rng;
+	/* --net TAP[,mac=XX:XX:XX:XX:XX:XX] */
+	const char *net;
 };
 
 /* CLOCK_MONOTONIC ns at which this process started (/proc/self/stat
@@ -114,7 +116,8 @@ static void usage(void)
 		"[--mem SIZE] [--vcpus N]\n"
 		"       [--timeout SECS] [--until STRING [--stop-at-until]] "
 		"[--log FILE] [--stdin]\n"
-		"       [--disk PATH[,ro]]... [--rng]\n");
+		"       [--disk PATH[,ro]]... [--rng] "
+		"[--net TAP[,mac=XX:XX:XX:XX:XX:XX]]\n");
 }
 
 static int parse(int argc, char **argv, struct boot_opts *o)
@@ -132,6 +135,7 @@ static int parse(int argc, char **argv, struct boot_opts *o)
 		{"stdin", no_argument, NULL, 'I'},
 		{"disk", required_argument, NULL, 'd'},
 		{"rng", no_argument, NULL, 'r'},
+		{"net", required_argument, NULL, 'N'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
@@ -181,6 +185,9 @@ static int parse(int argc, char **argv, struct boot_opts *o)
 		case 'r':
 			o->rng = true;
 			break;
+		case 'N':
+			o->net = optarg;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -188,6 +195,42 @@ static int parse(int argc, char **argv, struct boot_opts *o)
 	if (!o->kernel || optind != argc || !o->vcpus || o->timeout_s <= 0)
 		return -EINVAL;
 	return 0;
+}
+
+/* --net TAP[,mac=XX:XX:XX:XX:XX:XX]; without a MAC, QEMU's first
+ * default (52:54:00:12:34:56). The tap is opened by hv_vm_create(). */
+static int net_opt(const char *arg, struct hv_boot_cfg *b)
+{
+	static const uint8_t def[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+	unsigned m[6];
+	char end;
+
+	memcpy(b->net_mac, def, 6);
+	if (!len || len >= sizeof(b->net_tap))
+		goto bad;
+	memcpy(b->net_tap, arg, len);
+	b->net_tap[len] = '\0';
+	if (!comma)
+		return 0;
+	if (strncmp(comma + 1, "mac=", 4) ||
+	    sscanf(comma + 5, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2],
+		   &m[3], &m[4], &m[5], &end) != 6)
+		goto bad;
+	for (unsigned i = 0; i < 6; i++) {
+		if (m[i] > 0xff)
+			goto bad;
+		b->net_mac[i] = (uint8_t)m[i];
+	}
+	if (!(b->net_mac[0] & 1))
+		return 0;
+bad:
+	fprintf(stderr,
+		"hvbench boot: bad --net '%s' (TAP[,mac=XX:XX:XX:XX:XX:XX], "
+		"a unicast MAC)\n",
+		arg);
+	return -EINVAL;
 }
 
 static int copy_str(char *dst, size_t cap, const char *src, const char *what)
@@ -283,6 +326,8 @@ static int bench_boot(int argc, char **argv)
 	}
 	cfg.boot.nr_disks = o.nr_disks;
 	cfg.boot.rng = o.rng;
+	if (o.net && net_opt(o.net, &cfg.boot))
+		return 2;
 	ret = hv_vm_create(&cfg, &vm);
 	if (ret) {
 		fprintf(stderr, "hvbench boot: cannot create the VM: %s\n",

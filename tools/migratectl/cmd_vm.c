@@ -127,12 +127,12 @@ static int disk_arg(struct ctl *ctl, const char *arg, size_t nd, char *path,
  * A daemon that predates Linux guests would skip VmCreateRequest.boot (an
  * unknown field) and make the workload guest instead: ask it first.
  */
-static int need_linux_boot(struct ctl *ctl, bool disks, bool rng)
+static int need_linux_boot(struct ctl *ctl, bool disks, bool rng, bool net)
 {
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__CapabilitiesRequest cr = MIGD__CAPABILITIES_REQUEST__INIT;
 	Migd__Response *resp;
-	bool ok = false, blk = false, ent = false;
+	bool ok = false, blk = false, ent = false, nic = false;
 	int ret;
 
 	if (!ctl->client) {
@@ -157,16 +157,20 @@ static int need_linux_boot(struct ctl *ctl, bool disks, bool rng)
 			ok |= !strcmp(f, "linux-boot");
 			blk |= !strcmp(f, "virtio-blk");
 			ent |= !strcmp(f, "virtio-rng");
+			nic |= !strcmp(f, "virtio-net");
 		}
 	migd__response__free_unpacked(resp, NULL);
 	/* Devices, like boot files, would be skipped by an older daemon. */
-	if (ok && ((disks && !blk) || (rng && !ent))) {
+	if (ok && ((disks && !blk) || (rng && !ent) || (net && !nic))) {
+		const char *f = disks && !blk ? "virtio-blk"
+				: rng && !ent ? "virtio-rng"
+					      : "virtio-net";
+
 		fprintf(stderr,
 			"migratectl: this daemon has no %s device (its "
 			"capabilities lack '%s': an older migrated); nothing "
 			"was created\n",
-			disks && !blk ? "virtio-blk" : "virtio-rng",
-			disks && !blk ? "virtio-blk" : "virtio-rng");
+			f, f);
 		return 4;
 	}
 	if (ok)
@@ -177,12 +181,34 @@ static int need_linux_boot(struct ctl *ctl, bool disks, bool rng)
 	return 4;
 }
 
+/* --net TAP[,mac=XX:XX:XX:XX:XX:XX]: the daemon checks both (the tap
+ * is on its host); here only the shape. */
+static int net_arg(const char *arg, char *tap, size_t tap_size, Migd__Net *n)
+{
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+
+	if (!len || len >= tap_size ||
+	    (comma && strncmp(comma + 1, "mac=", 4))) {
+		fprintf(stderr,
+			"migratectl: bad --net '%s' (expected "
+			"TAP[,mac=XX:XX:XX:XX:XX:XX])\n",
+			arg);
+		return 2;
+	}
+	memcpy(tap, arg, len);
+	tap[len] = '\0';
+	n->tap = tap;
+	n->mac = comma ? (char *)comma + 5 : (char *)"";
+	return 0;
+}
+
 static int vm_create(struct ctl *ctl, int argc, char **argv)
 {
 	enum { O_MEM = 256, O_VCPUS, O_ACCEL, O_PATTERN, O_CONTENT, O_RATE,
 	       O_ROFF, O_RSIZE, O_WPCT, O_HOT, O_HOTSHARE, O_HB, O_SEED,
 	       O_PAUSED, O_RING, O_BACKING, O_PREFILL, O_KERNEL, O_INITRD,
-	       O_CMDLINE, O_DISK, O_RNG };
+	       O_CMDLINE, O_DISK, O_RNG, O_NET };
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
@@ -206,12 +232,15 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		{ "cmdline", required_argument, NULL, O_CMDLINE },
 		{ "disk", required_argument, NULL, O_DISK },
 		{ "rng", no_argument, NULL, O_RNG },
+		{ "net", required_argument, NULL, O_NET },
 		{ NULL, 0, NULL, 0 },
 	};
 	Migd__Request req = MIGD__REQUEST__INIT;
 	Migd__VmCreateRequest cr = MIGD__VM_CREATE_REQUEST__INIT;
 	Migd__Workload wl = MIGD__WORKLOAD__INIT;
 	Migd__Boot boot = MIGD__BOOT__INIT;
+	Migd__Net net = MIGD__NET__INIT;
+	static char net_tap[64];
 	char kernel[BOOT_PATH_MAX] = "", initrd[BOOT_PATH_MAX] = "";
 	/* --disk PATH[,ro], repeatable: the daemon checks the count. */
 	static char disk_path[MAX_DISKS][BOOT_PATH_MAX];
@@ -340,6 +369,12 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 		case O_RNG:
 			boot.rng = true;
 			break;
+		case O_NET:
+			ret = net_arg(optarg, net_tap, sizeof(net_tap), &net);
+			if (ret)
+				return ret;
+			boot.net = &net;
+			break;
 		default:
 			return 2;
 		}
@@ -352,14 +387,15 @@ static int vm_create(struct ctl *ctl, int argc, char **argv)
 	cr.workload = &wl;
 	/* The daemon says what is wrong with the boot options (so does it
 	 * for every client); only a daemon that knows them is sent them. */
-	if (kernel[0] || initrd[0] || boot.cmdline || nd || boot.rng) {
+	if (kernel[0] || initrd[0] || boot.cmdline || nd || boot.rng ||
+	    boot.net) {
 		boot.kernel = kernel;
 		boot.initrd = initrd;
 		boot.cmdline = boot.cmdline ? boot.cmdline : (char *)"";
 		boot.n_disks = nd;
 		boot.disks = nd ? disks : NULL;
 		cr.boot = &boot;
-		ret = need_linux_boot(ctl, nd > 0, boot.rng);
+		ret = need_linux_boot(ctl, nd > 0, boot.rng, boot.net != NULL);
 		if (ret)
 			return ret;
 	}
@@ -485,7 +521,15 @@ static void print_devices(const Migd__VmInspectResult *r)
 		printf(", %s, %s\n",
 		       d->status & 0x4 ? "driver ok" : "no driver",
 		       d->msix ? "msi-x" : "intx");
-		if (!strcmp(d->kind, "virtio-blk"))
+		if (!strcmp(d->kind, "virtio-net"))
+			printf("           mac %s, %llu packets (%llu dropped "
+			       "or failed), received %s, sent %s\n",
+			       d->mac && *d->mac ? d->mac : "?",
+			       (unsigned long long)d->requests,
+			       (unsigned long long)d->errors,
+			       migd_fmt_bytes(a, sizeof(a), d->bytes_read),
+			       migd_fmt_bytes(b, sizeof(b), d->bytes_written));
+		else if (!strcmp(d->kind, "virtio-blk"))
 			printf("           %llu requests (%llu errors), read "
 			       "%s, written %s, %llu flushes\n",
 			       (unsigned long long)d->requests,
@@ -497,7 +541,11 @@ static void print_devices(const Migd__VmInspectResult *r)
 			printf("           %s given to the guest\n",
 			       migd_fmt_bytes(a, sizeof(a), d->bytes_read));
 	}
-	if (!r->n_devices && r->boot && (r->boot->n_disks || r->boot->rng))
+	if (!r->n_devices && r->boot && r->boot->net)
+		printf("net:       tap %s, mac %s (asked for)\n",
+		       r->boot->net->tap, r->boot->net->mac);
+	if (!r->n_devices && r->boot &&
+	    (r->boot->n_disks || r->boot->rng || r->boot->net))
 		printf("device:    (asked for; the VM has none now)\n");
 }
 

@@ -31,6 +31,8 @@ static const struct {
 	  "          --accel kvm [--mem SIZE] [--vcpus N] [--paused]\n"
 	  "          [--disk PATH[,ro]]... [--rng]  (virtio-blk disks of\n"
 	  "          raw images, a virtio-rng device)\n"
+	  "          [--net TAP[,mac=XX:XX:XX:XX:XX:XX]]  (a virtio-net NIC\n"
+	  "          on a tap of the daemon's host)\n"
 	  "          (a Linux guest: paths on the daemon's host; not with\n"
 	  "          the workload options; it is not migrated or updated)\n"
 	  "  vm console NAME [--follow] [--from-start] [--until TEXT]\n"

@@ -96,14 +96,14 @@ static void test_good_devices_pass_and_are_copied(void)
 	q.b.rng = true;
 	CU_ASSERT_EQUAL(check(&q, true, err, sizeof(err)), 0);
 	memset(&cfg, 0xff, sizeof(cfg));
-	migd_devices_cfg(&q.b, &cfg);
+	migd_devices_cfg(&q.b, "vm", &cfg);
 	CU_ASSERT_EQUAL(cfg.nr_disks, 2);
 	CU_ASSERT_STRING_EQUAL(cfg.disk[0].path, img);
 	CU_ASSERT(!cfg.disk[0].read_only);
 	CU_ASSERT_STRING_EQUAL(cfg.disk[1].path, ro);
 	CU_ASSERT(cfg.disk[1].read_only);
 	CU_ASSERT(cfg.rng);
-	migd_devices_cfg(NULL, &cfg);
+	migd_devices_cfg(NULL, "vm", &cfg);
 	CU_ASSERT_EQUAL(cfg.nr_disks, 0);
 	CU_ASSERT(!cfg.rng);
 	/* One image on two read-only disks is fine. */
@@ -201,7 +201,67 @@ static void test_boot_check_checks_the_devices(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "--disk '/nonexistent/x.img'"));
 }
 
+/* A NIC: its tap name and MAC are checked before the tap is opened;
+ * without a MAC it gets one derived from the VM's name. */
+static void test_net_tap_and_mac_checked(void)
+{
+	static const uint8_t want[6] = {0x52, 0x54, 0x00, 0xab, 0xcd, 0xef};
+	struct hv_boot_cfg cfg;
+	Migd__Net net;
+	struct devs q;
+	uint8_t mac[6], m2[6];
+	char err[512];
+
+	CU_ASSERT_EQUAL(migd_mac_parse("52:54:00:AB:cd:ef", mac), 0);
+	CU_ASSERT_EQUAL(memcmp(mac, want, 6), 0);
+	CU_ASSERT_EQUAL(migd_mac_parse("52:54:00:ab:cd", mac), -EINVAL);
+	CU_ASSERT_EQUAL(migd_mac_parse("52:54:00:ab:cd:efx", mac), -EINVAL);
+	CU_ASSERT_EQUAL(migd_mac_parse("52:54:00:ab:cd: f", mac), -EINVAL);
+	CU_ASSERT_EQUAL(migd_mac_parse("52-54-00-ab-cd-ef", mac), -EINVAL);
+	CU_ASSERT_EQUAL(migd_mac_parse("52:54:00:ab:cd:+f", mac), -EINVAL);
+	/* The default: locally administered, unicast, stable, per name. */
+	migd_mac_from_name("lx", mac);
+	migd_mac_from_name("lx", m2);
+	CU_ASSERT_EQUAL(memcmp(mac, m2, 6), 0);
+	CU_ASSERT_EQUAL(mac[0] & 3, 2);
+	migd_mac_from_name("lx2", m2);
+	CU_ASSERT_NOT_EQUAL(memcmp(mac, m2, 6), 0);
+
+	devs_init(&q, 0, img, false);
+	migd__net__init(&net);
+	q.b.net = &net;
+	net.tap = (char *)"tap0";
+	CU_ASSERT_EQUAL(check(&q, false, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err, "--net needs --kernel (a Linux guest)");
+	net.tap = (char *)"a/b";
+	CU_ASSERT_EQUAL(check(&q, true, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "tap interface name"));
+	net.tap = (char *)"0123456789abcdef";
+	CU_ASSERT_EQUAL(check(&q, true, err, sizeof(err)), -EINVAL);
+	net.tap = (char *)"tap0";
+	net.mac = (char *)"52:54:00:ab:cd";
+	CU_ASSERT_EQUAL(check(&q, true, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "XX:XX:XX:XX:XX:XX"));
+	net.mac = (char *)"01:00:5e:00:00:01";
+	CU_ASSERT_EQUAL(check(&q, true, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "multicast"));
+
+	/* Copied: the MAC as given, or the name's. */
+	net.mac = (char *)"52:54:00:ab:cd:ef";
+	memset(&cfg, 0, sizeof(cfg));
+	migd_devices_cfg(&q.b, "lx", &cfg);
+	CU_ASSERT_STRING_EQUAL(cfg.net_tap, "tap0");
+	CU_ASSERT_EQUAL(memcmp(cfg.net_mac, want, 6), 0);
+	net.mac = (char *)"";
+	migd_devices_cfg(&q.b, "lx", &cfg);
+	CU_ASSERT_EQUAL(memcmp(cfg.net_mac, mac, 6), 0);
+	q.b.net = NULL;
+	migd_devices_cfg(&q.b, "lx", &cfg);
+	CU_ASSERT_STRING_EQUAL(cfg.net_tap, "");
+}
+
 static CU_TestInfo tests[] = {
+	{"net_tap_and_mac_checked", test_net_tap_and_mac_checked},
 	{"good_devices_pass_and_are_copied",
 	 test_good_devices_pass_and_are_copied},
 	{"devices_need_a_kernel", test_devices_need_a_kernel},
