@@ -24,7 +24,7 @@ static const char *const built_features[] = {
 	"vm-console",	     "virtio-blk",	  "virtio-rng",
 #ifdef MIGD_HAVE_ENGINE
 	"migration",	     "postcopy",	  "delta",
-	"compression",	     "migration-resolve",
+	"compression",	     "migration-resolve", "snapshot",
 #endif
 };
 

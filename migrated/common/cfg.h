@@ -28,7 +28,7 @@
 #define MIGD_VERSION "0.1.0"
 /* The control API's version (CapabilitiesResult.api_version): raised by
  * one with each compatible addition listed in docs/api.md. */
-#define MIGD_API_VERSION 5u
+#define MIGD_API_VERSION 6u
 
 struct migd_cfg {
 	char state_dir[PATH_MAX];

@@ -248,9 +248,12 @@ static int snap_init(struct snap *s, struct hv_vm *vm)
 	s->dirty = calloc(words, 8);
 	s->fetch = calloc(FETCH_PAGES / 64, 8);
 	s->run = aligned_alloc(HV_PAGE_SIZE, RUN_PAGES * HV_PAGE_SIZE);
-	return s->table && s->written && s->dirty && s->fetch && s->run
-		       ? 0
-		       : -ENOMEM;
+	if (!s->table || !s->written || !s->dirty || !s->fetch || !s->run)
+		return -ENOMEM;
+	/* A page no pass writes is a hole: it reads, and hashes, as zeros. */
+	for (uint64_t i = 0; i < s->npages; i++)
+		s->table[i] = s->zero_hash;
+	return 0;
 }
 
 static void snap_fini(struct snap *s)
