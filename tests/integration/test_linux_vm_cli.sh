@@ -198,7 +198,7 @@ for f in linux-boot vm-console virtio-blk virtio-rng; do
 	json_get "$out" '.features[]' | grep -qx "$f" &&
 		ok "capabilities: feature $f" || fail "capabilities lack $f: $out"
 done
-[ "$(json_get "$out" .api_version)" = 5 ] && ok "api_version 5" ||
+[ "$(json_get "$out" .api_version)" = 6 ] && ok "api_version 6" ||
 	fail "api_version: $out"
 
 finish
