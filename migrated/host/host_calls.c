@@ -21,9 +21,7 @@
 
 #define COMP "migd.host"
 
-struct fwd;
-typedef void (*post_fn)(struct migd_worker *w, Migd__Response *resp,
-			struct fwd *f);
+typedef migd__host_post_fn post_fn;
 
 struct fwd {
 	struct migd_defer *df;
@@ -136,13 +134,19 @@ bool migd__host_refuse_linux(struct migd_call *call, struct migd_worker *w,
 
 static void forward_vm(struct migd_call *call, const char *name)
 {
+	migd__host_forward_vm(call, name, NULL);
+}
+
+void migd__host_forward_vm(struct migd_call *call, const char *name,
+			   migd__host_post_fn post)
+{
 	struct migd_worker *w = vm_worker(call, name);
 	Migd__Request req;
 
 	if (!w)
 		return;
 	req = *call->req;
-	forward(call, w, &req, NULL, 0);
+	forward(call, w, &req, post, 0);
 }
 
 static void h_vmref(struct migd_call *call)
@@ -238,8 +242,6 @@ static bool refuse_draining(struct migd_call *call)
 static void h_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
-	struct migd_worker *w;
-	Migd__Request req;
 	char err[512];
 
 	if (!r->name || !migd_name_valid(r->name)) {
@@ -256,12 +258,21 @@ static void h_vm_create(struct migd_call *call)
 			       "%s", err);
 		return;
 	}
+	migd__host_new_vm(call, r->name);
+}
+
+void migd__host_new_vm(struct migd_call *call, const char *name)
+{
+	struct migd_worker *w;
+	Migd__Request req;
+	char err[512];
+
 	if (refuse_draining(call))
 		return;
 	/* The name must be free in the fleet too (a no-op standalone). */
-	if (!migd_host_name_taken(migd_host_of(call), r->name)) {
-		int ret = migd_host_fleet_claim(migd_host_of(call), r->name,
-						err, sizeof(err));
+	if (!migd_host_name_taken(migd_host_of(call), name)) {
+		int ret = migd_host_fleet_claim(migd_host_of(call), name, err,
+						sizeof(err));
 
 		if (ret) {
 			migd_call_fail(call, ret == -EEXIST ?
@@ -271,9 +282,9 @@ static void h_vm_create(struct migd_call *call)
 			return;
 		}
 	}
-	if (new_worker(call, r->name, &w)) {
-		if (!migd_host_name_taken(migd_host_of(call), r->name))
-			migd_host_fleet_release(migd_host_of(call), r->name);
+	if (new_worker(call, name, &w)) {
+		if (!migd_host_name_taken(migd_host_of(call), name))
+			migd_host_fleet_release(migd_host_of(call), name);
 		return;
 	}
 	req = *call->req;
@@ -333,85 +344,6 @@ static void h_vm_destroy(struct migd_call *call)
 		return;
 	req = *call->req;
 	forward(call, w, &req, destroyed, 0);
-}
-
-/* ---- snapshots (docs/snapshots.md) ------------------------------------ */
-
-/* A snapshot with stop ended the VM: as after vm destroy. */
-static void snapshotted(struct migd_worker *w, Migd__Response *resp,
-			struct fwd *f)
-{
-	if (resp_ok(resp) &&
-	    resp->result_case == MIGD__RESPONSE__RESULT_VM_SNAPSHOT &&
-	    resp->vm_snapshot->vm &&
-	    resp->vm_snapshot->vm->state == MIGD__VM_STATE__VM_STATE_STOPPED) {
-		w->vm_gone = true; /* it exits now */
-		migd_host_fleet_release(w->d, w->name);
-	}
-}
-
-static void h_vm_snapshot(struct migd_call *call)
-{
-	const Migd__VmSnapshotRequest *r = call->req->vm_snapshot;
-	struct migd_worker *w = vm_worker(call, r->name);
-	Migd__Request req;
-
-	if (!w)
-		return;
-	if (!r->dir || r->dir[0] != '/') {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "snapshot directory '%s' is not an absolute "
-			       "path (it is on the daemon's host)",
-			       r->dir ? r->dir : "");
-		return;
-	}
-	req = *call->req;
-	forward(call, w, &req, snapshotted, 0);
-}
-
-/* A new worker makes the VM from the files, as vm create makes one from
- * its options; a restore that fails leaves no VM and frees the name. */
-static void h_vm_restore(struct migd_call *call)
-{
-	const Migd__VmRestoreRequest *r = call->req->vm_restore;
-	struct migd_worker *w;
-	Migd__Request req;
-	char err[512];
-
-	if (!r->name || !migd_name_valid(r->name)) {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "invalid VM name '%s' ([A-Za-z0-9._-], 1..%d)",
-			       r->name ? r->name : "", MIGD_NAME_MAX);
-		return;
-	}
-	if (!r->dir || r->dir[0] != '/') {
-		migd_call_fail(call, MIGD__STATUS__STATUS_INVALID_ARGUMENT,
-			       "snapshot directory '%s' is not an absolute "
-			       "path (it is on the daemon's host)",
-			       r->dir ? r->dir : "");
-		return;
-	}
-	if (refuse_draining(call))
-		return;
-	if (!migd_host_name_taken(migd_host_of(call), r->name)) {
-		int ret = migd_host_fleet_claim(migd_host_of(call), r->name,
-						err, sizeof(err));
-
-		if (ret) {
-			migd_call_fail(call, ret == -EEXIST ?
-				       MIGD__STATUS__STATUS_ALREADY_EXISTS :
-				       MIGD__STATUS__STATUS_UNAVAILABLE,
-				       "%s", err);
-			return;
-		}
-	}
-	if (new_worker(call, r->name, &w)) {
-		if (!migd_host_name_taken(migd_host_of(call), r->name))
-			migd_host_fleet_release(migd_host_of(call), r->name);
-		return;
-	}
-	req = *call->req;
-	forward(call, w, &req, created, 0);
 }
 
 /* A VM list waits for every worker's answer, at most LIST_WAIT_MS: a
@@ -837,8 +769,10 @@ static const struct host_handler host_handlers[] = {
 	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = {"vm_set_workload",
 						 h_set_workload},
 	[MIGD__REQUEST__CALL_VM_CHECK] = {"vm_check", h_vmref},
-	[MIGD__REQUEST__CALL_VM_SNAPSHOT] = {"vm_snapshot", h_vm_snapshot},
-	[MIGD__REQUEST__CALL_VM_RESTORE] = {"vm_restore", h_vm_restore},
+	[MIGD__REQUEST__CALL_VM_SNAPSHOT] = {"vm_snapshot",
+					     migd__host_vm_snapshot},
+	[MIGD__REQUEST__CALL_VM_RESTORE] = {"vm_restore",
+					    migd__host_vm_restore},
 	[MIGD__REQUEST__CALL_VM_UPDATE] = {"vm_update", migd_host_vm_update},
 	[MIGD__REQUEST__CALL_VM_CONSOLE] = {"vm_console", h_console},
 	[MIGD__REQUEST__CALL_VM_CONSOLE_WRITE] = {"vm_console_write",
