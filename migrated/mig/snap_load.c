@@ -185,6 +185,10 @@ int mig_snap_load(const char *dir, const char *name,
 				    : "longer than the VM's RAM",
 		     (long long)sb.st_size, (unsigned long long)ss.mem_bytes);
 	snprintf(ss.cfg.name, sizeof(ss.cfg.name), "%s", name);
+	if (ss.cfg.boot.kernel[0] && base)
+		snprintf(ss.cfg.boot.console_log,
+			 sizeof(ss.cfg.boot.console_log), "%s",
+			 base->boot.console_log);
 	ret = hv_vm_create(&ss.cfg, &vm);
 	if (ret)
 		FAIL(ret, "creating VM '%s' (%s, %llu MiB, %u vCPUs): %s", name,

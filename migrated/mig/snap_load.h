@@ -34,8 +34,10 @@ struct mig_snap_load_stats {
 
 /*
  * Load the snapshot in the absolute path @dir into a new VM named @name,
- * with the local choices (backing, dirty ring) of @base (may be NULL;
- * its accelerator, when set, must be the snapshot's). *@out: the VM,
+ * with the local choices (backing, dirty ring, a Linux guest's console
+ * log path) of @base (may be NULL; its accelerator, when set, must be
+ * the snapshot's). A Linux guest's boot files and disks are opened again
+ * at the paths the snapshot names. *@out: the VM,
  * CREATED with its state loaded (hv_vm_start() runs it). 0, or a
  * negative errno with a one-line reason in @why (mig_snap_state_read()'s
  * for the state file; -EBADMSG for a memory file of the wrong size or a

@@ -4,6 +4,10 @@
  * the worker's VM into a directory (migrated/mig/snap_save.h), vm_restore
  * makes this worker's VM from one (snap_load.h). Loop thread.
  *
+ * A Linux guest is snapshotted with its devices' state (as a migration
+ * carries it) and restored with its boot files and disks opened again at
+ * their paths: its disks are not in the snapshot (docs/snapshots.md).
+ *
  * Both run on the loop thread and block it for their duration (a 64 MiB
  * VM: tens of milliseconds; a GiB: seconds): the worker has one VM, and
  * what it would otherwise answer meanwhile (inspect, check, its dirty
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hvcore/log.h"
 #include "hvcore/time.h"
@@ -33,6 +38,18 @@
 /* Test hook (the integration test's deliberate break): the last pass is
  * left out, so the snapshot misses what the guest wrote in the end. */
 #define SKIP_LAST_PASS_ENV "MIGRATED_TEST_SNAP_SKIP_LAST_PASS"
+
+/* A failed restore's console log (and its rotated one): nothing stays. */
+static void console_log_remove(const char *path)
+{
+	char old[HV_BOOT_PATH_MAX + 2];
+
+	if (!path[0])
+		return;
+	unlink(path);
+	snprintf(old, sizeof(old), "%s.1", path);
+	unlink(old);
+}
 
 static Migd__Status status_of(int err)
 {
@@ -83,7 +100,10 @@ void migd_call_vm_snapshot(struct migd_call *call)
 			       v->name, (unsigned long long)v->mig_id);
 		return;
 	}
-	if (migd_vm_refuse_linux(call, v, "a snapshot"))
+	/* A Linux guest's devices must save their state (as for a
+	 * migration); its disks are not in the snapshot (docs/snapshots.md,
+	 * "Shared disks"). */
+	if (migd_vm_refuse_devices(call, v))
 		return;
 	old = migd_vm_api_state(v);
 	if (old != MIGD__VM_STATE__VM_STATE_RUNNING &&
@@ -189,9 +209,13 @@ void migd_call_vm_restore(struct migd_call *call)
 	hv_vm_cfg_init(&base, d->accel, HV_VM_MIN_MEM, 1);
 	base.accel = HV_ACCEL_INVALID;
 	base.backing = d->cfg.backing ? d->cfg.backing : MIGD_BACKING_DEFAULT;
+	/* A Linux guest's console log, if the snapshot holds one. */
+	migd_console_log_path(d, r->name, base.boot.console_log,
+			      sizeof(base.boot.console_log));
 	ret = mig_snap_load(r->dir, r->name, &base, &vm, &st, why,
 			    sizeof(why));
 	if (ret) {
+		console_log_remove(base.boot.console_log);
 		hv_warn(COMP, "event=restore_failed vm=%s dir=%s err=%d",
 			r->name, r->dir, ret);
 		migd_call_fail(call, status_of(ret),
@@ -200,21 +224,14 @@ void migd_call_vm_restore(struct migd_call *call)
 			       r->name, r->dir, why);
 		return;
 	}
-	if (hv_vm_is_linux(vm)) {
-		/* Not reached from our own snapshots (vm_snapshot refuses
-		 * them); a hand-made state file may still say so. */
-		hv_vm_destroy(vm);
-		migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
-			       "%s holds a Linux guest: restoring one is not "
-			       "supported yet; nothing was created",
-			       r->dir);
-		return;
-	}
-	migd_wl_from_guest(vm, &wl, r->name);
+	memset(&wl, 0, sizeof(wl));
+	if (!hv_vm_is_linux(vm))
+		migd_wl_from_guest(vm, &wl, r->name);
 	if (!r->paused) {
 		ret = hv_vm_start(vm);
 		if (ret) {
 			hv_vm_destroy(vm);
+			console_log_remove(base.boot.console_log);
 			migd_call_fail(call, MIGD__STATUS__STATUS_INTERNAL,
 				       "starting restored VM '%s' failed: %s; "
 				       "nothing was created",
@@ -225,6 +242,7 @@ void migd_call_vm_restore(struct migd_call *call)
 	ret = migd_registry_add(&d->reg, r->name, vm, &wl, false, &v);
 	if (ret) {
 		hv_vm_destroy(vm);
+		console_log_remove(base.boot.console_log);
 		migd_call_fail(call, migd_status_from_errno(ret),
 			       "registering VM '%s' failed: %s", r->name,
 			       strerror(-ret));
