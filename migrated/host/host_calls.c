@@ -258,10 +258,21 @@ static void h_vm_create(struct migd_call *call)
 			       "%s", err);
 		return;
 	}
-	migd__host_new_vm(call, r->name);
+	migd__host_new_vm(call, r->name, false);
 }
 
-void migd__host_new_vm(struct migd_call *call, const char *name)
+static void restored(struct migd_worker *w, Migd__Response *resp,
+		     struct fwd *f)
+{
+	if (resp_ok(resp) && resp->result_case == MIGD__RESPONSE__RESULT_VM)
+		w->d->restores_ok++;
+	else
+		w->d->restores_failed++;
+	created(w, resp, f);
+}
+
+void migd__host_new_vm(struct migd_call *call, const char *name,
+		       bool restore)
 {
 	struct migd_worker *w;
 	Migd__Request req;
@@ -288,7 +299,7 @@ void migd__host_new_vm(struct migd_call *call, const char *name)
 		return;
 	}
 	req = *call->req;
-	forward(call, w, &req, created, 0);
+	forward(call, w, &req, restore ? restored : created, 0);
 }
 
 static void destroyed(struct migd_worker *w, Migd__Response *resp,

@@ -41,8 +41,10 @@ void migd__host_forward_vm(struct migd_call *call, const char *name,
 /* host_calls.c: a new worker for a new VM @name (a valid name: checked by
  * the caller) gets the call, as vm_create: refused on a draining host or
  * when the name is taken here or in the fleet; a failure in the worker
- * frees the name again (the worker exits). */
-void migd__host_new_vm(struct migd_call *call, const char *name);
+ * frees the name again (the worker exits). @restore: counted as a
+ * restore (metrics). */
+void migd__host_new_vm(struct migd_call *call, const char *name,
+		       bool restore);
 /* host_snap.c: vm_snapshot and vm_restore (docs/snapshots.md). */
 void migd__host_vm_snapshot(struct migd_call *call);
 void migd__host_vm_restore(struct migd_call *call);

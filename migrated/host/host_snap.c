@@ -32,11 +32,18 @@ static void snapshotted(struct migd_worker *w, Migd__Response *resp,
 			struct fwd *f)
 {
 	const Migd__VmSnapshotResult *r = resp->vm_snapshot;
+	struct migd_host *d = w->d;
 
-	if (resp->error && resp->error->status != MIGD__STATUS__STATUS_OK)
+	if ((resp->error && resp->error->status != MIGD__STATUS__STATUS_OK) ||
+	    resp->result_case != MIGD__RESPONSE__RESULT_VM_SNAPSHOT) {
+		d->snaps_failed++;
 		return;
-	if (resp->result_case != MIGD__RESPONSE__RESULT_VM_SNAPSHOT ||
-	    !r->vm || r->vm->state != MIGD__VM_STATE__VM_STATE_STOPPED)
+	}
+	d->snaps_ok++;
+	d->snap_bytes += r->bytes_written;
+	d->snap_pause_ns += r->pause_ns;
+	d->snap_duration_ns += r->duration_ns;
+	if (!r->vm || r->vm->state != MIGD__VM_STATE__VM_STATE_STOPPED)
 		return;
 	w->vm_gone = true; /* it exits now */
 	migd_host_fleet_release(w->d, w->name);
@@ -63,5 +70,5 @@ void migd__host_vm_restore(struct migd_call *call)
 	}
 	if (refuse_relative(call, r->dir))
 		return;
-	migd__host_new_vm(call, r->name);
+	migd__host_new_vm(call, r->name, true);
 }

@@ -10,8 +10,11 @@
 source "$(dirname "$0")/lib.sh" "$@"
 
 ACCEL=$(it_accel)
-start_daemon d1 --accel "$ACCEL"
+start_daemon d1 --accel "$ACCEL" --metrics-listen 127.0.0.1:0
 D1=$SOCK
+MPORT=$(sed -n 's/.*comp=migd.metrics event=listening addr=[^:]*:\([0-9]*\).*/\1/p' \
+	"$TMP/d1.log" | head -1)
+metric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 S=$TMP/snaps
 mkdir -p "$S"
 
@@ -147,6 +150,16 @@ refused "a truncated memory file" "$S/short" "truncated"
 refused "a directory without a snapshot" "$TMP" "cannot open" 3
 expect_rc 0 "the name is free after the refusals" ctl vm restore bad "$S/one"
 expect_rc 0 "destroy it" ctl vm destroy bad
+
+# ---- metrics: two snapshots and three restores that worked, six refused
+m_ok=$(metric 'migd_snapshots_total{result="ok"}')
+r_ok=$(metric 'migd_restores_total{result="ok"}')
+r_bad=$(metric 'migd_restores_total{result="failed"}')
+pause=$(metric migd_snapshot_pause_seconds_total)
+[ "$m_ok" = 2 ] && [ "$r_ok" = 3 ] && [ "$r_bad" = 6 ] &&
+	awk -v p="$pause" 'BEGIN { exit !(p > 0) }' &&
+	ok "metrics: snapshots ok $m_ok, restores ok $r_ok failed $r_bad, pauses ${pause} s" ||
+	fail "metrics: snapshots ok '$m_ok', restores ok '$r_ok' failed '$r_bad', pause '$pause'"
 
 # ---- a snapshot killed midway leaves the previous one -----------------
 # d3's workers die at their second snapshot's last step, when the files
