@@ -25,7 +25,7 @@ static const char *const built_features[] = {
 	"virtio-net",
 #ifdef MIGD_HAVE_ENGINE
 	"migration",	     "postcopy",	  "delta",
-	"compression",	     "migration-resolve",
+	"compression",	     "migration-resolve", "snapshot",
 #endif
 };
 

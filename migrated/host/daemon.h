@@ -55,6 +55,10 @@ struct migd_host {
 	struct migd_server srv;
 	struct migd_metrics *metrics;
 	uint64_t vms_created;				 /* for metrics */
+	/* for metrics: snapshots (host_snap.c) and restores, by result;
+	 * the bytes, pauses and durations of those that succeeded */
+	uint64_t snaps_ok, snaps_failed, restores_ok, restores_failed;
+	uint64_t snap_bytes, snap_pause_ns, snap_duration_ns;
 	uint64_t mig_errors;				 /* for metrics */
 	uint64_t mig_unresolved, mig_verify_failures;	 /* for metrics */
 	struct migd_mig_totals mig_totals;		 /* for metrics */

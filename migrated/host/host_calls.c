@@ -21,9 +21,7 @@
 
 #define COMP "migd.host"
 
-struct fwd;
-typedef void (*post_fn)(struct migd_worker *w, Migd__Response *resp,
-			struct fwd *f);
+typedef migd__host_post_fn post_fn;
 
 struct fwd {
 	struct migd_defer *df;
@@ -136,13 +134,19 @@ bool migd__host_refuse_linux(struct migd_call *call, struct migd_worker *w,
 
 static void forward_vm(struct migd_call *call, const char *name)
 {
+	migd__host_forward_vm(call, name, NULL);
+}
+
+void migd__host_forward_vm(struct migd_call *call, const char *name,
+			   migd__host_post_fn post)
+{
 	struct migd_worker *w = vm_worker(call, name);
 	Migd__Request req;
 
 	if (!w)
 		return;
 	req = *call->req;
-	forward(call, w, &req, NULL, 0);
+	forward(call, w, &req, post, 0);
 }
 
 static void h_vmref(struct migd_call *call)
@@ -238,8 +242,6 @@ static bool refuse_draining(struct migd_call *call)
 static void h_vm_create(struct migd_call *call)
 {
 	const Migd__VmCreateRequest *r = call->req->vm_create;
-	struct migd_worker *w;
-	Migd__Request req;
 	char err[512];
 
 	if (!r->name || !migd_name_valid(r->name)) {
@@ -256,12 +258,32 @@ static void h_vm_create(struct migd_call *call)
 			       "%s", err);
 		return;
 	}
+	migd__host_new_vm(call, r->name, false);
+}
+
+static void restored(struct migd_worker *w, Migd__Response *resp,
+		     struct fwd *f)
+{
+	if (resp_ok(resp) && resp->result_case == MIGD__RESPONSE__RESULT_VM)
+		w->d->restores_ok++;
+	else
+		w->d->restores_failed++;
+	created(w, resp, f);
+}
+
+void migd__host_new_vm(struct migd_call *call, const char *name,
+		       bool restore)
+{
+	struct migd_worker *w;
+	Migd__Request req;
+	char err[512];
+
 	if (refuse_draining(call))
 		return;
 	/* The name must be free in the fleet too (a no-op standalone). */
-	if (!migd_host_name_taken(migd_host_of(call), r->name)) {
-		int ret = migd_host_fleet_claim(migd_host_of(call), r->name,
-						err, sizeof(err));
+	if (!migd_host_name_taken(migd_host_of(call), name)) {
+		int ret = migd_host_fleet_claim(migd_host_of(call), name, err,
+						sizeof(err));
 
 		if (ret) {
 			migd_call_fail(call, ret == -EEXIST ?
@@ -271,13 +293,13 @@ static void h_vm_create(struct migd_call *call)
 			return;
 		}
 	}
-	if (new_worker(call, r->name, &w)) {
-		if (!migd_host_name_taken(migd_host_of(call), r->name))
-			migd_host_fleet_release(migd_host_of(call), r->name);
+	if (new_worker(call, name, &w)) {
+		if (!migd_host_name_taken(migd_host_of(call), name))
+			migd_host_fleet_release(migd_host_of(call), name);
 		return;
 	}
 	req = *call->req;
-	forward(call, w, &req, created, 0);
+	forward(call, w, &req, restore ? restored : created, 0);
 }
 
 static void destroyed(struct migd_worker *w, Migd__Response *resp,
@@ -758,6 +780,10 @@ static const struct host_handler host_handlers[] = {
 	[MIGD__REQUEST__CALL_VM_SET_WORKLOAD] = {"vm_set_workload",
 						 h_set_workload},
 	[MIGD__REQUEST__CALL_VM_CHECK] = {"vm_check", h_vmref},
+	[MIGD__REQUEST__CALL_VM_SNAPSHOT] = {"vm_snapshot",
+					     migd__host_vm_snapshot},
+	[MIGD__REQUEST__CALL_VM_RESTORE] = {"vm_restore",
+					    migd__host_vm_restore},
 	[MIGD__REQUEST__CALL_VM_UPDATE] = {"vm_update", migd_host_vm_update},
 	[MIGD__REQUEST__CALL_VM_CONSOLE] = {"vm_console", h_console},
 	[MIGD__REQUEST__CALL_VM_CONSOLE_WRITE] = {"vm_console_write",

@@ -30,6 +30,25 @@ void migd__host_info_fill(struct migd_worker *w, Migd__VmInfo *out);
 bool migd__host_refuse_linux(struct migd_call *call, struct migd_worker *w,
 			     const char *what);
 
+/* host_calls.c: send the call to the worker of VM @name (failing @call
+ * when there is none) and answer when it answers; @post (may be NULL)
+ * sees the worker's response first (never a NULL one). */
+struct fwd;
+typedef void (*migd__host_post_fn)(struct migd_worker *w,
+				   Migd__Response *resp, struct fwd *f);
+void migd__host_forward_vm(struct migd_call *call, const char *name,
+			   migd__host_post_fn post);
+/* host_calls.c: a new worker for a new VM @name (a valid name: checked by
+ * the caller) gets the call, as vm_create: refused on a draining host or
+ * when the name is taken here or in the fleet; a failure in the worker
+ * frees the name again (the worker exits). @restore: counted as a
+ * restore (metrics). */
+void migd__host_new_vm(struct migd_call *call, const char *name,
+		       bool restore);
+/* host_snap.c: vm_snapshot and vm_restore (docs/snapshots.md). */
+void migd__host_vm_snapshot(struct migd_call *call);
+void migd__host_vm_restore(struct migd_call *call);
+
 /* host_update.c: the new worker of an update published its VM / left. */
 void migd__host_update_ready(struct migd_worker *nw);
 void migd__host_update_lost(struct migd_worker *nw);

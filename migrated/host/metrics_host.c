@@ -31,6 +31,38 @@ static const Migd__DirtyRateSample *vm_sample(const struct migd_worker *w)
 	return vm_listed(w) && !w->crashed ? w->dr : NULL;
 }
 
+/* Snapshots and restores (docs/snapshots.md): counts by result, and the
+ * sums of the successful snapshots' bytes, pauses and durations. */
+static void snap_families(struct migd_host *d, struct migd_mbuf *b)
+{
+	char v[MIGD_NUM_MAX];
+
+	family(b, "migd_snapshots_total", "counter",
+	       "VM snapshots since start, by result.");
+	put(b, "migd_snapshots_total{result=\"ok\"} %llu\n",
+	    (unsigned long long)d->snaps_ok);
+	put(b, "migd_snapshots_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)d->snaps_failed);
+	family(b, "migd_snapshot_bytes_total", "counter",
+	       "Bytes written by successful snapshots (memory and state).");
+	put(b, "migd_snapshot_bytes_total %llu\n",
+	    (unsigned long long)d->snap_bytes);
+	family(b, "migd_snapshot_pause_seconds_total", "counter",
+	       "Time VMs were paused by successful snapshots.");
+	put(b, "migd_snapshot_pause_seconds_total %s\n",
+	    num((double)d->snap_pause_ns / 1e9, v));
+	family(b, "migd_snapshot_duration_seconds_total", "counter",
+	       "Time successful snapshots took, fsync included.");
+	put(b, "migd_snapshot_duration_seconds_total %s\n",
+	    num((double)d->snap_duration_ns / 1e9, v));
+	family(b, "migd_restores_total", "counter",
+	       "VMs restored from snapshots since start, by result.");
+	put(b, "migd_restores_total{result=\"ok\"} %llu\n",
+	    (unsigned long long)d->restores_ok);
+	put(b, "migd_restores_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)d->restores_failed);
+}
+
 static struct migd_worker *workers(struct migd_host *d)
 {
 	return d->sup ? d->sup->workers : NULL;
@@ -115,6 +147,7 @@ void migd__metrics_vms(struct migd_host *d, struct migd_mbuf *b)
 	       "VMs created through the API since start.");
 	put(b, "migd_vms_created_total %llu\n",
 	    (unsigned long long)d->vms_created);
+	snap_families(d, b);
 
 	dirty_family(d, b, "migd_vm_dirty_pages_per_second",
 		     "Pages dirtied per second (distinct per sample), by "

@@ -64,6 +64,10 @@
 #define MIG_FP_DST_RESUMED "dst.resumed"	  /* VM started, not reported */
 #define MIG_FP_DST_RESUMED_SEND "dst.resumed.send" /* Resumed on the wire */
 #define MIG_FP_DST_DONE "dst.done" /* engine ends, before its teardown */
+/* Snapshots (snap_save.h): the start of each pass; the files written,
+ * before they replace the previous snapshot. */
+#define MIG_FP_SNAP_PASS "snap.pass"
+#define MIG_FP_SNAP_WRITTEN "snap.written"
 
 /*
  * Reach point @name. 0: go on. -EIO: fail here. MIG_FAULT_DROP: do not

@@ -63,5 +63,9 @@ void migd_console_log_path(struct migd_vmm *d, const char *name, char *buf,
 			   size_t size);
 /* calls_check.c: the page-stamp oracle over one VM. */
 void migd_call_vm_check(struct migd_call *call);
+/* calls_snap.c: snapshot the worker's VM into a directory; make the
+ * worker's VM from one (docs/snapshots.md). */
+void migd_call_vm_snapshot(struct migd_call *call);
+void migd_call_vm_restore(struct migd_call *call);
 
 #endif

@@ -263,7 +263,6 @@ static void settle_incoming(struct migd_mig *m)
 {
 	struct migd_vmm *d = m->d;
 	struct hv_vm *vm = m->vm_in;
-	const struct hv_wl_vcpu_params *p;
 	struct migd_wl wl = { 0 };
 	struct migd_vm *v;
 	int ret;
@@ -277,35 +276,7 @@ static void settle_incoming(struct migd_mig *m)
 		return;
 	}
 	m->vm_in = NULL;
-	/* The workload's parameters came in guest memory, where the guest
-	 * reads them (hvcore/workload.h), as the source last set them; the
-	 * configuration of a VM made here for a stream holds none. Take
-	 * them from there, or inspect shows a default workload. */
-	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
-		if (hv_vm_read_guest(vm,
-				     HV_WL_PARAMS_GPA +
-					     offsetof(struct hv_wl_params,
-						      vcpu) +
-					     i * sizeof(vm->cfg.wl[i]),
-				     &vm->cfg.wl[i], sizeof(vm->cfg.wl[i])))
-			hv_warn(COMP, "event=incoming_workload_unread vm=%s "
-				      "vcpu=%u",
-				m->vm, i);
-	p = &vm->cfg.wl[0];
-	wl.pattern = p->pattern;
-	wl.content = p->content;
-	wl.rate_pages = p->rate_pages;
-	wl.region_offset = hv_ram_gpa_to_off(&(struct hv_ram_layout){
-						     vm->cfg.mem_bytes,
-						     HV_RAM_HOLE_START,
-						     HV_RAM_HOLE_END },
-					     p->region_gpa);
-	wl.region_bytes = p->region_pages * HV_PAGE_SIZE * vm->cfg.nr_vcpus;
-	wl.write_pct = p->write_pct;
-	wl.hot_pct = p->hot_pct;
-	wl.hot_share_pct = p->hot_share_pct;
-	wl.heartbeat_us = p->heartbeat_us;
-	wl.seed = p->seed;
+	migd_wl_from_guest(vm, &wl, m->vm);
 	if (m->name_held) {
 		ret = migd_registry_add_held(&d->reg, m->vm, vm, &wl, true, &v);
 		if (ret)

@@ -3,6 +3,7 @@
  * migd_registry: the daemon's VMs by name (registry.h).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "hvcore/dirtyrate.h"
 #include "hvcore/guest_mem.h"
 #include "hvcore/log.h"
+#include "hvcore/ram_layout.h"
 #include "migrated/vmm/calls.h"
 #include "migrated/vmm/registry.h"
 
@@ -362,4 +364,34 @@ Migd__VmState migd_vm_api_state(struct migd_vm *v)
 	default:
 		return MIGD__VM_STATE__VM_STATE_INVALID;
 	}
+}
+
+void migd_wl_from_guest(struct hv_vm *vm, struct migd_wl *wl,
+			const char *name)
+{
+	const struct hv_wl_vcpu_params *p;
+	const struct hv_ram_layout rl = { vm->cfg.mem_bytes, HV_RAM_HOLE_START,
+					  HV_RAM_HOLE_END };
+
+	for (uint32_t i = 0; i < vm->cfg.nr_vcpus; i++)
+		if (hv_vm_read_guest(vm,
+				     HV_WL_PARAMS_GPA +
+					     offsetof(struct hv_wl_params,
+						      vcpu) +
+					     i * sizeof(vm->cfg.wl[i]),
+				     &vm->cfg.wl[i], sizeof(vm->cfg.wl[i])))
+			hv_warn(COMP, "event=workload_unread vm=%s vcpu=%u",
+				name, i);
+	p = &vm->cfg.wl[0];
+	memset(wl, 0, sizeof(*wl));
+	wl->pattern = p->pattern;
+	wl->content = p->content;
+	wl->rate_pages = p->rate_pages;
+	wl->region_offset = hv_ram_gpa_to_off(&rl, p->region_gpa);
+	wl->region_bytes = p->region_pages * HV_PAGE_SIZE * vm->cfg.nr_vcpus;
+	wl->write_pct = p->write_pct;
+	wl->hot_pct = p->hot_pct;
+	wl->hot_share_pct = p->hot_share_pct;
+	wl->heartbeat_us = p->heartbeat_us;
+	wl->seed = p->seed;
 }

@@ -136,6 +136,15 @@ void migd_registry_release(struct migd_registry *reg, const char *name);
 /* True when a VM has @name or it is held. Any thread. */
 bool migd_registry_taken(struct migd_registry *reg, const char *name);
 
+/*
+ * The workload a VM runs, read from its guest memory, where the guest
+ * reads it (hvcore/workload.h): a VM that came by migration or from a
+ * snapshot was created with default parameters, and its real ones came
+ * with its RAM. Also sets @vm's cfg.wl. @name: for the log. Loop thread.
+ */
+void migd_wl_from_guest(struct hv_vm *vm, struct migd_wl *wl,
+			const char *name);
+
 /* Unlink and destroy the entry and its VM. */
 void migd_registry_remove(struct migd_registry *reg, struct migd_vm *v);
 

@@ -742,6 +742,7 @@ static int vm_simple(struct ctl *ctl, const char *sub, const char *name)
 static const char *const vm_cmds[] = {
 	"create", "list",    "inspect", "pause",  "resume",
 	"destroy", "set-rate", "check",  "update", "console",
+	"snapshot", "restore",
 };
 
 int ctl_vm(struct ctl *ctl, int argc, char **argv)
@@ -767,6 +768,10 @@ int ctl_vm(struct ctl *ctl, int argc, char **argv)
 		return ctl_vm_set_rate(ctl, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "console"))
 		return ctl_vm_console(ctl, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "snapshot"))
+		return ctl_vm_snapshot(ctl, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "restore"))
+		return ctl_vm_restore(ctl, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list")) {
 		if (argc != 2) {
 			fprintf(stderr, "migratectl: vm list takes no "

@@ -54,5 +54,9 @@ int ctl_parse_rate(const char *s, uint64_t *pages);
 int ctl_vm_console(struct ctl *ctl, int argc, char **argv);
 /* cmd_check.c: vm check NAME (exit 1 when pages are bad) */
 int ctl_vm_check(struct ctl *ctl, const char *name);
+/* cmd_snap.c: vm snapshot NAME DIR [--pause|--stop], vm restore NAME DIR
+ * [--paused]. */
+int ctl_vm_snapshot(struct ctl *ctl, int argc, char **argv);
+int ctl_vm_restore(struct ctl *ctl, int argc, char **argv);
 
 #endif

@@ -47,7 +47,14 @@ static const struct {
 	  "                  the installed migrated-vmm takes the VM over,\n"
 	  "                  guest memory handed over, not copied; only a\n"
 	  "                  VM created with --backing memfd or hugetlb:\n"
-	  "                  the default, anon, cannot be handed over)" },
+	  "                  the default, anon, cannot be handed over)\n"
+	  "  vm snapshot NAME DIR [--pause|--stop]  (memory and state into\n"
+	  "                  DIR on the daemon's host, live: the VM pauses\n"
+	  "                  only for the last pass; then it runs on, or\n"
+	  "                  stays paused, or is destroyed)\n"
+	  "  vm restore NAME DIR [--paused]  (a new VM NAME from the\n"
+	  "                  snapshot in DIR, every page checked against\n"
+	  "                  its digest; refused if NAME exists)" },
 	{ "dirty", ctl_dirty, "dirty VM   (dirty rate, working set, hot/cold)" },
 	{ "estimate", ctl_estimate,
 	  "estimate VM --bandwidth SIZE/s [--downtime MS] [--throttle PCT]" },
