@@ -133,7 +133,7 @@ rc=$?
 LAST_OUT=$out
 # 4: no KVM, or no Linux boot; 2: a host that boots kernels refused the
 # fake one as not a kernel.
-[ "$rc" = 4 ] || { [ "$rc" = 2 ] && have_kvm; } &&
+[ "$rc" = 4 ] || { [ "$rc" = 2 ] && [ -e /dev/kvm ]; } &&
 	ok "a kernel no accelerator here boots: refused (rc=$rc)" ||
 	fail "a kernel no accelerator here boots: rc=$rc: $out"
 grep -qE "cannot boot a Linux kernel yet; nothing was created|accelerator kvm is not available here|cannot boot in" <<<"$LAST_OUT" ||
