@@ -120,18 +120,6 @@ static struct migd_worker *vm_worker(struct migd_call *call, const char *name)
 	return w;
 }
 
-bool migd__host_refuse_linux(struct migd_call *call, struct migd_worker *w,
-			     const char *what)
-{
-	if (!w->info || !w->info->kernel || !w->info->kernel[0])
-		return false;
-	migd_call_fail(call, MIGD__STATUS__STATUS_FAILED_PRECONDITION,
-		       "VM '%s' runs a Linux kernel; %s is not supported yet: "
-		       "the VM keeps running here, untouched",
-		       w->name, what);
-	return true;
-}
-
 static void forward_vm(struct migd_call *call, const char *name)
 {
 	migd__host_forward_vm(call, name, NULL);

@@ -24,11 +24,6 @@ void migd__host_vm_crashed(struct migd_worker *w);
 void migd__host_set_info(struct migd_worker *w, const Migd__VmInfo *info);
 /* A VmInfo for an entry whose worker cannot answer (crashed). */
 void migd__host_info_fill(struct migd_worker *w, Migd__VmInfo *out);
-/* @w's VM runs a Linux kernel (its last VmInfo says so): fail @call, an
- * operation that would move it (@what), FAILED_PRECONDITION; true then.
- * host_calls.c. */
-bool migd__host_refuse_linux(struct migd_call *call, struct migd_worker *w,
-			     const char *what);
 
 /* host_calls.c: send the call to the worker of VM @name (failing @call
  * when there is none) and answer when it answers; @post (may be NULL)

@@ -160,10 +160,6 @@ void migd_host_vm_update(struct migd_call *call)
 			       "VM '%s' crashed: %s", ow->name, ow->exit_reason);
 		return;
 	}
-	/* Before a new worker is spawned; the old one refuses too. */
-	if (migd__host_refuse_linux(call, ow,
-				    "handing it to a new worker (vm update)"))
-		return;
 	u = calloc(1, sizeof(*u));
 	if (!u) {
 		migd_call_fail(call, MIGD__STATUS__STATUS_RESOURCE_EXHAUSTED,
