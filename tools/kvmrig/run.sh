@@ -19,6 +19,11 @@
 #                       (docs/testing.md)
 #   -v, --verbose       copy the rig's kernel console to stderr
 #
+# One rig runs at a time on a machine: a second run.sh waits for the first
+# (flock on $KVMRIG_LOCK, default /tmp/kvmrig.lock; KVMRIG_LOCK=none runs
+# at once). Two nested machines on a small host each run much slower and
+# their kernels hang far more often (docs/testing.md).
+#
 # The host's root filesystem is the rig's, read-only (9p); the repository
 # (this script's ../..) is writable at the same absolute path, so the build
 # trees under it are too; /tmp, /run, /var/tmp are the rig's own tmpfs. The
@@ -70,6 +75,15 @@ case "$tcg_thread" in
 single | multi) ;;
 *) echo "kvmrig: --tcg-thread is single or multi, not '$tcg_thread'" >&2; exit 2 ;;
 esac
+
+lock=${KVMRIG_LOCK:-/tmp/kvmrig.lock}
+if [ "$lock" != none ]; then
+	exec 9>>"$lock" || die "cannot open the lock $lock"
+	if ! flock -n 9; then
+		echo "kvmrig: another rig runs on this machine; waiting for it ($lock)" >&2
+		flock 9
+	fi
+fi
 
 qemu=$(command -v qemu-system-x86_64) ||
 	die "qemu-system-x86_64 not found: install the Debian package" \
