@@ -37,6 +37,11 @@ struct migd_cfg {
 	 * socket 0660 and the state directory 0710 in that group. */
 	char socket_group[64];
 	enum hv_accel_kind accel; /* HV_ACCEL_INVALID = auto */
+	/* A worker's: its daemon's --accel was auto. An incoming migration
+	 * that names no accelerator then takes the source's (its state
+	 * loads only into that one) rather than @accel, which the daemon
+	 * resolved for the VMs created here. */
+	bool accel_auto;
 	/* Default listen address of incoming migrations: the first free
 	 * port of mig_port..mig_port_max (equal: that port; 0: any). Host
 	 * "" until migd_config_finish(): the --rpc-listen host when that is

@@ -541,6 +541,8 @@ int migd_worker_spawn(struct migd_host *d, bool takeover,
 	args[n++] = w->sock;
 	args[n++] = "--accel";
 	args[n++] = hv_accel_kind_name(d->accel);
+	if (d->cfg.accel == HV_ACCEL_INVALID)
+		args[n++] = "--accel-auto";
 	args[n++] = "--tls-dir";
 	args[n++] = d->cfg.tls_dir;
 	args[n++] = "--migration-listen";

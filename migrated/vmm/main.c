@@ -21,7 +21,7 @@
 
 enum { O_WID = 256, O_STATE, O_DSOCK, O_LFD, O_SOCK, O_ACCEL, O_TLS,
        O_LISTEN, O_IO, O_DMON, O_DINT, O_DSHIFT, O_DEVENT, O_RING, O_LOG,
-       O_TAKEOVER, O_BACKING, O_ETCD, O_HOST_ID, O_ETCD_PREFIX, O_ETCD_CA,
+       O_TAKEOVER, O_BACKING, O_ACCEL_AUTO, O_ETCD, O_HOST_ID, O_ETCD_PREFIX, O_ETCD_CA,
        O_ETCD_CERT, O_ETCD_KEY };
 
 static const struct option opts[] = {
@@ -31,6 +31,7 @@ static const struct option opts[] = {
 	{ "listen-fd", required_argument, NULL, O_LFD },
 	{ "socket", required_argument, NULL, O_SOCK },
 	{ "accel", required_argument, NULL, O_ACCEL },
+	{ "accel-auto", no_argument, NULL, O_ACCEL_AUTO },
 	{ "tls-dir", required_argument, NULL, O_TLS },
 	{ "migration-listen", required_argument, NULL, O_LISTEN },
 	{ "migration-io-timeout-ms", required_argument, NULL, O_IO },
@@ -106,6 +107,9 @@ static int apply(int c, const char *arg, struct migd_cfg *cfg)
 	case O_ACCEL:
 		cfg->accel = hv_accel_kind_parse(arg, HV_ACCEL_INVALID);
 		return cfg->accel == HV_ACCEL_INVALID ? -1 : 0;
+	case O_ACCEL_AUTO:
+		cfg->accel_auto = true;
+		return 0;
 	case O_BACKING:
 		cfg->backing = hv_mem_backing_parse(arg);
 		return cfg->backing == HV_BACKING_INVALID ? -1 : 0;

@@ -612,8 +612,13 @@ int migd_mig_start_incoming(struct migd_vmm *d,
 	m->opts.dst_running_arg = m;
 	m->opts.dst_commit = migd_mig_fleet_commit;
 	m->opts.dst_commit_arg = m;
+	/* Named by migrate-recv: that one. Else a daemon told to pick
+	 * (auto) takes the source's, which the layout names; one told
+	 * which accelerator to use receives into it. */
 	hv_vm_cfg_init(&base,
-		       prm->accel != HV_ACCEL_INVALID ? prm->accel : d->accel,
+		       prm->accel != HV_ACCEL_INVALID ? prm->accel
+		       : d->cfg.accel_auto    ? HV_ACCEL_INVALID
+					      : d->accel,
 		       HV_VM_MIN_MEM, 1);
 	base.backing = d->cfg.backing; /* ours, whatever the source's was */
 	ret = set_tls(m, true, err, err_size);

@@ -93,6 +93,25 @@ port=$("$RECV" --socket "$DST" --name "$vm" 127.0.0.1:0)
 assert_verified_zero "$TMP/mig.out" "$vm after updates"
 SOCK=$DST ctl vm check "$vm" | grep -q " 0 bad" &&
 	ok "$vm: stamps intact on the destination" || fail "$vm: dst check"
+
+# The destination daemon was left to pick (auto: kvm here); a VM that ran
+# on the soft accelerator is received into soft all the same (its state
+# loads only there), without migrate-recv --accel.
+if have_kvm; then
+	vm=lu-into-auto
+	SOCK=$SRC expect_rc 0 "create $vm (soft, on a host with KVM)" \
+		ctl vm create "$vm" --accel soft --mem 64M --rate 4000
+	port=$("$RECV" --socket "$DST" --name "$vm" 127.0.0.1:0)
+	"$SEND" --socket "$SRC" "$vm" "127.0.0.1:$port" >"$TMP/auto.out" 2>&1 &&
+		ok "$vm: migrated to the auto daemon" ||
+		fail "$vm: migration: $(tail -3 "$TMP/auto.out")"
+	acc=$(SOCK=$DST ctl --json vm inspect "$vm" | jq -r .info.accel)
+	[ "$acc" = soft ] && ok "  ... received into the source's soft" ||
+		fail "  ... received into '$acc'"
+	SOCK=$DST ctl vm check "$vm" | grep -q " 0 bad" &&
+		ok "  ... stamps intact" || fail "  ... dst check"
+	SOCK=$DST expect_rc 0 "  ... destroyed" ctl vm destroy "$vm"
+fi
 [ "${MIGD_IT_ACCEL:-}" = kvm ] && finish
 
 # A new worker that cannot take over: the VM runs on in the old one.

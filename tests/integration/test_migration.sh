@@ -155,7 +155,11 @@ SOCK=$SRC expect_rc 0 "create c1" ctl vm create c1 --mem "$CANCEL_MEM" --rate 10
 port=$("$RECV" --socket "$DST" --name c1 127.0.0.1:0)
 "$SEND" --socket "$SRC" --bandwidth 20M c1 "127.0.0.1:$port" >"$TMP/c1.out" 2>&1 &
 SP=$!
-sleep 1
+# Cancelled once it iterates: not after a fixed time, which a loaded
+# machine can spend before the migration exists.
+wait_until '[ "$(SOCK=$SRC ctl --json migration status c1 |
+	jq -r ".. | .phase? // empty" | head -1)" = MIG_PHASE_ITERATE ]' 30 ||
+	fail "c1's migration never iterated: $(cat "$TMP/c1.out")"
 SOCK=$SRC expect_rc 0 "cancel" ctl migration cancel c1
 wait $SP
 rc=$?
