@@ -25,7 +25,7 @@ pkgs=(
 	openssl iproute2 python3 python3-protobuf protobuf-compiler
 	qemu-system-x86 librsvg2-bin jq curl bc
 	prometheus python3-prometheus-client
-	dpkg-dev groff-base man-db
+	dpkg-dev groff-base man-db clang-format
 )
 # libFuzzer comes with clang's runtime libraries; llvm-14 has llvm-cov
 # for tools/fuzz_cov.sh.
