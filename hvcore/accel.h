@@ -78,13 +78,8 @@ struct hv_exit {
 	const char *detail;
 };
 
-/* Serialised component state, malloc'd by the accelerator, freed by the
- * caller with free(). */
-struct hv_blob {
-	uint8_t *data;
-	size_t len;
-};
-
+/* Component state is a struct hv_blob (hvcore/types.h), malloc'd by the
+ * accelerator, freed by the caller with free(). */
 struct hv_accel_ops {
 	const char *name; /* "kvm", "soft" */
 	enum hv_accel_kind kind;

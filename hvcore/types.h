@@ -36,4 +36,11 @@ static inline gpa_t hv_gfn_to_gpa(gfn_t gfn)
 	return gfn << HV_PAGE_SHIFT;
 }
 
+/* Serialised component state (a vCPU's, a VM's, the devices'): malloc'd
+ * bytes, freed with free() by whoever holds them. */
+struct hv_blob {
+	uint8_t *data;
+	size_t len;
+};
+
 #endif

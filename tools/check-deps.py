@@ -76,12 +76,6 @@ LAYERS = {
 # Known upward edges: "file -> header", each to be removed by the change
 # named next to it. Anything not here and not allowed above fails.
 KNOWN = {
-    # arch owns the page-table formats that hvcore/soft consumes (the
-    # contract should move down to arch/ or hvcore/base).
-    "arch/x86/ept.h -> hvcore/soft/pte_fmt.h",
-    "arch/arm64/stage2.h -> hvcore/soft/pte_fmt.h",
-    # x86 vCPU state names the accelerator kind.
-    "arch/x86/x86_vcpu.h -> hvcore/accel.h",
     # The accelerators call back into the generic VM (vCPU checkpoints,
     # memslots, guest memory): a narrow accessor header should replace it.
     "hvcore/kvm/kvm_dirty.c -> hvcore/vcpu.h",

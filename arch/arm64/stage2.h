@@ -17,7 +17,7 @@
 #ifndef ARCH_ARM64_STAGE2_H
 #define ARCH_ARM64_STAGE2_H
 
-#include "hvcore/soft/pte_fmt.h"
+#include "hvcore/pte_fmt.h"
 
 #define ARM64_S2_VALID (1ULL << 0)
 #define ARM64_S2_TABLE (1ULL << 1) /* with VALID: table or page */

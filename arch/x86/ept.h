@@ -15,7 +15,7 @@
 #ifndef ARCH_X86_EPT_H
 #define ARCH_X86_EPT_H
 
-#include "hvcore/soft/pte_fmt.h"
+#include "hvcore/pte_fmt.h"
 
 #define X86_EPT_R (1ULL << 0)
 #define X86_EPT_W (1ULL << 1)

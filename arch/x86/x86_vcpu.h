@@ -12,7 +12,7 @@
 #ifndef ARCH_X86_X86_VCPU_H
 #define ARCH_X86_X86_VCPU_H
 
-#include "hvcore/accel.h"
+#include "hvcore/types.h"
 #include "hvcore/types.h"
 
 /* MSRs to save: KVM_GET_MSR_INDEX_LIST filtered by what KVM_GET_MSRS

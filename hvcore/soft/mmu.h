@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #include "hvcore/soft/pgcache.h"
-#include "hvcore/soft/pte_fmt.h"
+#include "hvcore/pte_fmt.h"
 #include "hvcore/types.h"
 
 #define HV_SOFT_MAX_TLBS 64u

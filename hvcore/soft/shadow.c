@@ -8,7 +8,7 @@
 
 #include "hvcore/bug.h"
 #include "hvcore/dirty_bitmap.h"
-#include "hvcore/soft/pte_fmt.h"
+#include "hvcore/pte_fmt.h"
 
 /* Shadow PTE: a host address (table page or data page) and two bits. */
 #define SPTE_P (1ULL << 0)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hvcore/soft/pte_fmt.h"
+#include "hvcore/pte_fmt.h"
 #include "hvcore/workload.h"
 
 #define TABLE_FLAGS (HV_GPTE_P | HV_GPTE_RW | HV_GPTE_US)

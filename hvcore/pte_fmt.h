@@ -27,8 +27,8 @@
  * All callbacks are pure functions of their arguments: no state, callable
  * from any thread, under any lock.
  */
-#ifndef HVCORE_SOFT_PTE_FMT_H
-#define HVCORE_SOFT_PTE_FMT_H
+#ifndef HVCORE_PTE_FMT_H
+#define HVCORE_PTE_FMT_H
 
 #include <stdbool.h>
 #include <stdint.h>
