@@ -146,6 +146,14 @@ cmds=$("$HVB" --help | sed -n '/^commands:/,$p' | awk 'NR > 1 {print $1}')
 for c in $cmds; do
 	help_ok "hvbench $c --help" timeout 20 "$HVB" $c --help
 done
+# ...and each is in hvbench(1).
+hman=$(sed 's/\\-/-/g' "$SRCDIR/docs/man/hvbench.1")
+missing=
+for c in $cmds; do
+	grep -qx "\.B $c" <<<"$hman" || missing="$missing $c"
+done
+[ -z "$missing" ] && ok "hvbench(1) has every command of --help" ||
+	fail "hvbench(1) lacks:$missing"
 
 # Every long option of a tool's table is in its --help.
 # options_in FILE: the names of its getopt_long table.
