@@ -16,28 +16,6 @@
 
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
 #define PVH_MAX_IMAGE (64u << 20)
-#define HVM_START_MAGIC 0x336ec578u
-
-struct hvm_start_info {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t flags;
-	uint32_t nr_modules;
-	uint64_t modlist_paddr;
-	uint64_t cmdline_paddr;
-	uint64_t rsdp_paddr;
-	uint64_t memmap_paddr;
-	uint32_t memmap_entries;
-	uint32_t reserved;
-};
-
-struct hvm_memmap_entry {
-	uint64_t addr;
-	uint64_t size;
-	uint32_t type; /* 1 = RAM */
-	uint32_t reserved;
-};
-
 static bool in_file(size_t len, uint64_t off, uint64_t n)
 {
 	return off <= len && n <= len - off;
@@ -167,13 +145,13 @@ out:
 
 int x86_pvh_write_start_info(uint8_t *ram, uint64_t ram_bytes, gpa_t gpa)
 {
-	struct hvm_start_info si = {0};
-	struct hvm_memmap_entry mm = {0};
+	struct x86_hvm_start_info si = {0};
+	struct x86_hvm_memmap_entry mm = {0};
 	uint64_t need = sizeof(si) + sizeof(mm);
 
 	if (gpa >= ram_bytes || need > ram_bytes - gpa)
 		return -EINVAL;
-	si.magic = HVM_START_MAGIC;
+	si.magic = X86_HVM_START_MAGIC;
 	si.version = 1;
 	si.memmap_paddr = gpa + sizeof(si);
 	si.memmap_entries = 1;

@@ -14,6 +14,37 @@
 
 #include "hvcore/types.h"
 
+/* The PVH boot ABI (Xen's arch-x86/hvm/start_info.h, version 1): what
+ * the 32-bit entry finds at %ebx, all addresses guest-physical. */
+#define X86_HVM_START_MAGIC 0x336ec578u
+
+struct x86_hvm_start_info {
+	uint32_t magic;
+	uint32_t version; /* 1: memmap_* are valid */
+	uint32_t flags;
+	uint32_t nr_modules;
+	uint64_t modlist_paddr; /* nr_modules struct x86_hvm_modlist_entry */
+	uint64_t cmdline_paddr; /* NUL-terminated; 0: none */
+	uint64_t rsdp_paddr;	/* 0: none */
+	uint64_t memmap_paddr;	/* memmap_entries struct x86_hvm_memmap_entry */
+	uint32_t memmap_entries;
+	uint32_t reserved;
+};
+
+struct x86_hvm_modlist_entry {
+	uint64_t paddr;
+	uint64_t size;
+	uint64_t cmdline_paddr; /* 0: none */
+	uint64_t reserved;
+};
+
+struct x86_hvm_memmap_entry {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t type; /* e820 types: 1 RAM, 2 reserved */
+	uint32_t reserved;
+};
+
 struct x86_pvh_image {
 	uint32_t entry32;    /* PVH 32-bit entry (guest-physical) */
 	uint64_t ap_entry64; /* 0 when the image has no AP entry note */

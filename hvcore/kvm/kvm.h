@@ -54,6 +54,7 @@ const struct hv_dev_env *hv_kvm_dev_env(struct hv_vm *vm);
 struct hv_kvm_linux_stats {
 	uint64_t unclaimed_pio;
 	uint64_t unclaimed_mmio;
+	const char *entry; /* "bzimage" (64-bit boot protocol), "pvh" */
 };
 void hv_kvm_linux_get_stats(struct hv_vm *vm, struct hv_kvm_linux_stats *out);
 

@@ -24,6 +24,7 @@
 
 #include "arch/x86/boot/bzimage.h"
 #include "arch/x86/boot/mptable.h"
+#include "arch/x86/boot/pvh_linux.h"
 #include "arch/x86/pgtable.h"
 #include "hvcore/devices/i8042.h"
 #include "hvcore/devices/iobus.h"
@@ -62,8 +63,13 @@ struct hv_kvm_linux {
 	struct hv_uart *uart;
 	struct hv_i8042 *i8042;
 	struct hv_kvm_pci *pci; /* kvm_pci.c: PCI bus 0, virtio devices */
+	/* The entry: the boot protocol's 64-bit one (a bzImage), or with
+	 * pvh the 32-bit PVH entry (an ELF vmlinux) and its start info. */
+	bool pvh;
 	uint64_t entry64;
 	uint64_t zero_page;
+	uint32_t entry32;
+	uint64_t start_info;
 
 	/* atomics */
 	uint64_t unclaimed_pio;
@@ -256,8 +262,10 @@ void hv_kvm_linux_get_stats(struct hv_vm *vm, struct hv_kvm_linux_stats *out)
 	struct hv_kvm_vm *k = kvm_of(vm);
 
 	memset(out, 0, sizeof(*out));
+	out->entry = "";
 	if (!k || !k->lx)
 		return;
+	out->entry = k->lx->pvh ? "pvh" : "bzimage";
 	out->unclaimed_pio =
 		__atomic_load_n(&k->lx->unclaimed_pio, __ATOMIC_RELAXED);
 	out->unclaimed_mmio =
@@ -305,12 +313,13 @@ static int map_file(const char *what, const char *path, void **buf,
 	return 0;
 }
 
-/* The GDT of the 64-bit entry: __BOOT_CS 0x10 (flat 64-bit code),
- * __BOOT_DS 0x18 (flat data), as the boot protocol asks. */
-static void write_gdt(uint8_t *ram)
+/* The GDT of the entry: 0x10 flat code (64-bit for the boot protocol's
+ * entry, __BOOT_CS; 32-bit for PVH's), 0x18 flat data (__BOOT_DS). */
+static void write_gdt(uint8_t *ram, bool pvh)
 {
-	static const uint64_t gdt[4] = {0, 0, 0x00af9b000000ffffULL,
-					0x00cf93000000ffffULL};
+	const uint64_t gdt[4] = {
+		0, 0, pvh ? 0x00cf9b000000ffffULL : 0x00af9b000000ffffULL,
+		0x00cf93000000ffffULL};
 
 	memcpy(ram + X86_BOOT_GDT_GPA, gdt, sizeof(gdt));
 }
@@ -344,21 +353,33 @@ static int load_linux(struct hv_vm *vm, struct hv_kvm_linux *lx)
 	sprintf(cmdline, "%s%s%s", DEFAULT_CMDLINE, b->cmdline[0] ? " " : "",
 		b->cmdline);
 	in.cmdline = cmdline;
-	ret = x86_bzimage_load(ram, &l, &in, &e);
+	lx->pvh = x86_is_elf(in.kernel, in.kernel_bytes);
+	if (lx->pvh) {
+		struct x86_pvh_linux_entry pe;
+
+		ret = x86_pvh_linux_load(ram, &l, &in, &pe);
+		lx->entry32 = pe.entry32;
+		lx->start_info = pe.start_info;
+	} else {
+		ret = x86_bzimage_load(ram, &l, &in, &e);
+		lx->entry64 = e.entry64;
+		lx->zero_page = e.zero_page;
+	}
 	if (ret) {
-		hv_err("kvm", "vm=%s op=boot_load kernel=%s err=%d",
-		       hv_vm_name(vm), b->kernel, ret);
+		hv_err("kvm", "vm=%s op=boot_load kernel=%s entry=%s err=%d",
+		       hv_vm_name(vm), b->kernel, lx->pvh ? "pvh" : "bzimage",
+		       ret);
 		goto out_cmdline;
 	}
-	lx->entry64 = e.entry64;
-	lx->zero_page = e.zero_page;
 	ret = x86_mptable_write_pci(
 		ram + X86_BOOT_BIOS_GPA, X86_BOOT_HIGH_GPA - X86_BOOT_BIOS_GPA,
 		(uint32_t)X86_BOOT_BIOS_GPA, vm->cfg.nr_vcpus, irqs,
 		hv_kvm_pci_mp_irqs(lx->pci, irqs, HV_KVM_MAX_DEVS));
 	if (ret)
 		goto out_cmdline;
-	write_gdt(ram);
+	write_gdt(ram, lx->pvh);
+	if (lx->pvh) /* paging off at the PVH entry */
+		goto out_cmdline;
 	/* The entry's identity map: the first 4 GiB in 2 MiB pages (the
 	 * kernel builds its own tables at once). */
 	pt = x86_pgtable_size(4ULL << 30, false);
@@ -640,7 +661,9 @@ static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool l)
 }
 
 /* The boot protocol's 64-bit entry: long mode on the identity tables,
- * CS 0x10, DS/ES/SS 0x18, interrupts off, RSI = zero page. */
+ * CS 0x10, DS/ES/SS 0x18, interrupts off, RSI = zero page. Or PVH's:
+ * 32-bit protected mode, paging off, the same selectors (CS 32-bit
+ * here), EBX = start info. */
 static int set_entry(int fd, const struct hv_kvm_linux *lx)
 {
 	struct kvm_sregs sr;
@@ -649,7 +672,7 @@ static int set_entry(int fd, const struct hv_kvm_linux *lx)
 
 	if (ioctl(fd, KVM_GET_SREGS, &sr) < 0)
 		return -errno;
-	seg(&sr.cs, 0x10, 0xb, true);
+	seg(&sr.cs, 0x10, 0xb, !lx->pvh);
 	seg(&sr.ds, 0x18, 0x3, false);
 	sr.es = sr.fs = sr.gs = sr.ss = sr.ds;
 	memset(&sr.tr, 0, sizeof(sr.tr));
@@ -660,15 +683,27 @@ static int set_entry(int fd, const struct hv_kvm_linux *lx)
 	sr.gdt.limit = 4 * 8 - 1;
 	sr.idt.base = 0;
 	sr.idt.limit = 0;
-	sr.cr0 = 0x80000011 | 0x20; /* PG | ET | PE | NE */
-	sr.cr3 = X86_BOOT_PT_GPA;
-	sr.cr4 = 0x20;	 /* PAE */
-	sr.efer = 0x500; /* LME | LMA */
+	if (lx->pvh) {
+		sr.cr0 = 0x11 | 0x20; /* ET | PE | NE */
+		sr.cr3 = 0;
+		sr.cr4 = 0;
+		sr.efer = 0;
+	} else {
+		sr.cr0 = 0x80000011 | 0x20; /* PG | ET | PE | NE */
+		sr.cr3 = X86_BOOT_PT_GPA;
+		sr.cr4 = 0x20;	 /* PAE */
+		sr.efer = 0x500; /* LME | LMA */
+	}
 	if (ioctl(fd, KVM_SET_SREGS, &sr) < 0)
 		return -errno;
 	memset(&r, 0, sizeof(r));
-	r.rip = lx->entry64;
-	r.rsi = lx->zero_page;
+	if (lx->pvh) {
+		r.rip = lx->entry32;
+		r.rbx = lx->start_info;
+	} else {
+		r.rip = lx->entry64;
+		r.rsi = lx->zero_page;
+	}
 	r.rsp = r.rbp = BOOT_STACK;
 	r.rflags = 0x2;
 	if (ioctl(fd, KVM_SET_REGS, &r) < 0)

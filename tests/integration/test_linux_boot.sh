@@ -4,7 +4,11 @@
 # `hvbench boot`, with 1 and 2 vCPUs: the console shows the kernel's
 # banner, nproc equals the vCPU count, the workload's start line, the
 # in-guest check passes after 10 s of writing, and the guest's reboot
-# ends the VM with reason reboot. Labelled kvm: fails without /dev/kvm.
+# ends the VM with reason reboot. The 1-vCPU guest boots the bzImage
+# (the boot protocol's 64-bit entry), the 2-vCPU one the same kernel's
+# ELF vmlinux (unpacked by mkinitramfs.sh) through its PVH entry; both
+# must find the MP table and the RAM of our e820 map.
+# Labelled kvm: fails without /dev/kvm.
 #
 #   test_linux_boot.sh HVBENCH HVGUEST
 set -uo pipefail
@@ -31,9 +35,10 @@ fail() {
 	--out "$img/initramfs.cpio.gz" --kernel-out "$img/vmlinuz" ||
 	{ echo "FAIL cannot build the guest initramfs"; exit 1; }
 
-for n in 1 2; do
+for run in "1 vmlinuz bzimage" "2 vmlinux pvh"; do
+	read -r n kfile entry <<<"$run"
 	log=$tmp/boot$n.log
-	"$hvbench" boot --kernel "$img/vmlinuz" \
+	"$hvbench" boot --kernel "$img/$kfile" \
 		--initrd "$img/initramfs.cpio.gz" \
 		--cmdline "hv.size=32 hv.duration=10" --mem 512M --vcpus "$n" \
 		--timeout 200 --until "hvguest: start" >"$log.raw" 2>&1
@@ -53,6 +58,8 @@ for n in 1 2; do
 	check "workload start line" "^hvguest: start vcpus=$n "
 	check "in-guest check passes" "^hvguest: check ok pages="
 	check "ends as reboot" "hvbench boot: exit=reboot "
+	check "booted through the $entry entry" "hvbench boot: exit=.* entry=$entry "
+	check "RAM above 1 MiB in the e820 map" "BIOS-e820: \[mem 0x0000000000100000-0x000000001fffffff\] usable"
 	[ $rc = 0 ] && ok "vcpus=$n hvbench status 0" ||
 		fail "vcpus=$n hvbench status $rc"
 	grep "hvbench boot:" "$log"

@@ -9,7 +9,9 @@
 # The .debs are fetched with apt-get download into $KVMRIG_CACHE/debs
 # (default build/kvmrig: the rig's cache, shared with it) unless a .deb of
 # the candidate version is there already, so it works offline once the
-# rig ran. --kernel-out also copies that package's vmlinuz.
+# rig ran. --kernel-out also copies that package's vmlinuz, and unpacks
+# its ELF vmlinux (tools/guest/extract-vmlinux.py) beside it as
+# `vmlinux`, for a boot through the PVH entry (docs/guests.md).
 #
 # Beside the output, host/ gets what the network test needs on the host
 # side in the KVM rig, whose own image has neither (tools/kvmrig is the
@@ -82,7 +84,7 @@ hostdir=$(dirname "$out")/host
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ] &&
 	[ -f "$hostdir/tun.ko" ] && [ -f "$hostdir/bridge.ko" ] &&
 	[ -x "$hostdir/busybox" ] &&
-	{ [ -z "$kout" ] || [ -f "$kout" ]; }; then
+	{ [ -z "$kout" ] || { [ -f "$kout" ] && [ -f "$(dirname "$kout")/vmlinux" ]; }; }; then
 	echo "mkinitramfs: $out is up to date" >&2
 	exit 0
 fi
@@ -134,6 +136,8 @@ mv "$out.tmp" "$out"
 if [ -n "$kout" ]; then
 	cp "$tmp/x/boot/vmlinuz-$kver" "$kout.tmp"
 	mv "$kout.tmp" "$kout"
+	python3 "$here/extract-vmlinux.py" "$kout" "$(dirname "$kout")/vmlinux" ||
+		die "cannot unpack the vmlinux of $kout"
 fi
 mkdir -p "$hostdir"
 for hm in tun llc stp bridge; do

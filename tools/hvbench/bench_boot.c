@@ -394,9 +394,9 @@ static int bench_boot(int argc, char **argv)
 	print_devices(vm);
 	fflush(stdout);
 	fprintf(stderr,
-		"\nhvbench boot: exit=%s first_byte_ms=%.1f until_ms=%.1f "
-		"unclaimed_pio=%llu unclaimed_mmio=%llu%s\n",
-		status == 124 ? "timeout" : hv_vm_exit_name(why),
+		"\nhvbench boot: exit=%s entry=%s first_byte_ms=%.1f "
+		"until_ms=%.1f unclaimed_pio=%llu unclaimed_mmio=%llu%s\n",
+		status == 124 ? "timeout" : hv_vm_exit_name(why), ls.entry,
 		first ? (double)(first - t0) / 1e6 : -1.0,
 		until_at ? (double)(until_at - t0) / 1e6 : -1.0,
 		(unsigned long long)ls.unclaimed_pio,
