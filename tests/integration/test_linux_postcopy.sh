@@ -21,6 +21,11 @@
 # check over its whole region, no new kernel log line, the uptime went
 # on, the disk read back from the device; on the host the image holds
 # the blocks.
+# NOT REGISTERED YET: postcopy of a Linux guest is still refused
+# (migrated/vmm/calls_mig.c) until this test is seen passing in the rig;
+# its one run there was ended by the rig's 660 s silence limit with no
+# verdict (2026-12-05). To try it, lift the refusal and run it with
+# ctest's environment (MIGD_GUEST_HVGUEST).
 # Usage: test_linux_postcopy.sh MIGRATED MIGRATECTL MIGRATE-SEND MIGRATE-RECV
 source "$(dirname "$0")/lib_faults.sh" "$@"
 source "$(dirname "$0")/lib_linux.sh"
@@ -78,7 +83,9 @@ grep -q "^hvblk: ok dev=/dev/vda mib=$MIB seed=$SEED " "$TMP/boot.txt" &&
 
 DUR=60
 linux_workload_start "$SRC" lx "$DUR"
-linux_hold_start "$SRC" lx "$MIB" "$SEED" 16 4
+# MIGD_LX_HOLD_MIB=0 leaves the device reads out.
+HOLD_MIB=${MIGD_LX_HOLD_MIB:-16}
+[ "$HOLD_MIB" = 0 ] || linux_hold_start "$SRC" lx "$MIB" "$SEED" "$HOLD_MIB" 4
 
 port=$("$RECV" --socket "$DST" --name lx 127.0.0.1:0) ||
 	{ fail "migrate-recv: $port"; finish; }
@@ -153,7 +160,7 @@ wait_state "$DST" lx VM_STATE_RUNNING 100 && ok "lx runs on the destination" ||
 SOCK=$SRC expect_rc 3 "the source no longer has lx" ctl vm inspect lx
 
 # In the guest, on the destination.
-linux_hold_stop "$DST" lx
+[ "$HOLD_MIB" = 0 ] || linux_hold_stop "$DST" lx
 linux_after_checks "$DST" lx "$DUR" "$MIB" "$SEED"
 
 SOCK=$DST expect_rc 0 "vm destroy on the destination" ctl vm destroy lx
