@@ -280,6 +280,103 @@ static int bounce_create(struct mig_dest *d, uint8_t **bounce,
 	return ret;
 }
 
+static int send_requests(struct mig_dest *d, uint64_t *seq);
+static int ctl_batch(struct mig_dest *d, const Mig__PageBatch *b, bool *link);
+static int wait_work(struct mig_dest *d, unsigned ms);
+
+struct pc_load {
+	struct mig_dest *d;
+	int ret;
+	atomic_bool done;
+};
+
+static void *load_thread(void *arg)
+{
+	struct pc_load *l = arg;
+	uint64_t one = 1;
+
+	l->ret = hv_vm_state_restore(l->d->vm, &l->d->state);
+	atomic_store(&l->done, true);
+	/* Wake the engine's wait (it reads the eventfd as requests). */
+	if (write(l->d->pc_efd, &one, sizeof(one)) < 0)
+		hv_err("mig", "op=postcopy_load_wake err=%d", -errno);
+	return NULL;
+}
+
+/*
+ * Load the VM state with guest RAM registered and pages missing. The load
+ * may touch one of them: for a Linux guest, KVM writes the wall clock
+ * (MSR_KVM_WALL_CLOCK_NEW) and maps each vCPU's kvmclock page
+ * (MSR_KVM_SYSTEM_TIME_NEW) while the MSRs are set, from the thread that
+ * sets them. Run on this thread, such a fault would wait for a request
+ * that only this thread sends: the load runs on a thread of its own
+ * while this one asks for the pages it faults on and installs them (the
+ * source answers PageRequests before the Ack, source_postcopy.c). The
+ * VM has not run: on a failure here the pages the load waits on are
+ * installed as zero pages, so that it ends, and the migration fails.
+ */
+static int pc_load_state(struct mig_dest *d)
+{
+	struct pc_load l = {.d = d};
+	pthread_t thr;
+	int ret, err = 0;
+
+	ret = -pthread_create(&thr, NULL, load_thread, &l);
+	if (ret)
+		FAIL(d, ret, "load VM state: thread: %s", strerror(-ret));
+	while (!err && !atomic_load(&l.done)) {
+		struct mig_frame_hdr h;
+		ProtobufCMessage *m;
+		bool link;
+
+		err = send_requests(d, &d->pc_seq);
+		if (err || atomic_load(&l.done))
+			break;
+		err = wait_work(d, 100);
+		if (err == -ETIMEDOUT) {
+			err = atomic_load(&d->cancel) ? -ECANCELED : 0;
+			continue;
+		}
+		if (!err)
+			err = mig_conn_recv(d->ctl, &h, &m);
+		if (err)
+			break;
+		atomic_fetch_add_explicit(&d->ctl_bytes,
+					  MIG_FRAME_HDR_SIZE + h.len,
+					  memory_order_relaxed);
+		if (h.type != MIG__MSG_TYPE__MSG_PAGE_BATCH) {
+			hv_err("mig", "op=postcopy_load port=%u got=%s",
+			       d->port, mig_frame_type_name(h.type));
+			err = h.type == MIG__MSG_TYPE__MSG_ABORT ? -ECONNABORTED
+								 : -EPROTO;
+		} else {
+			err = ctl_batch(d, (Mig__PageBatch *)m, &link);
+		}
+		mig_frame_msg_free(m);
+	}
+	/* Not run yet, and never will be: let the load end on zero pages
+	 * (the installer stays, the data channels may still use it). */
+	while (err && !atomic_load(&l.done)) {
+		uint64_t w[64];
+		size_t n = mig_pc_uffd_waiting(d->pc_uffd, w, HV_ARRAY_SIZE(w));
+
+		for (size_t i = 0; i < n; i++)
+			mig_pc_uffd_install(d->pc_uffd, w[i], NULL);
+		usleep(1000);
+	}
+	pthread_join(thr, NULL);
+	d->pc_load_faults = atomic_load(&d->pc_requested);
+	if (d->pc_load_faults)
+		hv_info("mig",
+			"op=postcopy_load port=%u pages_asked=%llu "
+			"err=%d",
+			d->port, (unsigned long long)d->pc_load_faults, err);
+	if (err)
+		FAIL(d, err, "load VM state: serving its page faults: %s",
+		     strerror(-err));
+	return l.ret;
+}
+
 int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
@@ -331,7 +428,7 @@ int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 		d->hooks.dst_received(d->hooks.arg, d->vm);
 	d->verify_ns = mig__now_ns() - t0;
 	t0 = mig__now_ns();
-	ret = hv_vm_state_restore(d->vm, &d->state);
+	ret = pc_load_state(d);
 	d->load_ns = mig__now_ns() - t0;
 	if (ret)
 		FAIL(d, ret, "load VM state: %s", strerror(-ret));
@@ -605,7 +702,6 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 int dst_pc_run(struct mig_dest *d)
 {
 	struct mig_progress p;
-	uint64_t seq = 0;
 	int ret;
 
 	d->pc_t0 = mig__now_ns();
@@ -614,7 +710,7 @@ int dst_pc_run(struct mig_dest *d)
 		char why[160] = "";
 		bool broken;
 
-		ret = pc_serve(d, &seq, &broken, why, sizeof(why));
+		ret = pc_serve(d, &d->pc_seq, &broken, why, sizeof(why));
 		if (!ret)
 			ret = pc_finish(d, &broken, why, sizeof(why));
 		if (!ret || !broken)

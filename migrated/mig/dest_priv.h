@@ -116,6 +116,8 @@ struct mig_dest {
 	uint64_t pc_q[256];	/* protected by pc_lock: gfns to ask for */
 	unsigned pc_qlen;
 	atomic_uint_fast64_t pc_requested;
+	uint64_t pc_seq;	 /* the next PageRequest's seq (engine) */
+	uint64_t pc_load_faults; /* pages asked for while loading the state */
 	unsigned pc_recoveries; /* postcopy recoveries done (dest_recover.c) */
 	bool pc_whole; /* every page in, digest taken, VM handed over */
 };

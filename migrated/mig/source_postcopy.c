@@ -8,7 +8,9 @@
  *   code writes before it resumes (workload params and vCPU status
  *   lines: a host write to a missing page would wait for a request that
  *   nobody serves before the commit); PostcopyUnsent per slot (the rest
- *   of the dirty set); VmState; Ack; then the usual Commit / Resumed.
+ *   of the dirty set); VmState; the pages the destination's load of
+ *   the state faults on (PageRequests before the Ack, wait_ack()); Ack;
+ *   then the usual Commit / Resumed.
  * Run (VM running on the destination, ours paused and frozen: dirty
  *   logging is over):
  *   engine thread: PageRequest in -> pages out on the control channel,
@@ -124,11 +126,92 @@ static int send_unsent(struct mig_source *s)
 	return 0;
 }
 
+static uint64_t gfn_index(const struct mig_source *s, uint64_t gfn,
+			  unsigned *slot);
+static int send_one(struct mig_source *s, struct mig_batch_enc *enc,
+		    uint64_t t);
+
+/*
+ * The destination's Ack, after it loaded the state. Loading may touch a
+ * page it lacks (a Linux guest: KVM writes the wall clock and maps each
+ * vCPU's kvmclock page when their MSRs are set), which faults into its
+ * userfaultfd: it then asks for the page before the Ack, and we answer
+ * on this channel, each page alone (the push sends it again later; the
+ * destination keeps the first copy). Without this the load would wait
+ * for a page nobody sends before the commit.
+ */
+static int wait_ack(struct mig_source *s)
+{
+	struct mig_batch_enc_cfg ecfg = {
+		.encoding = MIG__ENCODING__ENCODING_RAW,
+	};
+	struct mig_batch_enc *enc = NULL;
+	uint64_t served = 0;
+	ProtobufCMessage *m;
+	unsigned got;
+	int ret;
+
+	for (;;) {
+		const Mig__PageRequest *r;
+
+		ret = src_ctl_expect_or(s, MIG__MSG_TYPE__MSG_ACK,
+					MIG__MSG_TYPE__MSG_PAGE_REQUEST, &got,
+					&m, "waiting for ack");
+		if (ret)
+			break;
+		if (got == MIG__MSG_TYPE__MSG_ACK) {
+			mig_frame_msg_free(m);
+			break;
+		}
+		r = (const Mig__PageRequest *)m;
+		ret = mig_pc_request_check(r);
+		if (ret)
+			mig__prog_fail(&s->prog, -EPROTO,
+				       "postcopy: page request of %zu gfns "
+				       "before the ack",
+				       r->n_gfns);
+		if (!ret && !enc)
+			ret = mig_batch_enc_create(&ecfg, &enc);
+		for (size_t i = 0; !ret && i < r->n_gfns; i++) {
+			unsigned slot;
+			uint64_t t = gfn_index(s, r->gfns[i], &slot);
+
+			if (t == UINT64_MAX) {
+				ret = -EPROTO;
+				mig__prog_fail(&s->prog, ret,
+					       "postcopy: request for gfn "
+					       "0x%llx before the ack, not "
+					       "guest RAM",
+					       (unsigned long long)r->gfns[i]);
+				break;
+			}
+			ret = send_one(s, enc, t);
+			if (ret)
+				mig__prog_fail(&s->prog, ret,
+					       "postcopy: a page asked for "
+					       "before the ack: %s",
+					       strerror(-ret));
+			served++;
+		}
+		mig_frame_msg_free(m);
+		if (ret) {
+			mig_conn_set_error(s->ctl, ret);
+			break;
+		}
+	}
+	mig_batch_enc_destroy(enc);
+	if (served)
+		hv_info("mig",
+			"op=postcopy_load_pages vm=%s pages=%llu "
+			"err=%d",
+			hv_vm_name(s->vm), (unsigned long long)served, ret);
+	return ret;
+}
+
 int src_pc_switch(struct mig_source *s, uint32_t iter,
 		  struct mig_downtime *dt, uint64_t *hb_src)
 {
 	Mig__Switchover so = MIG__SWITCHOVER__INIT;
-	ProtobufCMessage *m;
 	uint64_t t[6];
 	int64_t n;
 	int ret;
@@ -174,10 +257,9 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 		return ret;
 	t[4] = mig__now_ns();
 	mig__prog_phase(&s->prog, MIG_PHASE_COMMIT);
-	ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");
+	ret = wait_ack(s);
 	if (ret)
 		return ret;
-	mig_frame_msg_free(m);
 	t[5] = mig__now_ns();
 	dt->pause_ns = t[1] - t[0];
 	dt->final_harvest_ns = t[2] - t[1];

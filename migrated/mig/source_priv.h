@@ -257,6 +257,10 @@ uint64_t src_last_heartbeat(struct hv_vm *vm);
  * migration with the peer's reason. 0 or negative errno. */
 int src_ctl_expect(struct mig_source *s, unsigned want, ProtobufCMessage **m,
 		   const char *what);
+/* The same, accepting type @want or @also; *@got (when not NULL) says
+ * which came. */
+int src_ctl_expect_or(struct mig_source *s, unsigned want, unsigned also,
+		      unsigned *got, ProtobufCMessage **m, const char *what);
 /* The page table (after the memory map exists): entries are page hashes
  * stored ^ the zero-page hash (mig_hash_range_rel()), all 0 at first (a
  * lazily zero calloc); each slot's index and host address filled. */

@@ -79,12 +79,20 @@ static int unwanted_reply(struct mig_source *s, const struct mig_frame_hdr *h,
 int src_ctl_expect(struct mig_source *s, unsigned want,
 		      ProtobufCMessage **m, const char *what)
 {
+	return src_ctl_expect_or(s, want, want, NULL, m, what);
+}
+
+int src_ctl_expect_or(struct mig_source *s, unsigned want, unsigned also,
+		      unsigned *got, ProtobufCMessage **m, const char *what)
+{
 	struct mig_frame_hdr h;
 	int ret = ctl_recv(s, &h, m);
 
 	if (ret)
 		FAIL(s, ret, "%s: control channel: %s", what, strerror(-ret));
-	if (h.type == want)
+	if (got)
+		*got = h.type;
+	if (h.type == want || h.type == also)
 		return 0;
 	ret = unwanted_reply(s, &h, *m, what);
 	mig_frame_msg_free(*m);

@@ -45,6 +45,20 @@ int mig_throttle_init(struct mig_throttle *t, struct hv_vm *vm)
 {
 	memset(t, 0, sizeof(*t));
 	t->vm = vm;
+	/*
+	 * The throttle is the workload guest's: a percentage it reads in its
+	 * params page. A Linux guest has no such page: the same address is
+	 * its own memory, which a throttle written there would corrupt (seen
+	 * as a guest hung after a migration that throttled). It has no vCPU
+	 * to throttle here: apply and restore do nothing.
+	 */
+	if (hv_vm_is_linux(vm)) {
+		hv_info("mig",
+			"op=throttle_init vm=%s linux=1 note=\"no "
+			"throttle: the guest has no params page\"",
+			hv_vm_name(vm));
+		return 0;
+	}
 	t->n = HV_MIN(vm->cfg.nr_vcpus, HV_WL_MAX_VCPUS);
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct hv_wl_vcpu_params p;

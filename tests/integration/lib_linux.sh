@@ -95,3 +95,40 @@ IN
 		ok "after: the disk's blocks read back from the device in the guest" ||
 		fail "hvblk --verify in the guest: $(grep -E '^(hvblk|endmark)' "$TMP/post.txt")"
 }
+
+# linux_hold_start SOCK VM MIB SEED HOLD_MIB [RATE]: device DMA the guest
+# keeps (tools/guest/hvblk.c, --hold): in the guest's background, the MIB
+# MiB of blocks hvblk wrote at boot are read over and over with O_DIRECT
+# into a buffer of HOLD_MIB MiB (at most RATE MiB/s; 0: no cap), each
+# chunk checked before it is read again. Waits for the first pass. Sets
+# LX_HOLD (on).
+linux_hold_start() {
+	local sock=$1 vm=$2 mib=$3 seed=$4 hold=$5 rate=${6:-0}
+	printf '%s\n' "hvblk --hold hv.blk=/dev/vda hv.blk_mib=$mib hv.blk_seed=$seed hv.hold_mib=$hold hv.hold_rate=$rate & HOLDPID=\$!" >"$TMP/in_hold"
+	SOCK=$sock expect_rc 0 "device reads started" ctl vm console "$vm" --input "$TMP/in_hold"
+	if timeout 120 "$CTL" --socket "$sock" vm console "$vm" --from-start \
+		--until "hvblk: hold reading" >/dev/null 2>&1; then
+		ok "the guest reads $hold MiB of its disk into memory, over and over (at most ${rate:-0} MiB/s)"
+	else
+		fail "no 'hvblk: hold reading' in 120 s: $(SOCK=$sock ctl vm console "$vm" | tr -d '\r' | grep hvblk | tail -3)"
+	fi
+	LX_HOLD=1
+}
+
+# linux_hold_stop SOCK VM: end the reads started by linux_hold_start (the
+# guest on this daemon, after it moved) and take their verdict: every
+# check before a chunk was read again, and the whole buffer checked at
+# the end, against the blocks each read brought.
+linux_hold_stop() {
+	local sock=$1 vm=$2
+	printf '%s\n' 'touch /tmp/hold.stop; wait $HOLDPID; echo "hold""end $?"' >"$TMP/in_hstop"
+	SOCK=$sock expect_rc 0 "device reads told to stop" ctl vm console "$vm" --input "$TMP/in_hstop"
+	timeout 180 "$CTL" --socket "$sock" vm console "$vm" --from-start \
+		--until "holdend " >/dev/null 2>&1 || fail "no holdend on the console"
+	sleep 1
+	SOCK=$sock ctl vm console "$vm" --from-start | tr -d '\r' >"$TMP/hold.txt"
+	grep -E "^hvblk: hold (ok|FAILED)" "$TMP/hold.txt"
+	grep -q "^hvblk: hold ok " "$TMP/hold.txt" && grep -q "^holdend 0$" "$TMP/hold.txt" &&
+		ok "after: every block the device read into the guest's memory is there, checked in the guest" ||
+		fail "device reads: $(grep -E '^(hvblk: hold|holdend)' "$TMP/hold.txt" | tail -3)"
+}

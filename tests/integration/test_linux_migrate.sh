@@ -6,13 +6,24 @@
 # (a raw image both daemons see: shared storage) and an rng. At boot
 # hvblk writes 8 MiB of checksummed blocks to /dev/vda; then, from the
 # shell, the stamp workload (hvguest) starts and the guest says how many
-# lines its kernel log has and its uptime. It is live-migrated while the
-# workload writes; on the destination, in the guest: the workload's check
-# passes over its whole region, the kernel logged nothing new (no hung
-# task, clocksource or TSC complaint, virtio error, or anything else),
-# the uptime continued (not back, not further than the wall clock), and
-# the disk's blocks read back from the device (caches dropped, hvblk
-# --verify); after, on the host, the image holds them too.
+# lines its kernel log has and its uptime; and the guest reads those
+# blocks from its disk over and over into 16 MiB of memory it keeps
+# (hvblk --hold, O_DIRECT: the device writes that memory, the guest's
+# CPU only reads it), checking each chunk before it reads it again. It
+# is live-migrated while the workload writes and the device reads; on
+# the destination, in the guest: the reads end and every block in the
+# buffer is the one its last read brought (a page the device wrote on
+# the source that the migration did not send again, its dirty bit not
+# set, holds an older block: with the devices' mark-dirty a no-op the
+# source's post-commit verification finds those pages and migrate-send
+# fails, before the guest's own check), the workload's check passes over its whole region, the kernel
+# logged nothing new (no hung task, clocksource or TSC complaint, virtio
+# error, or anything else), the uptime continued (not back, not further
+# than the wall clock), and the disk's blocks read back from the device
+# (caches dropped, hvblk --verify); after, on the host, the image holds
+# them too. The device reads are off unless MIGD_LX_HOLD_MIB says how
+# many MiB (below). Postcopy is refused (test_linux_postcopy.sh, not
+# registered yet).
 # The guest's set-up and checks are lib_linux.sh's (test_linux_update.sh
 # checks a local live update the same way).
 # Usage: test_linux_migrate.sh MIGRATED MIGRATECTL MIGRATE-SEND MIGRATE-RECV
@@ -45,17 +56,34 @@ grep -q "^hvblk: ok dev=/dev/vda mib=$MIB seed=$SEED " "$TMP/boot.txt" &&
 
 DUR=45
 linux_workload_start "$SRC" lx "$DUR"
+# 16 MiB of device DMA the guest keeps, at most 4 MiB/s: every page of
+# it written by the device again every 4 s, all through the migration
+# (tens of MiB read meanwhile; more would only slow the migration in the
+# rig, nested under TCG, where it moves 2-5 MiB/s).
+# Off by default: MIGD_LX_HOLD_MIB=16 turns them on. In the rig they
+# showed that the auto-throttle wrote into a Linux guest's memory (the
+# guest hung after the migration; fixed: migrated/mig/throttle.c), and
+# with mark-dirty a no-op the migration's verification failed on every
+# page of the buffer; not yet seen passing since the fix.
+HOLD_MIB=${MIGD_LX_HOLD_MIB:-0}
+[ "$HOLD_MIB" = 0 ] || linux_hold_start "$SRC" lx "$MIB" "$SEED" "$HOLD_MIB" 4
 
 port=$("$RECV" --socket "$DST" --name lx 127.0.0.1:0) ||
 	{ fail "migrate-recv: $port"; finish; }
-# Postcopy is refused for a Linux guest (a device could read a page not
-# there yet); the VM goes on running, the receiver stays armed.
+# Postcopy is refused for a Linux guest until test_linux_postcopy.sh is
+# seen passing in the rig; the VM goes on running, the receiver stays
+# armed.
 expect_rc 1 "postcopy of a Linux guest refused" \
 	"$SEND" --socket "$SRC" --postcopy-after 0 lx "127.0.0.1:$port"
 grep -q "runs a Linux kernel; postcopy is not supported yet" <<<"$LAST_OUT" &&
 	ok "the refusal says why" || fail "refusal: $LAST_OUT"
+# A Linux guest is not throttled (it has no params page: the auto-
+# throttle leaves it alone), and nested under TCG the migration moves
+# only a few MiB/s: after 60 s of precopy the switchover is forced
+# (--timeout-policy switchover), whatever is left then goes in it.
 expect_rc 0 "live migration of the running Linux guest" \
-	"$SEND" --socket "$SRC" lx "127.0.0.1:$port"
+	"$SEND" --socket "$SRC" --timeout-ms 60000 --timeout-policy switchover \
+	lx "127.0.0.1:$port"
 echo "$LAST_OUT" | tail -8
 if [ "$LAST_RC" != 0 ]; then
 	tail -n 30 "$TMP/src.log" "$TMP/dst.log"
@@ -66,6 +94,7 @@ SOCK=$SRC expect_rc 3 "the source no longer has lx" ctl vm inspect lx
 	ok "lx runs on the destination" || fail "lx not running on the destination"
 
 # In the guest, on the destination.
+[ "$HOLD_MIB" = 0 ] || linux_hold_stop "$DST" lx
 linux_after_checks "$DST" lx "$DUR" "$MIB" "$SEED"
 
 SOCK=$DST expect_rc 0 "vm destroy on the destination" ctl vm destroy lx

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define PG 4096u
@@ -371,18 +372,131 @@ static void test_hugetlb_and_bad_config_are_refused(void)
 	munmap(mem, (size_t)NP * PG);
 }
 
+/*
+ * A device model of a Linux guest (hvcore/devices) during postcopy: its
+ * thread moves data between guest RAM and a file with preadv/pwritev
+ * (virtio-blk), so the kernel itself faults on a missing page (copy to
+ * or from user memory), and reads a ring with memcpy; it does so holding
+ * its own lock, which a vCPU thread wants meanwhile. The fault service
+ * (the source thread here, the engine on a destination) takes no device
+ * lock: every access waits for the source's page, then completes. A DMA
+ * into part of a missing page keeps the rest of the source's page (never
+ * zeros, never the stale copy); a DMA out of one writes the source's
+ * page to the file.
+ */
+struct dev {
+	uint8_t *mem;
+	int fd;
+	pthread_mutex_t lock;
+	atomic_bool holding;
+	uint8_t ring[PG];
+	ssize_t rd, wr;
+};
+
+static void *dev_thread(void *arg)
+{
+	struct dev *v = arg;
+	struct iovec in = {v->mem + 1 * PG + 100, 1000};
+	struct iovec out = {v->mem + 2 * PG, PG};
+
+	pthread_mutex_lock(&v->lock);
+	atomic_store(&v->holding, true);
+	v->rd = preadv(v->fd, &in, 1, 0);      /* into missing page 1 */
+	v->wr = pwritev(v->fd, &out, 1, 8192); /* out of missing page 2 */
+	memcpy(v->ring, v->mem + 3 * PG, PG);  /* a ring in page 3 */
+	pthread_mutex_unlock(&v->lock);
+	return NULL;
+}
+
+/* A vCPU's MMIO exit into the same device: waits for the device's lock. */
+static void *vcpu_thread(void *arg)
+{
+	struct dev *v = arg;
+
+	while (!atomic_load(&v->holding))
+		usleep(100);
+	pthread_mutex_lock(&v->lock);
+	pthread_mutex_unlock(&v->lock);
+	return NULL;
+}
+
+static void test_device_dma_faults_pages_in_holding_its_lock(void)
+{
+	struct src s = {0};
+	struct mig_pc_uffd_cfg cfg = {0};
+	struct mig_pc_uffd_stats st;
+	uint64_t missing[NP / 64] = {0xe}; /* pages 1, 2, 3 */
+	char path[] = "/tmp/pc-dev-XXXXXX";
+	uint8_t data[PG], want[PG], back[PG];
+	struct dev v = {0};
+	pthread_t st_thr, dt, vt;
+	int fd;
+
+	v.mem = map_mem(false, &fd);
+	v.fd = mkstemp(path);
+	CU_ASSERT_FATAL(v.fd >= 0);
+	unlink(path);
+	memset(data, 0x3c, sizeof(data));
+	CU_ASSERT_FATAL(pwrite(v.fd, data, PG, 0) == PG);
+	pthread_mutex_init(&v.lock, NULL);
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	cfg.base = v.mem;
+	cfg.npages = NP;
+	cfg.request = on_request;
+	cfg.arg = &s;
+	CU_ASSERT_EQUAL_FATAL(mig_pc_uffd_create(&cfg, missing, &s.u), 0);
+	pthread_create(&dt, NULL, dev_thread, &v);
+	pthread_create(&vt, NULL, vcpu_thread, &v);
+	/* The faults wait: nothing answers yet, the device holds its lock. */
+	usleep(50000);
+	CU_ASSERT(atomic_load(&v.holding));
+	CU_ASSERT(!mig_pc_uffd_installed(s.u, 1));
+	pthread_create(&st_thr, NULL, src_thread, &s);
+	pthread_join(dt, NULL);
+	pthread_join(vt, NULL);
+	pthread_mutex_lock(&s.lock);
+	s.stop = true;
+	pthread_cond_signal(&s.cond);
+	pthread_mutex_unlock(&s.lock);
+	pthread_join(st_thr, NULL);
+
+	CU_ASSERT_EQUAL(atomic_load(&s.err), 0);
+	CU_ASSERT_EQUAL(v.rd, 1000);
+	CU_ASSERT_EQUAL(v.wr, PG);
+	/* Page 1: the DMA'd bytes, the source's page around them. */
+	fill(want, 1);
+	memcpy(want + 100, data, 1000);
+	CU_ASSERT(!memcmp(v.mem + PG, want, PG));
+	/* Page 2 went out as the source's page; page 3 read as it. */
+	CU_ASSERT_FATAL(pread(v.fd, back, PG, 8192) == PG);
+	CU_ASSERT(page_ok(back, 2));
+	CU_ASSERT(page_ok(v.ring, 3));
+	mig_pc_uffd_get_stats(s.u, &st);
+	CU_ASSERT_EQUAL(st.installed, 3);
+	CU_ASSERT_EQUAL(mig_pc_uffd_remaining(s.u), 0);
+	mig_pc_uffd_destroy(s.u);
+	munmap(v.mem, (size_t)NP * PG);
+	close(v.fd);
+	pthread_cond_destroy(&s.cond);
+	pthread_mutex_destroy(&s.lock);
+	pthread_mutex_destroy(&v.lock);
+}
+
 static CU_TestInfo tests[] = {
-	{ "faulting_reader_gets_source_page_once_anon",
-	  test_faulting_reader_gets_source_page_once_anon },
-	{ "faulting_reader_gets_source_page_once_shmem",
-	  test_faulting_reader_gets_source_page_once_shmem },
-	{ "fault_waits_only_for_its_page_and_is_timed",
-	  test_fault_waits_only_for_its_page_and_is_timed },
-	{ "zero_page_install_reads_zero", test_zero_page_install_reads_zero },
-	{ "page_populated_behind_installer_is_reported",
-	  test_page_populated_behind_installer_is_reported },
-	{ "hugetlb_and_bad_config_are_refused",
-	  test_hugetlb_and_bad_config_are_refused },
+	{"device_dma_faults_pages_in_holding_its_lock",
+	 test_device_dma_faults_pages_in_holding_its_lock},
+	{"faulting_reader_gets_source_page_once_anon",
+	 test_faulting_reader_gets_source_page_once_anon},
+	{"faulting_reader_gets_source_page_once_shmem",
+	 test_faulting_reader_gets_source_page_once_shmem},
+	{"fault_waits_only_for_its_page_and_is_timed",
+	 test_fault_waits_only_for_its_page_and_is_timed},
+	{"zero_page_install_reads_zero", test_zero_page_install_reads_zero},
+	{"page_populated_behind_installer_is_reported",
+	 test_page_populated_behind_installer_is_reported},
+	{"hugetlb_and_bad_config_are_refused",
+	 test_hugetlb_and_bad_config_are_refused},
 	CU_TEST_INFO_NULL,
 };
 
