@@ -9,9 +9,12 @@
       live: migrate while it runs; QEMU stops it for the last pass (its
       downtime) and leaves it stopped ("postmigrate"): `cont` after.
       stopped: `stop`, migrate, `cont`: the guest is stopped throughout.
-      Prints JSON: total_ms (QEMU's total-time; stopped: the wall time of
-      migrate), pause_ms (live: QEMU's downtime; stopped: stop to cont),
-      wall_ms (from the first command to the guest running again).
+      Then fsyncs FILE (QEMU does not; ours does before it publishes a
+      snapshot). Prints JSON: total_ms (QEMU's total-time, or stopped the
+      wall time of migrate, plus the fsync), fsync_ms, pause_ms (live:
+      QEMU's downtime; stopped: stop to cont), wall_ms (from the first
+      command to the guest running again). A live save leaves the guest
+      stopped until the cont that follows the fsync.
   snapqemu.py load QMP FILE
       Load FILE into a QEMU started with -incoming defer:
       migrate-incoming "exec:cat FILE", then query-status until it runs.
@@ -53,14 +56,22 @@ def save(qmp, path, mode):
     t2 = time.monotonic()
     if st.get("status") != "completed":
         raise RuntimeError("migrate: %s" % json.dumps(st))
+    # QEMU does not fsync what cat wrote; ours does (before the rename
+    # that publishes a snapshot): on disk, as ours, before it counts.
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    t2s = time.monotonic()
     q.cmd("cont")
     t3 = time.monotonic()
-    out = {"wall_ms": round((t3 - t0) * 1000, 1)}
+    out = {"wall_ms": round((t3 - t0) * 1000, 1),
+           "fsync_ms": round((t2s - t2) * 1000, 1)}
     if mode == "stopped":
-        out["total_ms"] = round((t2 - t1) * 1000, 1)
+        out["total_ms"] = round((t2s - t1) * 1000, 1)
         out["pause_ms"] = out["wall_ms"]
     else:
-        out["total_ms"] = st.get("total-time")
+        out["total_ms"] = round(st.get("total-time") +
+                                (t2s - t2) * 1000, 1)
         out["pause_ms"] = st.get("downtime")
     print(json.dumps(out))
     return 0

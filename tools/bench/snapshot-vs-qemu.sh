@@ -18,7 +18,8 @@
 #          mapped-ram and no background-snapshot on TCG.
 #
 # Per run: snap ms (ours: the engine's duration, fsyncs and rename
-# included; QEMU: total-time, or migrate's wall time when stopped), pause
+# included; QEMU: total-time, or migrate's wall time when stopped, plus an
+# fsync of the file, which QEMU does not do itself), pause
 # ms (ours live: the reported pause; QEMU live: its downtime; stopped:
 # from the pause/stop call to the guest running again, calls included),
 # MiB on disk (allocated blocks: ours sparse, QEMU a stream), restore ms

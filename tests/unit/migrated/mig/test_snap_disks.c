@@ -106,9 +106,9 @@ static void test_missing_image(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "writer_is_seen", test_writer_is_seen },
-	{ "reader_and_self_are_not", test_reader_and_self_are_not },
-	{ "missing_image", test_missing_image },
+	{"writer_is_seen", test_writer_is_seen},
+	{"reader_and_self_are_not", test_reader_and_self_are_not},
+	{"missing_image", test_missing_image},
 	CU_TEST_INFO_NULL,
 };
 
