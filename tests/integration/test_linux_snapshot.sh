@@ -65,6 +65,12 @@ rc=$?
 expect_rc 3 "  ... and no lx2" ctl vm inspect lx2
 
 linux_after_checks "$SOCK" lx "$DUR" "$MIB" "$SEED"
+# One run in the rig (2026-12-05) found the restored guest's console empty
+# right after the restore, cause unknown: say what the daemon saw.
+if [ "$FAILS" -ne 0 ]; then
+	ctl vm inspect lx 2>&1 | head -20
+	tail -n 60 "$TMP/d1.log"
+fi
 
 expect_rc 0 "vm destroy" ctl vm destroy lx
 out=$("$HVBLK" --verify hv.blk="$DISK" hv.blk_mib=$MIB hv.blk_seed=$SEED 2>&1)
