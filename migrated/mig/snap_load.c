@@ -17,6 +17,7 @@
 #include "hvcore/types.h"
 #include "migrated/mig/digest.h"
 #include "migrated/mig/memmap.h"
+#include "migrated/mig/snap_disks.h"
 #include "migrated/mig/snap_state.h"
 
 #define COMP "mig.snap"
@@ -100,6 +101,35 @@ static int vm_memmap(struct hv_vm *vm, struct mig_memmap **out)
 		goto out;                                                    \
 	} while (0)
 
+/* A writable disk of the snapshot that another process writes (a VM
+ * running on it, another restore of this snapshot) is refused: two kernels
+ * on one file system corrupt it (snap_disks.h). */
+static int disks_free(const struct hv_boot_cfg *b, char *why, size_t why_len)
+{
+	for (uint32_t i = 0; i < b->nr_disks; i++) {
+		pid_t pid = 0;
+		int ret;
+
+		if (b->disk[i].read_only)
+			continue;
+		ret = mig_snap_disk_writer(b->disk[i].path, &pid);
+		if (ret < 0) {
+			snprintf(why, why_len, "disk %s: %s", b->disk[i].path,
+				 strerror(-ret));
+			return ret;
+		}
+		if (ret) {
+			snprintf(why, why_len,
+				 "disk %s is open for writing by process %d "
+				 "(a VM running on it?): a restored guest "
+				 "writing it too would corrupt it",
+				 b->disk[i].path, (int)pid);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
 /* Hash RAM and compare with the state file's table, page by page. */
 static int verify(struct hv_vm *vm, const struct mig_snap_state *ss,
 		  const char *mpath, char *why, size_t why_len)
@@ -173,6 +203,9 @@ int mig_snap_load(const char *dir, const char *name,
 	ret = mig_snap_state_read(spath, base, &ss, why, why_len);
 	if (ret)
 		return ret;
+	ret = disks_free(&ss.cfg.boot, why, why_len);
+	if (ret)
+		goto out;
 	fd = open(mpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		FAIL(-errno, "cannot open %s: %s", mpath, strerror(errno));

@@ -4,9 +4,13 @@
  * the worker's VM into a directory (migrated/mig/snap_save.h), vm_restore
  * makes this worker's VM from one (snap_load.h). Loop thread.
  *
- * A Linux guest is refused for now (see migd_call_vm_snapshot); restore
- * would make one with its console log, boot files and disks opened again
- * at their paths (docs/snapshots.md).
+ * A Linux guest's snapshot holds its boot configuration and devices (the
+ * layout and the VM state, as a migration carries them); its disks are
+ * flushed by the pause before the last pass (hv_vm_pause()), and are not
+ * copied. Restore makes the devices again, opens the boot files and
+ * disks at their paths (refused while another process writes a disk:
+ * snap_disks.h) and loads the devices' state; the kernel is not loaded
+ * again (docs/snapshots.md).
  *
  * Both run on the loop thread and block it for their duration (a 64 MiB
  * VM: tens of milliseconds; a GiB: seconds): the worker has one VM, and
@@ -100,12 +104,6 @@ void migd_call_vm_snapshot(struct migd_call *call)
 			       v->name, (unsigned long long)v->mig_id);
 		return;
 	}
-	/* A Linux guest's path (its devices' state, as a migration
-	 * carries it; its boot files and disks opened again on restore) is
-	 * written but not yet seen to work: no KVM that boots Linux was at
-	 * hand (docs/snapshots.md). Refused until it is. */
-	if (migd_vm_refuse_linux(call, v, "a snapshot"))
-		return;
 	old = migd_vm_api_state(v);
 	if (old != MIGD__VM_STATE__VM_STATE_RUNNING &&
 	    old != MIGD__VM_STATE__VM_STATE_PAUSED &&
