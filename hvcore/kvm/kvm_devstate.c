@@ -350,6 +350,21 @@ size_t hv_kvm_dev_state_snap_size(void)
 	return sizeof(struct dev_snap);
 }
 
+bool hv_kvm_dev_state_snap_ok(const void *snap)
+{
+	const struct dev_snap *s = snap;
+
+	if (s->n > HV_KVM_MAX_DEVS || s->uart.rx_len > HV_UART_FIFO ||
+	    s->kbd.out_len > sizeof(s->kbd.out))
+		return false;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->slot[i] >= 32 ||
+		    s->vp[i].nqueues > HV_VIRTIO_MAX_QUEUES ||
+		    s->vp[i].pci.msix_n > HV_PCI_MSIX_MAX)
+			return false;
+	return true;
+}
+
 /* The destination's devices are the source's: same kinds in the same
  * slots, disks of the same size and mode. */
 static int snap_matches(const struct hv_kvm_linux_devs *d,

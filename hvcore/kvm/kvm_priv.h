@@ -158,6 +158,9 @@ int hv_kvm_dev_state_decode(const struct hv_blob *in, void *snap);
 int hv_kvm_dev_state_encode(const struct hv_kvm_linux_devs *d,
 			    struct hv_blob *out);
 size_t hv_kvm_dev_state_snap_size(void);
+/* Whether a decoded snapshot keeps every count within its array (the
+ * fuzz target's check of what the decoder accepted). */
+bool hv_kvm_dev_state_snap_ok(const void *snap);
 
 /* kvm_state.c */
 int hv_kvm_vm_state_save(struct hv_vm *vm, struct hv_blob *out);

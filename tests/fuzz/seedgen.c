@@ -437,7 +437,7 @@ static void devstate_seed(const struct hv_kvm_linux_devs *d, const char *name,
 		FUZZ_CHECK(m);
 		edit(m);
 		free(b.data);
-		b.len = hvstate__dev_state__get_packed_size(&m->base);
+		b.len = hvstate__dev_state__get_packed_size(m);
 		b.data = malloc(b.len);
 		FUZZ_CHECK(b.data);
 		hvstate__dev_state__pack(m, b.data);
@@ -450,15 +450,17 @@ static void devstate_seed(const struct hv_kvm_linux_devs *d, const char *name,
 	free(b.data);
 }
 
-static uint8_t seed_mac[6] = {0x52, 0x54, 0x00, 0x77, 0x00, 0x02};
-
 /* The last device a NIC (as a tap's would be; no tap here). */
 static void edit_net(Hvstate__DevState *m)
 {
+	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x77, 0x00, 0x02};
 	Hvstate__VirtioPciState *v = m->virtio[m->n_virtio - 1];
 
 	v->type = 1; /* VIRTIO_ID_NET */
-	v->net_mac.data = seed_mac;
+	/* Freed with the unpacked message. */
+	v->net_mac.data = malloc(6);
+	FUZZ_CHECK(v->net_mac.data);
+	memcpy(v->net_mac.data, mac, 6);
 	v->net_mac.len = 6;
 	v->net_status = 1;
 }
@@ -530,7 +532,7 @@ static void devstates(void)
 	FUZZ_CHECK(!hv_i8042_create(&vm->env, no_reset, NULL, &d.i8042));
 	/* The bus alone, then two disks (one read-only) and the rng. */
 	FUZZ_CHECK(!hv_kvm_pci_create("seed", &c, pio, mmio, &vm->env, &d.pci));
-	devstate_seed(&d, "seed-nodevs", NULL);
+	devstate_seed(&d, "nodevs", NULL);
 	hv_kvm_pci_destroy(d.pci);
 	disk[0] = (struct hv_kvm_pci_disk){img, false, false, -1};
 	disk[1] = (struct hv_kvm_pci_disk){img, true, false, -1};
@@ -538,11 +540,11 @@ static void devstates(void)
 	c.nr_disks = 2;
 	c.rng = true;
 	FUZZ_CHECK(!hv_kvm_pci_create("seed", &c, pio, mmio, &vm->env, &d.pci));
-	devstate_seed(&d, "seed-fresh", NULL);
+	devstate_seed(&d, "fresh", NULL);
 	FUZZ_CHECK(!hv_uart_load(d.uart, &us) && !hv_i8042_load(d.i8042, &ks));
-	devstate_seed(&d, "seed-console", NULL);
-	devstate_seed(&d, "seed-driver", edit_driver);
-	devstate_seed(&d, "seed-net", edit_net);
+	devstate_seed(&d, "console", NULL);
+	devstate_seed(&d, "driver", edit_driver);
+	devstate_seed(&d, "net", edit_net);
 	hv_kvm_pci_destroy(d.pci);
 	hv_i8042_destroy(d.i8042);
 	hv_uart_destroy(d.uart);

@@ -192,7 +192,7 @@ for _ in $(seq 600); do
 done
 [ -s "$TMP/conn.1" ] && ok "before the update: a TCP connection echoed $(cat "$TMP/conn.1") bytes" ||
 	fail "the connection before the update: $(cat "$TMP/conn.out")"
-"$BB" ping -i 0.2 -c 150 -W 1 $GUEST >"$TMP/ping_upd.out" 2>&1 &
+"$BB" ping -i 0.2 -c 100 -W 1 $GUEST >"$TMP/ping_upd.out" 2>&1 &
 ppid=$!
 sleep 5
 pid_of() { ctl --json vm inspect lx | jq -r .info.worker_pid; }
@@ -212,7 +212,7 @@ fi
 wait $ppid
 tx=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' "$TMP/ping_upd.out")
 rx=$(sed -n 's/.* \([0-9]*\) packets received.*/\1/p' "$TMP/ping_upd.out")
-# 150 pings 0.2 s apart over 30 s: the pause (a few seconds at most
+# 100 pings 0.2 s apart over 20 s: the pause (a few seconds at most
 # nested under TCG) costs a handful; more lost means the NIC stalled.
 [ -n "$rx" ] && [ "${tx:-0}" -ge 100 ] && [ "$rx" -ge $((tx * 3 / 4)) ] &&
 	ok "the ping went on across the update: $rx of $tx answered" ||
