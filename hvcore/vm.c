@@ -278,6 +278,12 @@ int hv_vm_create(const struct hv_vm_cfg *cfg, struct hv_vm **out)
 	/* Like KVM_DIRTY_LOG_INITIALLY_SET: a fresh log names every page. */
 	hv_memslots_set_initially_set(vm->slots, true);
 	ret = vm->ops->vm_init(vm);
+	/* The devices dup'd what they adopt (hv_boot_cfg.adopt_fds): the
+	 * copy names no fd of the caller's. */
+	vm->cfg.boot.adopt_fds = false;
+	vm->cfg.boot.net_fd = -1;
+	for (unsigned i = 0; i < HV_BOOT_DISKS_MAX; i++)
+		vm->cfg.boot.disk_fd[i] = -1;
 	if (ret)
 		goto err_slots;
 	ret = add_slots(vm);

@@ -100,6 +100,17 @@ struct hv_boot_cfg {
 	 * the MAC address the guest sees (unicast). */
 	char net_tap[16];
 	uint8_t net_mac[6];
+	/*
+	 * Local live update (migrated/vmm/handover.h): with adopt_fds, the
+	 * devices take the fds another process had open instead of opening
+	 * the paths (dup'd; the caller keeps its own): net_fd the tap's,
+	 * disk_fd[i] disk i's; -1 opens that one by name as usual. Only
+	 * looked at when adopt_fds is true (a zeroed cfg adopts nothing);
+	 * vm->cfg keeps adopt_fds false and the fds -1 after create.
+	 */
+	bool adopt_fds;
+	int net_fd;
+	int disk_fd[HV_BOOT_DISKS_MAX];
 };
 
 /* Why a VM stopped on its own (hv_vm_exit_reason()). */

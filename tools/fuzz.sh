@@ -22,7 +22,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 shift || true
 all=(frame batch hello layout vmstate ctl_frame metrics_http etcd_json
-	virtqueue)
+	virtqueue devstate)
 # The decoder sources of each target, for FUZZ_COV (path prefixes).
 declare -A srcs=(
 	[frame]="migrated/mig/frame.c"
@@ -34,6 +34,7 @@ declare -A srcs=(
 	[metrics_http]="migrated/rpc/http_head.c"
 	[etcd_json]="migrated/fleet/etcd_json.c"
 	[virtqueue]="hvcore/devices/virtqueue.c"
+	[devstate]="hvcore/kvm/kvm_devstate.c"
 )
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")

@@ -46,13 +46,44 @@ int hv_tap_open(const char *name, int *out)
 	return 0;
 }
 
+int hv_tap_adopt(int fd, const char *name, int *out)
+{
+	struct ifreq ifr;
+	int nfd, fl, ret;
+
+	ret = hv_tap_name_check(name);
+	if (ret || fd < 0)
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	if (ioctl(fd, TUNGETIFF, &ifr))
+		return errno == EBADF ? -EBADF : -ENOTTY;
+	if ((ifr.ifr_flags & (IFF_TAP | IFF_TUN | IFF_NO_PI)) !=
+		    (IFF_TAP | IFF_NO_PI) ||
+	    strncmp(ifr.ifr_name, name, IFNAMSIZ))
+		return -EINVAL;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (nfd < 0)
+		return -errno;
+	/* The flag lives in the file, which the giver shares: it is set
+	 * there already (hv_tap_open()); this only checks it. */
+	fl = fcntl(nfd, F_GETFL);
+	if (fl < 0 ||
+	    (!(fl & O_NONBLOCK) && fcntl(nfd, F_SETFL, fl | O_NONBLOCK))) {
+		ret = -errno;
+		close(nfd);
+		return ret;
+	}
+	*out = nfd;
+	return 0;
+}
+
 size_t hv_tap_rarp_frame(const uint8_t mac[6], uint8_t *b)
 {
 	/* Ethernet: broadcast, from @mac, RARP. Then the ARP-format body:
 	 * Ethernet/IPv4, opcode 3 (reverse request), sender and target
 	 * hardware addresses @mac, protocol addresses 0. Padded to 60. */
-	static const uint8_t body[] = {0x80, 0x35, 0x00, 0x01, 0x08, 0x00,
-				       0x06, 0x04, 0x00, 0x03};
+	static const uint8_t body[] = {0x80, 0x35, 0x00, 0x01, 0x08,
+				       0x00, 0x06, 0x04, 0x00, 0x03};
 
 	memset(b, 0, 60);
 	memset(b, 0xff, 6);

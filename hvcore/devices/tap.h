@@ -27,6 +27,15 @@
  * other -errno of open/ioctl. */
 int hv_tap_open(const char *name, int *fd);
 
+/* Adopt the tap fd another process opened (hv_tap_open()) and passed
+ * over (local live update, migrated/vmm/handover.h): *@out is a
+ * close-on-exec dup of @fd, the caller keeps @fd. Both fds share the open
+ * file, so the tap stays attached while either is open and frames queued
+ * in it are read by whoever reads next. 0, or -EINVAL (@fd < 0, a bad
+ * @name, or a tap with another name or with packet information),
+ * -ENOTTY (not a tap), -EBADF, other -errno of fcntl. */
+int hv_tap_adopt(int fd, const char *name, int *out);
+
 /* Whether @name is a valid interface name for hv_tap_open(). */
 int hv_tap_name_check(const char *name);
 

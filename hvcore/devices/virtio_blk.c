@@ -176,7 +176,20 @@ int hv_virtio_blk_create(const struct hv_virtio_blk_cfg *cfg,
 	if (!b)
 		return -ENOMEM;
 	b->ro = cfg->read_only;
-	b->fd = open(cfg->path, (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (cfg->adopt) {
+		/* Another process's image fd (local live update): a dup, in
+		 * the mode the disk needs (I/O is pread/pwrite: the shared
+		 * file offset is never used). */
+		int fl = cfg->fd < 0 ? -1 : fcntl(cfg->fd, F_GETFL);
+
+		if (fl < 0 || (!b->ro && (fl & O_ACCMODE) != O_RDWR)) {
+			ret = fl < 0 ? -EBADF : -EINVAL;
+			goto err;
+		}
+		b->fd = fcntl(cfg->fd, F_DUPFD_CLOEXEC, 0);
+	} else {
+		b->fd = open(cfg->path, (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	}
 	if (b->fd < 0) {
 		ret = -errno;
 		goto err;
@@ -241,6 +254,11 @@ void hv_virtio_blk_destroy(struct hv_virtio_blk *b)
 struct hv_virtio_dev *hv_virtio_blk_dev(struct hv_virtio_blk *b)
 {
 	return &b->vd;
+}
+
+int hv_virtio_blk_fd(const struct hv_virtio_blk *b)
+{
+	return b->fd;
 }
 
 uint64_t hv_virtio_blk_sectors(const struct hv_virtio_blk *b)

@@ -40,6 +40,11 @@ struct hv_virtio_blk_cfg {
 	bool read_only;
 	const char *serial; /* GET_ID; NULL: the file name */
 	const char *name;   /* for logs; NULL: "blk" */
+	/* Adopt @fd (dup'd; the caller keeps it) instead of opening @path,
+	 * which still names the disk: another process's open image (local
+	 * live update). It must be O_RDWR unless @read_only. */
+	bool adopt;
+	int fd;
 };
 
 struct hv_virtio_blk_stats {
@@ -48,7 +53,8 @@ struct hv_virtio_blk_stats {
 
 struct hv_virtio_blk;
 
-/* Open the image. 0, or -errno of open/fstat, -EINVAL (not a regular file
+/* Open (or adopt) the image. 0, or -errno of open/fstat, -EBADF (an
+ * adopted fd that is not open), -EINVAL (not a regular file
  * or block device, or smaller than one sector). */
 int hv_virtio_blk_create(const struct hv_virtio_blk_cfg *cfg,
 			 struct hv_virtio_blk **out);
@@ -57,6 +63,8 @@ void hv_virtio_blk_destroy(struct hv_virtio_blk *b);
 /* The device to give a transport (hv_virtio_pci_create()). */
 struct hv_virtio_dev *hv_virtio_blk_dev(struct hv_virtio_blk *b);
 uint64_t hv_virtio_blk_sectors(const struct hv_virtio_blk *b);
+/* The image's fd (the device keeps it; for a handover of the disk). */
+int hv_virtio_blk_fd(const struct hv_virtio_blk *b);
 /* Counters (relaxed reads; any thread). */
 void hv_virtio_blk_stats(const struct hv_virtio_blk *b,
 			 struct hv_virtio_blk_stats *out);

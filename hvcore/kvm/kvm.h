@@ -74,6 +74,7 @@ struct hv_kvm_dev_info {
 	bool msix;	  /* the guest enabled MSI-X */
 	uint64_t bar0;	  /* BAR 0 while decoded; 0 otherwise */
 	uint64_t requests, errors, bytes_read, bytes_written, flushes;
+	int fd; /* a disk's image, a NIC's tap (the device's); -1 otherwise */
 };
 /* Fills up to @max entries; returns how many (0: no device or not a
  * Linux guest). Any thread; valid until hv_vm_destroy(). */

@@ -62,8 +62,8 @@ static int snap_take(const struct hv_kvm_linux_devs *d, struct dev_snap *s)
 	if (s->n > HV_KVM_MAX_DEVS)
 		return -E2BIG;
 	for (unsigned i = 0; i < s->n; i++) {
-		struct hv_virtio_pci *vp = hv_kvm_pci_dev_at(
-			d->pci, i, &s->sectors[i], &s->ro[i]);
+		struct hv_virtio_pci *vp =
+			hv_kvm_pci_dev_at(d->pci, i, &s->sectors[i], &s->ro[i]);
 
 		if (!vp)
 			return -ENODEV;
@@ -76,7 +76,8 @@ static int snap_take(const struct hv_kvm_linux_devs *d, struct dev_snap *s)
 	return 0;
 }
 
-static void q_to_pb(const struct hv_virtio_pci_qstate *q, Hvstate__VirtqState *p)
+static void q_to_pb(const struct hv_virtio_pci_qstate *q,
+		    Hvstate__VirtqState *p)
 {
 	hvstate__virtq_state__init(p);
 	p->size = q->size;
@@ -153,21 +154,35 @@ static void vp_to_pb(struct enc *e, unsigned i, const struct dev_snap *s)
 int hv_kvm_dev_state_save(struct hv_vm *vm, struct hv_blob *out)
 {
 	struct hv_kvm_linux_devs d;
-	struct dev_snap *s;
-	struct enc *e;
 	int ret;
 
 	out->data = NULL;
 	out->len = 0;
 	if (!hv_kvm_linux_devs(vm, &d))
 		return 0;
+	ret = hv_kvm_dev_state_encode(&d, out);
+	if (ret)
+		hv_err("kvm", "vm=%s op=dev_state_save err=%d", hv_vm_name(vm),
+		       ret);
+	return ret;
+}
+
+int hv_kvm_dev_state_encode(const struct hv_kvm_linux_devs *devs,
+			    struct hv_blob *out)
+{
+	struct dev_snap *s;
+	struct enc *e;
+	int ret;
+
+	out->data = NULL;
+	out->len = 0;
 	s = calloc(1, sizeof(*s));
 	e = calloc(1, sizeof(*e));
 	if (!s || !e) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = snap_take(&d, s);
+	ret = snap_take(devs, s);
 	if (ret)
 		goto out;
 	hvstate__dev_state__init(&e->ds);
@@ -205,9 +220,6 @@ int hv_kvm_dev_state_save(struct hv_vm *vm, struct hv_blob *out)
 	}
 	hvstate__dev_state__pack(&e->ds, out->data);
 out:
-	if (ret)
-		hv_err("kvm", "vm=%s op=dev_state_save err=%d", hv_vm_name(vm),
-		       ret);
 	free(s);
 	free(e);
 	return ret;
@@ -266,6 +278,18 @@ static int vp_from_pb(const Hvstate__VirtioPciState *p,
 	return 0;
 }
 
+/* Registers are bytes: a wider value is not a state a UART had. */
+static bool uart_ok(const Hvstate__UartState *u)
+{
+	return (u->ier | u->lcr | u->mcr | u->scr | u->fcr | u->dll | u->dlm) <=
+	       UINT8_MAX;
+}
+
+static bool kbd_ok(const Hvstate__I8042State *k)
+{
+	return (k->status | k->ctr | k->outport | k->pending_cmd) <= UINT8_MAX;
+}
+
 int hv_kvm_dev_state_decode(const struct hv_blob *in, void *snap)
 {
 	struct dev_snap *s = snap;
@@ -279,9 +303,9 @@ int hv_kvm_dev_state_decode(const struct hv_blob *in, void *snap)
 	if (!m)
 		return -EINVAL;
 	if (m->version != DEV_STATE_VERSION || !m->uart || !m->i8042 ||
-	    m->n_virtio > HV_KVM_MAX_DEVS ||
-	    m->uart->rx.len > HV_UART_FIFO ||
-	    m->i8042->out.len > sizeof(s->kbd.out))
+	    m->n_virtio > HV_KVM_MAX_DEVS || m->uart->rx.len > HV_UART_FIFO ||
+	    m->i8042->out.len > sizeof(s->kbd.out) || !uart_ok(m->uart) ||
+	    !kbd_ok(m->i8042))
 		goto out;
 	s->uart.ier = (uint8_t)m->uart->ier;
 	s->uart.lcr = (uint8_t)m->uart->lcr;
@@ -324,6 +348,21 @@ out:
 size_t hv_kvm_dev_state_snap_size(void)
 {
 	return sizeof(struct dev_snap);
+}
+
+bool hv_kvm_dev_state_snap_ok(const void *snap)
+{
+	const struct dev_snap *s = snap;
+
+	if (s->n > HV_KVM_MAX_DEVS || s->uart.rx_len > HV_UART_FIFO ||
+	    s->kbd.out_len > sizeof(s->kbd.out))
+		return false;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->slot[i] >= 32 ||
+		    s->vp[i].nqueues > HV_VIRTIO_MAX_QUEUES ||
+		    s->vp[i].pci.msix_n > HV_PCI_MSIX_MAX)
+			return false;
+	return true;
 }
 
 /* The destination's devices are the source's: same kinds in the same
@@ -390,9 +429,8 @@ int hv_kvm_dev_state_restore(struct hv_vm *vm, const struct hv_blob *in)
 		uint64_t sectors;
 		bool ro;
 
-		ret = hv_virtio_pci_load(hv_kvm_pci_dev_at(d.pci, i, &sectors,
-							   &ro),
-					 &s->vp[i]);
+		ret = hv_virtio_pci_load(
+			hv_kvm_pci_dev_at(d.pci, i, &sectors, &ro), &s->vp[i]);
 	}
 	/* The guest's NIC moved here: tell the switches once it runs. */
 	if (!ret)

@@ -435,10 +435,16 @@ static int add_pci(struct hv_vm *vm, struct hv_kvm_linux *lx)
 	struct hv_kvm_pci_disk disk[HV_BOOT_DISKS_MAX];
 	struct hv_kvm_pci_cfg c = {disk, 0, b->rng, b->net_tap, {0}};
 
-	for (uint32_t i = 0; i < b->nr_disks && i < HV_BOOT_DISKS_MAX; i++)
+	for (uint32_t i = 0; i < b->nr_disks && i < HV_BOOT_DISKS_MAX; i++) {
+		bool adopt = b->adopt_fds && b->disk_fd[i] >= 0;
+
 		disk[c.nr_disks++] = (struct hv_kvm_pci_disk){
-			b->disk[i].path, b->disk[i].read_only};
+			b->disk[i].path, b->disk[i].read_only, adopt,
+			adopt ? b->disk_fd[i] : -1};
+	}
 	memcpy(c.net_mac, b->net_mac, 6);
+	c.net_adopt = b->adopt_fds && b->net_fd >= 0;
+	c.net_fd = c.net_adopt ? b->net_fd : -1;
 	return hv_kvm_pci_create(hv_vm_name(vm), &c, lx->pio, lx->mmio,
 				 &lx->env, &lx->pci);
 }

@@ -113,10 +113,13 @@ static int add_net(const char *vm, struct hv_kvm_pci *p,
 	d->kind = "virtio-net";
 	snprintf(d->path, sizeof(d->path), "%s", c->net_tap);
 	memcpy(d->mac, c->net_mac, 6);
-	ret = hv_tap_open(c->net_tap, &nc.fd);
+	if (c->net_adopt)
+		ret = hv_tap_adopt(c->net_fd, c->net_tap, &nc.fd);
+	else
+		ret = hv_tap_open(c->net_tap, &nc.fd);
 	if (ret) {
-		hv_err("kvm", "vm=%s op=tap_open tap=%s err=%d%s", vm,
-		       c->net_tap, ret,
+		hv_err("kvm", "vm=%s op=%s tap=%s err=%d%s", vm,
+		       c->net_adopt ? "tap_adopt" : "tap_open", c->net_tap, ret,
 		       ret == -EBUSY ? " note=tap_in_use_by_another_vm" : "");
 		return ret;
 	}
@@ -166,10 +169,14 @@ int hv_kvm_pci_create(const char *name, const struct hv_kvm_pci_cfg *c,
 		bc.path = d->path;
 		bc.read_only = d->read_only;
 		bc.name = d->name;
+		bc.adopt = c->disk[i].adopt;
+		bc.fd = c->disk[i].fd;
 		ret = hv_virtio_blk_create(&bc, &d->blk);
 		if (ret) {
-			hv_err("kvm", "vm=%s op=disk_open path=%s ro=%d err=%d",
-			       name, d->path, d->read_only, ret);
+			hv_err("kvm",
+			       "vm=%s op=disk_%s path=%s ro=%d err=%d", name,
+			       bc.adopt ? "adopt" : "open", d->path,
+			       d->read_only, ret);
 			goto err;
 		}
 		p->nr++;
@@ -244,6 +251,9 @@ unsigned hv_kvm_pci_devices(const struct hv_kvm_pci *p,
 		o->status = hv_virtio_pci_status(d->vp);
 		o->msix = hv_pci_msix_enabled(pd);
 		o->bar0 = hv_pci_bar_addr(pd, 0);
+		o->fd = d->blk	 ? hv_virtio_blk_fd(d->blk)
+			: d->net ? hv_virtio_net_fd(d->net)
+				 : -1;
 		if (d->blk) {
 			struct hv_virtio_blk_stats s;
 

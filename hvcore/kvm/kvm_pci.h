@@ -35,6 +35,10 @@ struct hv_kvm_pci;
 struct hv_kvm_pci_disk {
 	const char *path; /* raw image or block device */
 	bool read_only;
+	/* adopt: dup @fd (another process's open image) instead of opening
+	 * @path (hv_virtio_blk_cfg.adopt) */
+	bool adopt;
+	int fd;
 };
 struct hv_kvm_pci_cfg {
 	const struct hv_kvm_pci_disk *disk;
@@ -42,6 +46,10 @@ struct hv_kvm_pci_cfg {
 	bool rng;
 	const char *net_tap; /* NULL or "": no virtio-net */
 	uint8_t net_mac[6];
+	/* net_adopt: take the tap @net_tap by dup'ing @net_fd, another
+	 * process's fd of it (hv_tap_adopt()), instead of opening it */
+	bool net_adopt;
+	int net_fd;
 };
 
 /*

@@ -152,7 +152,15 @@ int hv_kvm_dev_state_restore(struct hv_vm *vm, const struct hv_blob *in);
  * hv_kvm_dev_state_snap_size() bytes, touching no device: 0 or -EINVAL
  * (unit tests, the fuzz target). */
 int hv_kvm_dev_state_decode(const struct hv_blob *in, void *snap);
+/* What hv_kvm_dev_state_save() encodes, from the devices @d (no VM
+ * needed: the seed generator's devices over a fake VM): 0 with *@out
+ * malloc'd, -ENOMEM, -E2BIG, or a device's save error. */
+int hv_kvm_dev_state_encode(const struct hv_kvm_linux_devs *d,
+			    struct hv_blob *out);
 size_t hv_kvm_dev_state_snap_size(void);
+/* Whether a decoded snapshot keeps every count within its array (the
+ * fuzz target's check of what the decoder accepted). */
+bool hv_kvm_dev_state_snap_ok(const void *snap);
 
 /* kvm_state.c */
 int hv_kvm_vm_state_save(struct hv_vm *vm, struct hv_blob *out);

@@ -31,7 +31,7 @@ static void deadline_set(struct deadline *d, unsigned timeout_ms)
 /* Wait for @events on @sock until the deadline: 0, -ETIMEDOUT, -errno. */
 static int wait_for(int sock, short events, const struct deadline *d)
 {
-	struct pollfd p = { .fd = sock, .events = events };
+	struct pollfd p = {.fd = sock, .events = events};
 
 	for (;;) {
 		int ms = -1, r;
@@ -88,18 +88,18 @@ int migd_fdpass_send(int sock, const void *buf, size_t len, const int *fds,
 	deadline_set(&d, timeout_ms);
 	while (done < total) {
 		struct iovec iov[2];
-		struct msghdr mh = { .msg_iov = iov };
+		struct msghdr mh = {.msg_iov = iov};
 		ssize_t n;
 		int ret;
 
 		if (done < HDR_BYTES) {
-			iov[0] = (struct iovec){ hdr + done, HDR_BYTES - done };
-			iov[1] = (struct iovec){ (void *)buf, len };
+			iov[0] = (struct iovec){hdr + done, HDR_BYTES - done};
+			iov[1] = (struct iovec){(void *)buf, len};
 			mh.msg_iovlen = 2;
 		} else {
-			iov[0] = (struct iovec){
-				(uint8_t *)buf + (done - HDR_BYTES),
-				total - done };
+			iov[0] = (struct iovec){(uint8_t *)buf +
+							(done - HDR_BYTES),
+						total - done};
 			mh.msg_iovlen = 1;
 		}
 		if (done == 0 && nfds) {
@@ -141,8 +141,7 @@ static int take_fds(struct msghdr *mh, int *got, unsigned *ngot)
 {
 	int ret = 0;
 
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c;
-	     c = CMSG_NXTHDR(mh, c)) {
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		size_t n;
 
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -176,7 +175,7 @@ static int recv_exact(int sock, uint8_t *dst, size_t want, int *got,
 	size_t done = 0;
 
 	while (done < want) {
-		struct iovec iov = { dst + done, want - done };
+		struct iovec iov = {dst + done, want - done};
 		struct msghdr mh = {
 			.msg_iov = &iov,
 			.msg_iovlen = 1,
@@ -210,6 +209,27 @@ static int recv_exact(int sock, uint8_t *dst, size_t want, int *got,
 int migd_fdpass_recv(int sock, void **buf, size_t *len, size_t max_len,
 		     int *fds, unsigned nfds, unsigned timeout_ms)
 {
+	unsigned got;
+	int ret;
+
+	if (nfds > MIGD_FDPASS_MAX_FDS || (nfds && !fds))
+		return -EINVAL;
+	ret = migd_fdpass_recv_upto(sock, buf, len, max_len, fds, nfds, nfds,
+				    &got, timeout_ms);
+	if (!ret && got != nfds) {
+		close_fds(fds, got);
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+		ret = -EPROTO;
+	}
+	return ret;
+}
+
+int migd_fdpass_recv_upto(int sock, void **buf, size_t *len, size_t max_len,
+			  int *fds, unsigned min_fds, unsigned max_fds,
+			  unsigned *nfds, unsigned timeout_ms)
+{
 	int got[MIGD_FDPASS_MAX_FDS];
 	unsigned ngot = 0;
 	uint8_t hdr[HDR_BYTES];
@@ -218,8 +238,10 @@ int migd_fdpass_recv(int sock, void **buf, size_t *len, size_t max_len,
 	uint32_t n;
 	int ret;
 
-	if (!buf || !len || nfds > MIGD_FDPASS_MAX_FDS || (nfds && !fds))
+	if (!buf || !len || !nfds || min_fds > max_fds ||
+	    max_fds > MIGD_FDPASS_MAX_FDS || (max_fds && !fds))
 		return -EINVAL;
+	*nfds = 0;
 	*buf = NULL;
 	*len = 0;
 	deadline_set(&d, timeout_ms);
@@ -239,12 +261,13 @@ int migd_fdpass_recv(int sock, void **buf, size_t *len, size_t max_len,
 	ret = recv_exact(sock, p, n, got, &ngot, &d);
 	if (ret)
 		goto err;
-	if (ngot != nfds) {
+	if (ngot < min_fds || ngot > max_fds) {
 		ret = -EPROTO;
 		goto err;
 	}
-	if (nfds)
-		memcpy(fds, got, sizeof(int) * nfds);
+	if (ngot)
+		memcpy(fds, got, sizeof(int) * ngot);
+	*nfds = ngot;
 	*buf = p;
 	*len = n;
 	return 0;

@@ -45,4 +45,14 @@ int migd_fdpass_send(int sock, const void *buf, size_t len, const int *fds,
 int migd_fdpass_recv(int sock, void **buf, size_t *len, size_t max_len,
 		     int *fds, unsigned nfds, unsigned timeout_ms);
 
+/*
+ * As migd_fdpass_recv(), for a frame whose fd count its payload tells:
+ * @min_fds .. @max_fds fds (at most MIGD_FDPASS_MAX_FDS) are accepted,
+ * stored into @fds, their count in *@nfds (the caller checks it against
+ * the payload and closes them). Fewer or more: -EPROTO, nothing kept.
+ */
+int migd_fdpass_recv_upto(int sock, void **buf, size_t *len, size_t max_len,
+			  int *fds, unsigned min_fds, unsigned max_fds,
+			  unsigned *nfds, unsigned timeout_ms);
+
 #endif

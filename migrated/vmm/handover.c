@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hvcore/guest_mem.h"
+#include "hvcore/kvm/kvm.h"
 #include "hvcore/log.h"
 #include "hvcore/time.h"
 #include "hvcore/vm.h"
@@ -27,8 +28,14 @@
  * others). */
 #define HANDOVER_VERSION 1u
 #define HANDOVER_VERSION_LINUX 2u
+/* 3: a Linux guest with its device fds (disk images, tap) after the
+ * memfd, so the receiver adopts them instead of opening them by name (a
+ * tap is busy while the sender holds it). */
+#define HANDOVER_VERSION_FDS 3u
+/* The memfd, the disks', the tap's. */
+#define HANDOVER_FDS_MAX (2u + HV_BOOT_DISKS_MAX)
 #define STATE_MAGIC 0x54534f48u /* "HOST" */
-#define GO_MAGIC 0x4f474f48u /* "HOGO" */
+#define GO_MAGIC 0x4f474f48u	/* "HOGO" */
 /* The metadata and the cfg; the state blob (at most 8 MiB, hvcore/vm.c). */
 #define HANDOVER_MSG_MAX (MIGD_HANDOVER_META_MAX + (64u << 10))
 #define STATE_MSG_MAX ((8u << 20) + 4096u)
@@ -143,20 +150,55 @@ static int send_reply(int sock, Migh__Phase phase, int err, const char *why,
 
 /* ---- receiver ------------------------------------------------------- */
 
-/* Check @m and turn it into a cfg adopting @memfd. */
-static int cfg_from_msg(const Migh__Handover *m, int memfd,
+/*
+ * The device fds of @m among the @nfds received (@fds[0] is the memfd)
+ * into cfg->boot: they must be exactly the ones @m announces.
+ */
+static int fds_from_msg(const Migh__Handover *m, const int *fds, unsigned nfds,
+			struct hv_vm_cfg *cfg, char *why)
+{
+	struct hv_boot_cfg *b = &cfg->boot;
+	unsigned want = 1;
+
+	if (m->version == HANDOVER_VERSION_FDS)
+		want += m->disk_fds + (m->tap_fd ? 1u : 0u);
+	if (m->version != HANDOVER_VERSION_FDS && (m->disk_fds || m->tap_fd)) {
+		say(why, "Handover version %u announces device fds",
+		    m->version);
+		return -EPROTO;
+	}
+	if (m->disk_fds > b->nr_disks || (m->tap_fd && !b->net_tap[0]) ||
+	    nfds != want) {
+		say(why,
+		    "Handover announces %u disk fds of %u disks, %s tap fd%s, "
+		    "with %u fds (expected %u)",
+		    m->disk_fds, b->nr_disks, m->tap_fd ? "a" : "no",
+		    m->tap_fd && !b->net_tap[0] ? " without a tap" : "", nfds,
+		    want);
+		return -EPROTO;
+	}
+	b->adopt_fds = true;
+	b->net_fd = m->tap_fd ? fds[1 + m->disk_fds] : -1;
+	for (unsigned i = 0; i < HV_BOOT_DISKS_MAX; i++)
+		b->disk_fd[i] = i < m->disk_fds ? fds[1 + i] : -1;
+	return 0;
+}
+
+/* Check @m and turn it into a cfg adopting @fds: the memfd, then the
+ * device fds @m announces. */
+static int cfg_from_msg(const Migh__Handover *m, const int *fds, unsigned nfds,
 			struct hv_vm_cfg *cfg, char *why)
 {
 	char bwhy[WHY_LEN / 2];
 
 	if (m->magic != HANDOVER_MAGIC || m->version < HANDOVER_VERSION ||
-	    m->version > HANDOVER_VERSION_LINUX) {
+	    m->version > HANDOVER_VERSION_FDS) {
 		say(why, "Handover magic 0x%x version %u, expected 0x%x %u..%u",
 		    m->magic, m->version, HANDOVER_MAGIC, HANDOVER_VERSION,
-		    HANDOVER_VERSION_LINUX);
+		    HANDOVER_VERSION_FDS);
 		return -EPROTO;
 	}
-	if ((m->version == HANDOVER_VERSION_LINUX) != (m->boot != NULL)) {
+	if ((m->version >= HANDOVER_VERSION_LINUX) != (m->boot != NULL)) {
 		say(why, "Handover version %u %s a Linux guest's boot",
 		    m->version, m->boot ? "with" : "without");
 		return -EPROTO;
@@ -177,8 +219,9 @@ static int cfg_from_msg(const Migh__Handover *m, int memfd,
 		    m->meta.len, MIGD_HANDOVER_META_MAX);
 		return -EPROTO;
 	}
-	hv_vm_cfg_init(cfg, m->accel == MIGH__ACCEL__ACCEL_KVM ? HV_ACCEL_KVM
-							      : HV_ACCEL_SOFT,
+	hv_vm_cfg_init(cfg,
+		       m->accel == MIGH__ACCEL__ACCEL_KVM ? HV_ACCEL_KVM
+							  : HV_ACCEL_SOFT,
 		       m->mem_bytes, m->nr_vcpus);
 	cfg->slot_bytes = m->slot_bytes;
 	cfg->backing = backing_from_msg(m->backing);
@@ -201,8 +244,10 @@ static int cfg_from_msg(const Migh__Handover *m, int memfd,
 		snprintf(cfg->boot.console_log, sizeof(cfg->boot.console_log),
 			 "%s", m->console_log ? m->console_log : "");
 	}
+	if (fds_from_msg(m, fds, nfds, cfg, why))
+		return -EPROTO;
 	cfg->adopt_mem = true;
-	cfg->mem_fd = memfd;
+	cfg->mem_fd = fds[0];
 	return 0;
 }
 
@@ -262,13 +307,13 @@ static int recv_state(int sock, struct hv_vm *vm, bool start,
 		return -EPROTO;
 	}
 	{
-		struct hv_blob b = { m->vm_state.data, m->vm_state.len };
+		struct hv_blob b = {m->vm_state.data, m->vm_state.len};
 
 		ret = hv_vm_state_restore(vm, &b);
 	}
 	if (ret)
-		say(why, "restore VM state (%zu bytes): %s%s",
-		    m->vm_state.len, strerror(-ret),
+		say(why, "restore VM state (%zu bytes): %s%s", m->vm_state.len,
+		    strerror(-ret),
 		    ret == -EINVAL ? " (malformed or mismatched state blob)"
 				   : "");
 	migh__handover_state__free_unpacked(m, NULL);
@@ -285,14 +330,16 @@ static int recv_state(int sock, struct hv_vm *vm, bool start,
 static int recv_offer(int sock, unsigned timeout_ms, struct hv_vm **vm,
 		      void **md, size_t *md_len, uint64_t *took, char *why)
 {
+	int fds[HANDOVER_FDS_MAX];
 	Migh__Handover *m;
 	struct hv_vm_cfg cfg;
+	unsigned nfds = 0;
 	void *buf;
 	size_t len;
-	int memfd = -1, ret;
+	int ret;
 
-	ret = migd_fdpass_recv(sock, &buf, &len, HANDOVER_MSG_MAX, &memfd, 1,
-			       timeout_ms);
+	ret = migd_fdpass_recv_upto(sock, &buf, &len, HANDOVER_MSG_MAX, fds, 1,
+				    HANDOVER_FDS_MAX, &nfds, timeout_ms);
 	if (ret) {
 		say(why, "receive Handover frame with the guest memfd: %s",
 		    strerror(-ret));
@@ -302,11 +349,11 @@ static int recv_offer(int sock, unsigned timeout_ms, struct hv_vm **vm,
 	m = migh__handover__unpack(NULL, len, buf);
 	free(buf);
 	if (!m) {
-		close(memfd);
+		ret = -EPROTO;
 		say(why, "Handover frame of %zu bytes does not decode", len);
-		return -EPROTO;
+		goto out;
 	}
-	ret = cfg_from_msg(m, memfd, &cfg, why);
+	ret = cfg_from_msg(m, fds, nfds, &cfg, why);
 	if (!ret && m->meta.len) {
 		*md = malloc(m->meta.len);
 		if (*md) {
@@ -325,8 +372,11 @@ static int recv_offer(int sock, unsigned timeout_ms, struct hv_vm **vm,
 			say(why, "create %s VM over the received memfd: %s",
 			    hv_accel_kind_name(cfg.accel), strerror(-ret));
 	}
-	/* The VM holds its own dup (or nothing on failure). */
-	close(memfd);
+out:
+	/* The VM and its devices hold their own dups (or nothing on
+	 * failure); the sender keeps its own. */
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
 	*took = hv_now_ns() - *took;
 	return ret;
 }
@@ -393,7 +443,7 @@ int migd_handover_recv(int sock, unsigned timeout_ms, struct hv_vm **out,
 
 fail:
 	hv_err("handover", "op=recv phase=%s err=%d reason=\"%s\"",
-	       phase == MIGH__PHASE__PHASE_CREATED	? "create"
+	       phase == MIGH__PHASE__PHASE_CREATED    ? "create"
 	       : phase == MIGH__PHASE__PHASE_PREPARED ? "prepare"
 						      : "go",
 	       ret, why);
@@ -434,8 +484,8 @@ static int wait_reply(int sock, Migh__Phase phase, unsigned timeout_ms,
 	*remote = false;
 	ret = recv_small(sock, SMALL_MSG_MAX, timeout_ms, &buf, &len);
 	if (ret) {
-		say(why, "no %s reply from the receiver: %s",
-		    phase_name(phase), strerror(-ret));
+		say(why, "no %s reply from the receiver: %s", phase_name(phase),
+		    strerror(-ret));
 		return ret;
 	}
 	r = migh__handover_reply__unpack(NULL, len, buf);
@@ -457,6 +507,38 @@ static int wait_reply(int sock, Migh__Phase phase, unsigned timeout_ms,
 	}
 	*out = r;
 	return 0;
+}
+
+/*
+ * A Linux guest's device fds into @fds (room for HANDOVER_FDS_MAX - 1):
+ * its disk images in disk order, then its tap; @m announces them. The
+ * count. Shared, not given away: this process keeps them (and its guest
+ * keeps running on them) until the receiver runs.
+ */
+static unsigned dev_fds(struct hv_vm *vm, Migh__Handover *m, int *fds)
+{
+	struct hv_kvm_dev_info dev[HV_KVM_MAX_DEVS];
+	unsigned n = hv_kvm_linux_devices(vm, dev, HV_KVM_MAX_DEVS);
+	unsigned k = 0;
+	bool gap = false; /* past a disk without fd: the rest by path */
+	int tap = -1;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!strcmp(dev[i].kind, "virtio-blk")) {
+			gap |= dev[i].fd < 0 || k >= vm->cfg.boot.nr_disks ||
+			       k >= HV_BOOT_DISKS_MAX;
+			if (!gap)
+				fds[k++] = dev[i].fd;
+		} else if (!strcmp(dev[i].kind, "virtio-net")) {
+			tap = dev[i].fd;
+		}
+	}
+	m->disk_fds = k;
+	if (tap >= 0 && vm->cfg.boot.net_tap[0]) {
+		fds[k++] = tap;
+		m->tap_fd = true;
+	}
+	return k;
 }
 
 static void finish(struct hv_vm *vm, const char *op, int ret,
@@ -481,6 +563,8 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	Migh__HandoverReply *r = NULL;
 	char why[WHY_LEN] = "";
 	int fd = hv_vm_mem_fd(vm);
+	int fds[HANDOVER_FDS_MAX];
+	unsigned nfds = 1;
 	bool remote;
 	uint64_t t0 = hv_now_ns(), paused_at;
 	int ret;
@@ -492,8 +576,9 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	t->paused_at_ns = paused_at;
 	if (fd < 0) { /* HV_BACKING_PRIVATE: nothing to hand over */
 		ret = -EOPNOTSUPP;
-		say(why, "backing %s has no memfd to hand over (needs "
-			 "--backing memfd)",
+		say(why,
+		    "backing %s has no memfd to hand over (needs "
+		    "--backing memfd)",
 		    hv_mem_backing_name(c->backing));
 		goto out;
 	}
@@ -521,16 +606,18 @@ int migd_handover_offer(int sock, struct hv_vm *vm, const void *meta,
 	m.wl = wlp;
 	m.meta.data = (uint8_t *)meta;
 	m.meta.len = meta_len;
+	fds[0] = fd;
 	if (hv_vm_is_linux(vm)) {
 		ret = mig_linux_boot_pack(&c->boot, &m.boot);
 		if (ret) {
 			say(why, "out of memory");
 			goto out;
 		}
-		m.version = HANDOVER_VERSION_LINUX;
+		m.version = HANDOVER_VERSION_FDS;
 		m.console_log = (char *)c->boot.console_log;
+		nfds += dev_fds(vm, &m, fds + 1);
 	}
-	ret = send_msg(sock, &m.base, &fd, 1, timeout_ms);
+	ret = send_msg(sock, &m.base, fds, nfds, timeout_ms);
 	free(m.boot); /* mig_linux_boot_pack()'s one allocation */
 	if (ret) {
 		say(why, "send Handover frame with the guest memfd: %s",
@@ -554,9 +641,9 @@ int migd_handover_commit(int sock, struct hv_vm *vm, unsigned timeout_ms,
 {
 	Migh__HandoverState ms = MIGH__HANDOVER_STATE__INIT;
 	Migh__HandoverGo go = MIGH__HANDOVER_GO__INIT;
-	struct migd_handover_times local = { 0 };
+	struct migd_handover_times local = {0};
 	Migh__HandoverReply *r = NULL;
-	struct hv_blob state = { 0 };
+	struct hv_blob state = {0};
 	enum hv_vm_state st;
 	enum hv_dirty_mode dm;
 	char why[WHY_LEN] = "";
@@ -650,7 +737,7 @@ int migd_handover_send(int sock, struct hv_vm *vm, const void *meta,
 		       size_t meta_len, unsigned timeout_ms,
 		       struct migd_handover_times *t)
 {
-	struct migd_handover_times local = { 0 };
+	struct migd_handover_times local = {0};
 	enum hv_vm_state st = hv_vm_get_state(vm);
 	enum hv_dirty_mode dm = hv_vm_dirty_mode(vm);
 	int ret;

@@ -16,7 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include "hvcore/console.h"
+#include "hvcore/devices/i8042.h"
+#include "hvcore/devices/uart16550.h"
+#include "hvcore/kvm/kvm_pci.h"
+#include "hvcore/kvm/kvm_priv.h"
 #include "hvcore/vm.h"
+#include "proto/vmstate.pb-c.h"
 #include "migrated/rpc/ctl_frame.h"
 #include "migrated/mig/batch.h"
 #include "migrated/mig/delta.h"
@@ -25,6 +33,7 @@
 #include "migrated/mig/layout.h"
 #include "proto/control.pb-c.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/unit/hvcore/devices/fake_env.h"
 
 static const char *outdir;
 static unsigned nr_seeds;
@@ -185,8 +194,7 @@ static void edge_seed(const char *name, uint32_t slot, gfn_t gfn,
 		      uint32_t npages, uint64_t mask, uint64_t zero)
 {
 	Mig__PageBatch b = MIG__PAGE_BATCH__INIT;
-	size_t plen = (size_t)__builtin_popcountll(mask & ~zero) *
-		      HV_PAGE_SIZE;
+	size_t plen = (size_t)__builtin_popcountll(mask & ~zero) * HV_PAGE_SIZE;
 	struct bytes out = {0};
 	uint8_t *payload = malloc(plen + 1);
 
@@ -218,15 +226,14 @@ static void edge_batches(void)
 	const gfn_t a_end = FUZZ_SLOT_A_GFN + FUZZ_SLOT_A_PAGES;
 	const gfn_t b_end = FUZZ_SLOT_B_GFN + FUZZ_SLOT_B_PAGES;
 
-	edge_seed("edge-last-bit", FUZZ_SLOT_B_ID, b_end - 4, 4, 1ull << 3,
-		  0);
+	edge_seed("edge-last-bit", FUZZ_SLOT_B_ID, b_end - 4, 4, 1ull << 3, 0);
 	edge_seed("edge-bit-npages", FUZZ_SLOT_B_ID, b_end - 4, 4, 0x1f, 0);
 	edge_seed("edge-zero-bit-npages", FUZZ_SLOT_A_ID, a_end - 1, 1,
 		  1ull << 1, 1ull << 1);
 	edge_seed("edge-bit-63", FUZZ_SLOT_A_ID, a_end - 63, 63,
 		  1ull << 63 | 1ull, 0);
-	edge_seed("edge-bit-npages-inside", FUZZ_SLOT_A_ID,
-		  FUZZ_SLOT_A_GFN + 8, 8, 1ull << 8, 0);
+	edge_seed("edge-bit-npages-inside", FUZZ_SLOT_A_ID, FUZZ_SLOT_A_GFN + 8,
+		  8, 1ull << 8, 0);
 }
 
 static void batches(struct bytes *stream)
@@ -405,6 +412,147 @@ static void vms(struct bytes *stream)
 	hv_vm_destroy(kvm);
 	hv_vm_destroy(slots);
 	hv_vm_destroy(soft);
+}
+
+/* ---- a KVM Linux guest's devices (DevState) ----------------------------- */
+
+static void no_reset(void *arg)
+{
+	(void)arg;
+}
+
+/* Encode @d as the KVM accelerator does; with @edit, unpack, let it
+ * change the message (a NIC's MAC, a driver's queues), pack again. */
+static void devstate_seed(const struct hv_kvm_linux_devs *d, const char *name,
+			  void (*edit)(Hvstate__DevState *m))
+{
+	struct hv_blob b = {0};
+	Hvstate__DevState *m;
+
+	void *snap = malloc(hv_kvm_dev_state_snap_size());
+
+	FUZZ_CHECK(snap && hv_kvm_dev_state_encode(d, &b) == 0);
+	if (edit) {
+		m = hvstate__dev_state__unpack(NULL, b.len, b.data);
+		FUZZ_CHECK(m);
+		edit(m);
+		free(b.data);
+		b.len = hvstate__dev_state__get_packed_size(m);
+		b.data = malloc(b.len);
+		FUZZ_CHECK(b.data);
+		hvstate__dev_state__pack(m, b.data);
+		hvstate__dev_state__free_unpacked(m, NULL);
+	}
+	/* A seed the decoder refuses would start the fuzzer nowhere. */
+	FUZZ_CHECK(hv_kvm_dev_state_decode(&b, snap) == 0);
+	seed("devstate", name, b.data, b.len);
+	free(snap);
+	free(b.data);
+}
+
+/* The last device a NIC (as a tap's would be; no tap here). */
+static void edit_net(Hvstate__DevState *m)
+{
+	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x77, 0x00, 0x02};
+	Hvstate__VirtioPciState *v = m->virtio[m->n_virtio - 1];
+
+	v->type = 1; /* VIRTIO_ID_NET */
+	/* Freed with the unpacked message. */
+	v->net_mac.data = malloc(6);
+	FUZZ_CHECK(v->net_mac.data);
+	memcpy(v->net_mac.data, mac, 6);
+	v->net_mac.len = 6;
+	v->net_status = 1;
+}
+
+/* A driver that set the devices up: DRIVER_OK, MSI-X on, every queue
+ * enabled with its rings in RAM and some progress. */
+static void edit_driver(Hvstate__DevState *m)
+{
+	for (size_t i = 0; i < m->n_virtio; i++) {
+		Hvstate__VirtioPciState *v = m->virtio[i];
+
+		v->status = 0x0f;
+		v->driver_features = 1ull << 32 | 1ull << 28 | 1ull << 29;
+		v->msix_enabled = true;
+		v->msix_config = 0;
+		for (size_t k = 0; k < v->n_msix; k++) {
+			v->msix[k]->addr_lo = 0xfee00000u;
+			v->msix[k]->data = 0x4021 + (uint32_t)k;
+			v->msix[k]->ctrl = 0;
+		}
+		for (size_t q = 0; q < v->n_queues; q++) {
+			Hvstate__VirtqState *x = v->queues[q];
+
+			x->size = 256;
+			x->msix = (uint32_t)q + 1;
+			x->enabled = true;
+			x->desc = 0x100000 + 0x4000 * (q + 4 * i);
+			x->avail = x->desc + 0x1000;
+			x->used = x->desc + 0x2000;
+			x->last_avail = 17 + (uint32_t)q;
+			x->used_idx = 17 + (uint32_t)q;
+			x->signalled_used = 16;
+			x->signalled_valid = true;
+		}
+	}
+}
+
+static void devstates(void)
+{
+	struct fake_vm *vm = fake_vm_new();
+	struct hv_iobus *pio = NULL, *mmio = NULL;
+	struct hv_kvm_pci_disk disk[2];
+	struct hv_kvm_pci_cfg c = {0};
+	struct hv_kvm_linux_devs d = {0};
+	struct hv_console *con = NULL;
+	struct hv_uart_state us = {.ier = 0x0f,
+				   .lcr = 0x03,
+				   .mcr = 0x0b,
+				   .fcr = 0xc1,
+				   .dll = 1,
+				   .thri_pending = true,
+				   .rx = "ls\r",
+				   .rx_len = 3};
+	struct hv_i8042_state ks = {.status = 0x1d,
+				    .ctr = 0x47,
+				    .outport = 0x03,
+				    .out = {0xfa, 0xaa},
+				    .out_len = 2};
+	char img[64];
+	int fd;
+
+	snprintf(img, sizeof(img), "/tmp/fuzz_seedgen.%d.img", (int)getpid());
+	fd = open(img, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	FUZZ_CHECK(fd >= 0 && !ftruncate(fd, 8 << 20));
+	close(fd);
+	FUZZ_CHECK(!hv_iobus_create(&pio) && !hv_iobus_create(&mmio));
+	FUZZ_CHECK(!hv_console_create(0, NULL, false, &con));
+	FUZZ_CHECK(!hv_uart_create(&vm->env, 4, con, &d.uart));
+	FUZZ_CHECK(!hv_i8042_create(&vm->env, no_reset, NULL, &d.i8042));
+	/* The bus alone, then two disks (one read-only) and the rng. */
+	FUZZ_CHECK(!hv_kvm_pci_create("seed", &c, pio, mmio, &vm->env, &d.pci));
+	devstate_seed(&d, "nodevs", NULL);
+	hv_kvm_pci_destroy(d.pci);
+	disk[0] = (struct hv_kvm_pci_disk){img, false, false, -1};
+	disk[1] = (struct hv_kvm_pci_disk){img, true, false, -1};
+	c.disk = disk;
+	c.nr_disks = 2;
+	c.rng = true;
+	FUZZ_CHECK(!hv_kvm_pci_create("seed", &c, pio, mmio, &vm->env, &d.pci));
+	devstate_seed(&d, "fresh", NULL);
+	FUZZ_CHECK(!hv_uart_load(d.uart, &us) && !hv_i8042_load(d.i8042, &ks));
+	devstate_seed(&d, "console", NULL);
+	devstate_seed(&d, "driver", edit_driver);
+	devstate_seed(&d, "net", edit_net);
+	hv_kvm_pci_destroy(d.pci);
+	hv_i8042_destroy(d.i8042);
+	hv_uart_destroy(d.uart);
+	hv_console_destroy(con);
+	hv_iobus_destroy(pio);
+	hv_iobus_destroy(mmio);
+	fake_vm_free(vm);
+	unlink(img);
 }
 
 /* ---- the rest of the migration stream ---------------------------------- */
@@ -611,6 +759,7 @@ int main(int argc, char **argv)
 	seed("frame", "stream", s.p, s.len);
 	free(s.p);
 	postcopy_frames();
+	devstates();
 	rpcs();
 	https();
 	printf("seedgen: %u seeds in %s\n", nr_seeds, outdir);

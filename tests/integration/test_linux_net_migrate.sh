@@ -14,8 +14,10 @@
 # the new port at once: without the announce the replies would stop until
 # the guest spoke first or br0's entry aged out (300 s). Checked: the
 # migration completes, the destination logged the announce, the ping got
-# replies after the switchover (and lost at most a few around it), and
-# 1 MiB round-trips through the guest's echo on the destination.
+# replies after the switchover (and lost at most a few around it), a TCP
+# connection to the guest's echo opened before the migration echoes more
+# on the destination (net_conn.py: SHA-256 of all of it equal), and 1 MiB
+# round-trips through the guest's echo on the destination.
 #
 # The rig's image has no tun, bridge, stp or llc module: mkinitramfs.sh
 # leaves the kernel package's beside the initramfs (host/), loaded here.
@@ -37,6 +39,7 @@ img=$(dirname "$HVG")
 	{ echo "FAIL: cannot build the guest initramfs"; exit 1; }
 BB=$img/host/busybox
 ECHO=$(dirname "$0")/net_echo.py
+CONN=$(dirname "$0")/net_conn.py
 BOOT_S=${MIGD_GUEST_BOOT_S:-300}
 TAP=mtap0
 MAC=52:54:00:77:00:02
@@ -103,6 +106,17 @@ done
 	ok "the host pings the guest on the source: $(grep packets "$TMP/ping0")" ||
 	fail "ping before: $(cat "$TMP/ping0")"
 
+# A TCP connection across the migration: echoes before, waits for
+# $TMP/go, echoes on the same connection after.
+timeout 400 python3 "$CONN" $GUEST $PORT "$TMP" >"$TMP/conn.out" 2>&1 &
+CPID=$!
+for _ in $(seq 600); do
+	[ -s "$TMP/conn.1" ] || ! kill -0 $CPID 2>/dev/null && break
+	sleep 0.2
+done
+[ -s "$TMP/conn.1" ] && ok "before the migration: a TCP connection echoed $(cat "$TMP/conn.1") bytes" ||
+	fail "the connection before the migration: $(cat "$TMP/conn.out")"
+
 # The ping across the migration.
 "$BB" ping -i 0.2 $GUEST >"$TMP/ping.log" 2>&1 &
 PING=$!
@@ -130,6 +144,12 @@ tail -3 "$TMP/ping.log"
 [ "$after" -ge 10 ] &&
 	ok "the ping went on after the switchover: $after replies in the 5 s after it ($(grep -E 'packets' "$TMP/ping.log"))" ||
 	fail "ping after the switchover: $after replies: $(tail -5 "$TMP/ping.log")"
+touch "$TMP/go"
+wait $CPID
+read -r want got n <"$TMP/conn.out"
+[ -n "$want" ] && [ "$want" = "$got" ] && [ "$n" = $((512 << 10)) ] &&
+	ok "the TCP connection opened on the source echoed 256 KiB more on the destination, SHA-256 of all $n bytes equal" ||
+	fail "the connection across the migration: $(cat "$TMP/conn.out")"
 read -r want got n <<<"$(timeout 240 python3 "$ECHO" $GUEST $PORT 2>"$TMP/echo.err")"
 [ -n "$want" ] && [ "$want" = "$got" ] && [ "$n" = 1048576 ] &&
 	ok "1 MiB echoed by the guest on the destination, SHA-256 equal" ||

@@ -166,6 +166,54 @@ static void test_wrong_fd_count_closes_them(void)
 	close(sv[1]);
 }
 
+/* A frame whose payload says how many fds: any count in the range. */
+static void test_upto_takes_a_range(void)
+{
+	int sv[2], p[2], got[3] = { -1, -1, -1 };
+	void *buf = NULL;
+	size_t len = 0;
+	unsigned n = 9;
+	int before;
+
+	pair(sv);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	before = count_fds();
+	CU_ASSERT_EQUAL(migd_fdpass_send(sv[0], "m", 1, p, 2, 1000), 0);
+	CU_ASSERT_EQUAL(migd_fdpass_recv_upto(sv[1], &buf, &len, 64, got, 1, 3,
+					      &n, 1000),
+			0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(len, 1);
+	CU_ASSERT(got[0] >= 0 && got[1] >= 0 && got[2] == -1);
+	close(got[0]);
+	close(got[1]);
+	free(buf);
+	CU_ASSERT_EQUAL(count_fds(), before);
+	/* Below the range (none) and above it (two of at most one). */
+	CU_ASSERT_EQUAL(migd_fdpass_send(sv[0], "m", 1, NULL, 0, 1000), 0);
+	CU_ASSERT_EQUAL(migd_fdpass_recv_upto(sv[1], &buf, &len, 64, got, 1, 3,
+					      &n, 1000),
+			-EPROTO);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_PTR_NULL(buf);
+	CU_ASSERT_EQUAL(migd_fdpass_send(sv[0], "m", 1, p, 2, 1000), 0);
+	CU_ASSERT_EQUAL(migd_fdpass_recv_upto(sv[1], &buf, &len, 64, got, 0, 1,
+					      &n, 1000),
+			-EPROTO);
+	CU_ASSERT_EQUAL(count_fds(), before);
+	/* Arguments. */
+	CU_ASSERT_EQUAL(migd_fdpass_recv_upto(sv[1], &buf, &len, 64, got, 2, 1,
+					      &n, 50),
+			-EINVAL);
+	CU_ASSERT_EQUAL(migd_fdpass_recv_upto(sv[1], &buf, &len, 64, got, 0,
+					      MIGD_FDPASS_MAX_FDS + 1, &n, 50),
+			-EINVAL);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void test_refusals(void)
 {
 	int sv[2], fd = -1;
@@ -214,6 +262,7 @@ static CU_TestInfo tests[] = {
 	{ "large_frame_partial_transfers",
 	  test_large_frame_partial_transfers },
 	{ "wrong_fd_count_closes_them", test_wrong_fd_count_closes_them },
+	{ "upto_takes_a_range", test_upto_takes_a_range },
 	{ "refusals", test_refusals },
 	CU_TEST_INFO_NULL,
 };
