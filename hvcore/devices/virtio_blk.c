@@ -188,7 +188,8 @@ int hv_virtio_blk_create(const struct hv_virtio_blk_cfg *cfg,
 		}
 		b->fd = fcntl(cfg->fd, F_DUPFD_CLOEXEC, 0);
 	} else {
-		b->fd = open(cfg->path, (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+		b->fd = open(cfg->path,
+			     (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	}
 	if (b->fd < 0) {
 		ret = -errno;

@@ -12,7 +12,7 @@
 
 #include "hvcore/bug.h"
 
-uint64_t sched_now(void)
+uint64_t hv_soft_sched_now(void)
 {
 	struct timespec ts;
 
@@ -96,7 +96,7 @@ void hv_soft_sched_vcpu_destroy(struct hv_soft_sched_vcpu *v)
 	free(v);
 }
 
-void sched_charge(struct hv_soft_sched_vcpu *v, uint64_t now)
+void hv_soft_sched_charge(struct hv_soft_sched_vcpu *v, uint64_t now)
 {
 	unsigned b;
 
@@ -119,10 +119,10 @@ void sched_charge(struct hv_soft_sched_vcpu *v, uint64_t now)
 	v->t_mark = now;
 }
 
-void sched_set_state(struct hv_soft_sched_vcpu *v, enum sched_state st,
-		     uint64_t now)
+void hv_soft_sched_set_state(struct hv_soft_sched_vcpu *v, enum sched_state st,
+			     uint64_t now)
 {
-	sched_charge(v, now);
+	hv_soft_sched_charge(v, now);
 	if (v->state == SCHED_WAITING && now > v->wait_start &&
 	    now - v->wait_start > v->st.max_wait_ns)
 		v->st.max_wait_ns = now - v->wait_start;
@@ -131,7 +131,7 @@ void sched_set_state(struct hv_soft_sched_vcpu *v, enum sched_state st,
 	v->state = st;
 }
 
-void sched_unlink(struct hv_soft_sched_vcpu *v)
+void hv_soft_sched_unlink(struct hv_soft_sched_vcpu *v)
 {
 	if (!v->list)
 		return;
@@ -146,14 +146,14 @@ static void runq_append(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v)
 	v->list = &s->runq;
 }
 
-void sched_grant(struct hv_soft_sched *s, unsigned t,
-		 struct hv_soft_sched_vcpu *v, uint64_t now, bool fresh)
+void hv_soft_sched_grant(struct hv_soft_sched *s, unsigned t,
+			 struct hv_soft_sched_vcpu *v, uint64_t now, bool fresh)
 {
 	struct sched_token *tok = &s->tok[t];
 
 	HV_BUG_ON(v->state != SCHED_WAITING || tok->holder);
-	sched_unlink(v);
-	sched_set_state(v, SCHED_RUNNING, now);
+	hv_soft_sched_unlink(v);
+	hv_soft_sched_set_state(v, SCHED_RUNNING, now);
 	/* KVM's sched_in: the vCPU runs, so it is no candidate any more. */
 	v->preempted = false;
 	v->ready = false;
@@ -174,7 +174,8 @@ void sched_grant(struct hv_soft_sched *s, unsigned t,
 	pthread_cond_signal(&v->cond);
 }
 
-unsigned sched_release(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v)
+unsigned hv_soft_sched_release(struct hv_soft_sched *s,
+			       struct hv_soft_sched_vcpu *v)
 {
 	unsigned t = (unsigned)v->token;
 
@@ -195,17 +196,21 @@ static void pass(struct hv_soft_sched *s, unsigned t, uint64_t now)
 
 	if (!sched_list_empty(&tok->lenders)) {
 		s->st.lends_back++;
-		sched_grant(s, t, sched_vcpu_of(tok->lenders.next), now, false);
+		hv_soft_sched_grant(s, t, sched_vcpu_of(tok->lenders.next), now,
+				    false);
 	} else if (!sched_list_empty(&s->runq))
-		sched_grant(s, t, sched_vcpu_of(s->runq.next), now, true);
+		hv_soft_sched_grant(s, t, sched_vcpu_of(s->runq.next), now,
+				    true);
 }
 
-void sched_put_token(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v)
+void hv_soft_sched_put_token(struct hv_soft_sched *s,
+			     struct hv_soft_sched_vcpu *v)
 {
-	pass(s, sched_release(s, v), sched_now());
+	pass(s, hv_soft_sched_release(s, v), hv_soft_sched_now());
 }
 
-void sched_wait_token(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v)
+void hv_soft_sched_wait_token(struct hv_soft_sched *s,
+			      struct hv_soft_sched_vcpu *v)
 {
 	while (v->token < 0)
 		pthread_cond_wait(&v->cond, &s->lock);
@@ -218,7 +223,7 @@ static void make_runnable(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v,
 {
 	for (unsigned t = 0; t < s->cfg.threads; t++) {
 		if (!s->tok[t].holder) {
-			sched_grant(s, t, v, now, true);
+			hv_soft_sched_grant(s, t, v, now, true);
 			return;
 		}
 	}
@@ -231,12 +236,12 @@ void hv_soft_sched_start(struct hv_soft_sched_vcpu *v)
 	uint64_t now;
 
 	pthread_mutex_lock(&s->lock);
-	now = sched_now();
+	now = hv_soft_sched_now();
 	HV_BUG_ON(v->state != SCHED_NEW);
 	v->t_mark = now;
-	sched_set_state(v, SCHED_WAITING, now);
+	hv_soft_sched_set_state(v, SCHED_WAITING, now);
 	make_runnable(s, v, now);
-	sched_wait_token(s, v);
+	hv_soft_sched_wait_token(s, v);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -245,8 +250,8 @@ void hv_soft_sched_stop(struct hv_soft_sched_vcpu *v)
 	struct hv_soft_sched *s = v->s;
 
 	pthread_mutex_lock(&s->lock);
-	sched_set_state(v, SCHED_DONE, sched_now());
-	sched_put_token(s, v);
+	hv_soft_sched_set_state(v, SCHED_DONE, hv_soft_sched_now());
+	hv_soft_sched_put_token(s, v);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -260,7 +265,7 @@ void hv_soft_sched_tick(struct hv_soft_sched_vcpu *v)
 {
 	struct hv_soft_sched *s = v->s;
 	struct sched_token *tok;
-	uint64_t now = sched_now();
+	uint64_t now = hv_soft_sched_now();
 	unsigned t;
 
 	if (now < v->deadline)
@@ -268,7 +273,7 @@ void hv_soft_sched_tick(struct hv_soft_sched_vcpu *v)
 	pthread_mutex_lock(&s->lock);
 	/* Under the lock: every time the scheduler records is read under
 	 * it, so no wait ends before it began. */
-	now = sched_now();
+	now = hv_soft_sched_now();
 	t = (unsigned)v->token;
 	tok = &s->tok[t];
 	if (sched_list_empty(&s->runq) && sched_list_empty(&tok->lenders)) {
@@ -277,21 +282,21 @@ void hv_soft_sched_tick(struct hv_soft_sched_vcpu *v)
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	sched_set_state(v, SCHED_WAITING, now);
+	hv_soft_sched_set_state(v, SCHED_WAITING, now);
 	v->preempted = true;
 	v->ready = true;
 	v->st.preemptions++;
-	sched_release(s, v);
+	hv_soft_sched_release(s, v);
 	while (!sched_list_empty(&tok->lenders)) {
 		struct hv_soft_sched_vcpu *l = sched_vcpu_of(tok->lenders.prev);
 
-		sched_unlink(l);
+		hv_soft_sched_unlink(l);
 		runq_append(s, l);
 		s->st.lends_flushed++;
 	}
 	runq_append(s, v);
-	sched_grant(s, t, sched_vcpu_of(s->runq.next), now, true);
-	sched_wait_token(s, v);
+	hv_soft_sched_grant(s, t, sched_vcpu_of(s->runq.next), now, true);
+	hv_soft_sched_wait_token(s, v);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -305,10 +310,10 @@ void hv_soft_sched_halt(struct hv_soft_sched_vcpu *v)
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	sched_set_state(v, SCHED_BLOCKED, sched_now());
+	hv_soft_sched_set_state(v, SCHED_BLOCKED, hv_soft_sched_now());
 	v->st.halts++;
-	sched_put_token(s, v);
-	sched_wait_token(s, v);
+	hv_soft_sched_put_token(s, v);
+	hv_soft_sched_wait_token(s, v);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -321,8 +326,8 @@ void hv_soft_sched_kick(struct hv_soft_sched_vcpu *v)
 
 	pthread_mutex_lock(&s->lock);
 	if (v->state == SCHED_BLOCKED) {
-		now = sched_now();
-		sched_set_state(v, SCHED_WAITING, now);
+		now = hv_soft_sched_now();
+		hv_soft_sched_set_state(v, SCHED_WAITING, now);
 		v->ready = true;
 		v->st.wakeups++;
 		make_runnable(s, v, now);
@@ -337,7 +342,7 @@ unsigned hv_soft_sched_set_act(struct hv_soft_sched_vcpu *v, unsigned act)
 	unsigned prev = v->act;
 
 	HV_BUG_ON(act >= HV_SOFT_SCHED_NR_ACT);
-	sched_charge(v, sched_now());
+	hv_soft_sched_charge(v, hv_soft_sched_now());
 	v->act = act;
 	return prev;
 }

@@ -109,23 +109,27 @@ static inline struct hv_soft_sched_vcpu *sched_vcpu_of(struct sched_link *l)
 						     link));
 }
 
-uint64_t sched_now(void);
+uint64_t hv_soft_sched_now(void);
 /* Charge the time since the last mark to @v's current bucket. */
-void sched_charge(struct hv_soft_sched_vcpu *v, uint64_t now);
+void hv_soft_sched_charge(struct hv_soft_sched_vcpu *v, uint64_t now);
 /* Charge, then move @v to state @st (tracks the longest wait). */
-void sched_set_state(struct hv_soft_sched_vcpu *v, enum sched_state st,
-		     uint64_t now);
+void hv_soft_sched_set_state(struct hv_soft_sched_vcpu *v, enum sched_state st,
+			     uint64_t now);
 /* @v stops holding its token (already in its new state); returns it. */
-unsigned sched_release(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v);
+unsigned hv_soft_sched_release(struct hv_soft_sched *s,
+			       struct hv_soft_sched_vcpu *v);
 /* Take @v off whatever list holds it. */
-void sched_unlink(struct hv_soft_sched_vcpu *v);
+void hv_soft_sched_unlink(struct hv_soft_sched_vcpu *v);
 /* Hand token @t to WAITING @v (off its list), with a fresh slice or the
  * token's current deadline, and wake its thread. */
-void sched_grant(struct hv_soft_sched *s, unsigned t,
-		 struct hv_soft_sched_vcpu *v, uint64_t now, bool fresh);
+void hv_soft_sched_grant(struct hv_soft_sched *s, unsigned t,
+			 struct hv_soft_sched_vcpu *v, uint64_t now,
+			 bool fresh);
 /* @v (RUNNING) gives its token up; it must already be in its new state. */
-void sched_put_token(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v);
+void hv_soft_sched_put_token(struct hv_soft_sched *s,
+			     struct hv_soft_sched_vcpu *v);
 /* Wait (s->lock held) until @v holds a token. */
-void sched_wait_token(struct hv_soft_sched *s, struct hv_soft_sched_vcpu *v);
+void hv_soft_sched_wait_token(struct hv_soft_sched *s,
+			      struct hv_soft_sched_vcpu *v);
 
 #endif

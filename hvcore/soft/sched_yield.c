@@ -59,19 +59,19 @@ bool hv_soft_sched_yield(struct hv_soft_sched_vcpu *v)
 		pthread_mutex_unlock(&s->lock);
 		return false;
 	}
-	now = sched_now();
+	now = hv_soft_sched_now();
 	v->st.yields++;
 	c->st.boosted++;
 	t = (unsigned)v->token;
 	/* KVM's sched_out of a runnable task: preempted and ready. */
-	sched_set_state(v, SCHED_WAITING, now);
+	hv_soft_sched_set_state(v, SCHED_WAITING, now);
 	v->preempted = true;
 	v->ready = true;
-	sched_release(s, v);
-	sched_unlink(c);
+	hv_soft_sched_release(s, v);
+	hv_soft_sched_unlink(c);
 	sched_list_insert(&v->link, &s->tok[t].lenders, s->tok[t].lenders.next);
 	v->list = &s->tok[t].lenders;
-	sched_grant(s, t, c, now, false);
+	hv_soft_sched_grant(s, t, c, now, false);
 	pthread_mutex_unlock(&s->lock);
 	/*
 	 * The lender is runnable, as a yielder stays on its CPU's run queue
@@ -82,10 +82,10 @@ bool hv_soft_sched_yield(struct hv_soft_sched_vcpu *v)
 	 * latency the kernel's context switch does not have.
 	 */
 	for (uint64_t end = now + s->cfg.lend_spin_ns;
-	     !atomic_load(&v->on_cpu) && sched_now() < end;)
+	     !atomic_load(&v->on_cpu) && hv_soft_sched_now() < end;)
 		sched_yield();
 	pthread_mutex_lock(&s->lock);
-	sched_wait_token(s, v);
+	hv_soft_sched_wait_token(s, v);
 	pthread_mutex_unlock(&s->lock);
 	return true;
 }

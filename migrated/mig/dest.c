@@ -54,7 +54,7 @@
 #define PEER_REASON_MS 1000u
 
 
-void dst_prog_counters(struct mig_dest *d)
+void mig__dst_prog_counters(struct mig_dest *d)
 {
 	struct mig_pipe_stats st;
 
@@ -85,7 +85,7 @@ static void set_conn(struct mig_dest *d, struct mig_conn **slot,
 	pthread_mutex_unlock(&d->lock);
 }
 
-void dst_take_conn(void *arg, int index, struct mig_conn *c)
+void mig__dst_take_conn(void *arg, int index, struct mig_conn *c)
 {
 	struct mig_dest *d = arg;
 
@@ -103,7 +103,7 @@ static int accept_channels(struct mig_dest *d)
 	char why[160];
 	int ret;
 
-	ret = mig_listener_accept_session(d->lst, d->io_ms, dst_take_conn, d,
+	ret = mig_listener_accept_session(d->lst, d->io_ms, mig__dst_take_conn, d,
 					  &sa, why, sizeof(why));
 	if (ret)
 		FAIL(d, ret, "%s", why);
@@ -132,7 +132,7 @@ static void *watch_thread(void *arg)
 		int r = mig_recv_pipe_wait(d->pipe, want, WATCH_POLL_MS);
 
 		if (r == -ETIMEDOUT) {
-			dst_prog_counters(d);
+			mig__dst_prog_counters(d);
 			mig__prog_emit(&d->prog, false);
 			continue;
 		}
@@ -156,7 +156,7 @@ static void *watch_thread(void *arg)
 	return NULL;
 }
 
-int dst_watch_start(struct mig_dest *d)
+int mig__dst_watch_start(struct mig_dest *d)
 {
 	int ret;
 
@@ -168,7 +168,7 @@ int dst_watch_start(struct mig_dest *d)
 	return ret;
 }
 
-void dst_watch_stop(struct mig_dest *d)
+void mig__dst_watch_stop(struct mig_dest *d)
 {
 	if (!d->watching)
 		return;
@@ -323,7 +323,7 @@ static int on_setup(struct mig_dest *d, const ProtobufCMessage *m)
 	if (ret)
 		FAIL(d, ret, "receive pipeline: %s", strerror(-ret));
 	prefault_start(d);
-	ret = dst_watch_start(d);
+	ret = mig__dst_watch_start(d);
 	if (ret)
 		FAIL(d, ret, "watcher thread: %s", strerror(-ret));
 	pthread_mutex_lock(&d->prog.lock);
@@ -374,7 +374,7 @@ static int on_iter_end(struct mig_dest *d, const ProtobufCMessage *m)
 	if (ret)
 		FAIL(d, ret, "iteration %u: pages: %s", ie->iteration,
 		     strerror(-ret));
-	dst_prog_counters(d);
+	mig__dst_prog_counters(d);
 	mig__prog_emit(&d->prog, false);
 	/* Every batch of the iteration is in memory: let the source send the
 	 * next pass (see IterAck in proto/migration.proto). */
@@ -458,10 +458,10 @@ static const msg_handler handlers[] = {
 	[MIG__MSG_TYPE__MSG_ITER_START] = on_iter_start,
 	[MIG__MSG_TYPE__MSG_ITER_END] = on_iter_end,
 	[MIG__MSG_TYPE__MSG_SWITCHOVER] = on_switchover,
-	[MIG__MSG_TYPE__MSG_VM_STATE] = dst_on_vm_state,
-	[MIG__MSG_TYPE__MSG_DIGEST] = dst_on_digest,
-	[MIG__MSG_TYPE__MSG_COMMIT] = dst_on_commit,
-	[MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT] = dst_pc_on_unsent,
+	[MIG__MSG_TYPE__MSG_VM_STATE] = mig__dst_on_vm_state,
+	[MIG__MSG_TYPE__MSG_DIGEST] = mig__dst_on_digest,
+	[MIG__MSG_TYPE__MSG_COMMIT] = mig__dst_on_commit,
+	[MIG__MSG_TYPE__MSG_POSTCOPY_UNSENT] = mig__dst_pc_on_unsent,
 	[MIG__MSG_TYPE__MSG_ABORT] = on_abort,
 	[MIG__MSG_TYPE__MSG_CANCEL] = on_cancel,
 };
@@ -504,13 +504,13 @@ static int control_loop(struct mig_dest *d)
 		ProtobufCMessage *m;
 		int ret;
 
-		ret = dst_wait_commit(d);
+		ret = mig__dst_wait_commit(d);
 		if (!ret)
 			ret = wait_while_pages_flow(d);
 		if (!ret)
 			ret = mig_conn_recv(d->ctl, &h, &m);
 		if (ret == -ETIMEDOUT && d->commit_state == DST_GAVE_UP)
-			return ret; /* dst_wait_commit() said why */
+			return ret; /* mig__dst_wait_commit() said why */
 		if (ret) {
 			int perr = atomic_load(&d->pipe_err);
 
@@ -553,11 +553,11 @@ static void teardown(struct mig_dest *d)
 		if (d->data[i] && d->pipe)
 			mig_conn_shutdown(d->data[i]);
 	pthread_mutex_unlock(&d->lock);
-	dst_watch_stop(d);
-	dst_prog_counters(d);
+	mig__dst_watch_stop(d);
+	mig__dst_prog_counters(d);
 	mig_recv_pipe_destroy(d->pipe);
 	d->pipe = NULL;
-	dst_pc_fini(d);
+	mig__dst_pc_fini(d);
 	pthread_mutex_lock(&d->lock);
 	mig_conn_destroy(d->ctl);
 	d->ctl = NULL;
@@ -586,8 +586,8 @@ static void *dst_thread(void *arg)
 	if (!ret)
 		ret = control_loop(d);
 	if (!ret && d->pc)
-		ret = dst_pc_run(d);
-	/* A started VM is never discarded (dst_on_commit returns 0 once it
+		ret = mig__dst_pc_run(d);
+	/* A started VM is never discarded (mig__dst_on_commit returns 0 once it
 	 * started it; this keeps it so should that ever change). A broken
 	 * postcopy keeps it too, but it is not complete: the error stays. */
 	if (d->commit_state == DST_RESUMED && !d->pc_broken)

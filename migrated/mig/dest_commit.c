@@ -86,14 +86,14 @@ static int dst_digest(struct mig_dest *d)
 	return ret;
 }
 
-int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
+int mig__dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
 	uint64_t t0;
 	int ret;
 
 	if (d->pc)
-		return dst_pc_on_vm_state(d, m);
+		return mig__dst_pc_on_vm_state(d, m);
 	if (env->format != VMSTATE_FORMAT || !env->state.len)
 		FAIL(d, -EPROTO, "VM state format %u, %zu bytes", env->format,
 		     env->state.len);
@@ -116,11 +116,11 @@ int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 	if (ret)
 		FAIL(d, ret, "digest: %s", strerror(-ret));
 	d->data_done = true;
-	dst_prog_counters(d);
+	mig__dst_prog_counters(d);
 	return 0;
 }
 
-int dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m)
+int mig__dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__Digest *dg = (const Mig__Digest *)m;
 	Mig__Ack ack = MIG__ACK__INIT;
@@ -163,7 +163,7 @@ int dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m)
 	return 0;
 }
 
-int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
+int mig__dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__Commit *c = (const Mig__Commit *)m;
 	Mig__Resumed r = MIG__RESUMED__INIT;
@@ -224,7 +224,7 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
 	 * of the success from the source finds it missing here. */
 	d->vm_out = d->vm;
 	d->vm = NULL;
-	/* Postcopy hands it over once every page is in (dst_pc_run): until
+	/* Postcopy hands it over once every page is in (mig__dst_pc_run): until
 	 * then a broken postcopy must be able to drop it. */
 	if (d->opts.dst_running && !d->pc) {
 		d->opts.dst_running(d->opts.dst_running_arg, d->vm_out);
@@ -255,7 +255,7 @@ int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m)
  * on a connection still healthy) settles the migration on the source.
  * Past this point a late Commit is never read.
  */
-int dst_wait_commit(struct mig_dest *d)
+int mig__dst_wait_commit(struct mig_dest *d)
 {
 	unsigned ms = HV_MAX(d->io_ms / 2, 1u);
 	int ret;

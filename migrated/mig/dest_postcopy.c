@@ -45,7 +45,7 @@ static uint64_t ram_index(const struct mig_dest *d,
 	return (uint64_t)(sl->host - d->pc_hva) >> HV_PAGE_SHIFT;
 }
 
-int dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m)
+int mig__dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__PostcopyUnsent *u = (const Mig__PostcopyUnsent *)m;
 	const struct mig_memmap_slot *sl;
@@ -166,7 +166,7 @@ static int install_batch(void *arg, const struct mig_memmap *bmap,
 	return install_pages(arg, bmap, b);
 }
 
-uint64_t dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx)
+uint64_t mig__dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx)
 {
 	const uint8_t *hva = d->pc_hva + (idx << HV_PAGE_SHIFT);
 
@@ -181,7 +181,7 @@ uint64_t dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx)
 	return UINT64_MAX;
 }
 
-void dst_pc_pipe_install(struct mig_dest *d)
+void mig__dst_pc_pipe_install(struct mig_dest *d)
 {
 	mig_recv_pipe_set_install(d->pipe, d->pc_bmap, install_batch, d);
 }
@@ -190,7 +190,7 @@ void dst_pc_pipe_install(struct mig_dest *d)
 static void on_fault(void *arg, uint64_t idx)
 {
 	struct mig_dest *d = arg;
-	uint64_t one = 1, gfn = dst_pc_idx_gfn(d, idx);
+	uint64_t one = 1, gfn = mig__dst_pc_idx_gfn(d, idx);
 
 	if (gfn == UINT64_MAX)
 		return; /* guest RAM outside every slot: never missing */
@@ -377,7 +377,7 @@ static int pc_load_state(struct mig_dest *d)
 	return l.ret;
 }
 
-int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
+int mig__dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 {
 	const Mig__VmStateEnvelope *env = (const Mig__VmStateEnvelope *)m;
 	const struct hv_guest_mem *mem = d->vm->mem;
@@ -422,7 +422,7 @@ int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m)
 		     hv_mem_backing_name(mem->backing), strerror(-ret));
 	/* Every precopy batch was applied (IterAck): from here on pages
 	 * go through the bounce buffer. */
-	dst_pc_pipe_install(d);
+	mig__dst_pc_pipe_install(d);
 	d->pc_cbmap = d->pc_bmap[d->nchan];
 	if (d->hooks.dst_received)
 		d->hooks.dst_received(d->hooks.arg, d->vm);
@@ -699,7 +699,7 @@ static int pc_finish(struct mig_dest *d, bool *broken, char *why,
 	return 0;
 }
 
-int dst_pc_run(struct mig_dest *d)
+int mig__dst_pc_run(struct mig_dest *d)
 {
 	struct mig_progress p;
 	int ret;
@@ -716,7 +716,7 @@ int dst_pc_run(struct mig_dest *d)
 		if (!ret || !broken)
 			break;
 		/* Not a failure: paused until the source reconnects. */
-		ret = dst_pc_recover(d, ret, why);
+		ret = mig__dst_pc_recover(d, ret, why);
 		if (ret == -ECANCELED && d->pc_whole) {
 			/* Only the source's echo of our Done was missing: the
 			 * VM is whole and runs here; it stays. */
@@ -747,7 +747,7 @@ int dst_pc_run(struct mig_dest *d)
 	return ret;
 }
 
-void dst_pc_fini(struct mig_dest *d)
+void mig__dst_pc_fini(struct mig_dest *d)
 {
 	if (!d->pc)
 		return;

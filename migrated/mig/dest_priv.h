@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The destination's object, shared by the files that implement it:
- * dest.c (channels, setup, iterations, the control loop, the API) and
- * dest_commit.c (verification, state load, the commit decision). Not a
- * public header: everything here is the engine thread's unless a field
- * group says otherwise.
+ * The destination's object, shared by the four files that implement it:
+ * dest.c (channels, setup, iterations, the control loop, the API),
+ * dest_commit.c (verification, state load, the commit decision),
+ * dest_postcopy.c and dest_recover.c (postcopy and its recovery). Not a
+ * public header: its functions are mig__dst_*, and everything here is
+ * the engine thread's unless a field group says otherwise.
  */
 #ifndef MIG_DEST_PRIV_H
 #define MIG_DEST_PRIV_H
@@ -129,14 +130,14 @@ struct mig_dest {
 	} while (0)
 
 /* dest.c: the pipeline's counters into the progress. Engine thread. */
-void dst_prog_counters(struct mig_dest *d);
+void mig__dst_prog_counters(struct mig_dest *d);
 /* dest.c: a session's channel as the listener hands it over
  * (mig_listener_take_fn; index -1: control). */
-void dst_take_conn(void *arg, int index, struct mig_conn *c);
+void mig__dst_take_conn(void *arg, int index, struct mig_conn *c);
 /* dest.c: start the watcher over d->pipe (pipe_err cleared), and stop
  * it (no-op when not running). Engine thread. */
-int dst_watch_start(struct mig_dest *d);
-void dst_watch_stop(struct mig_dest *d);
+int mig__dst_watch_start(struct mig_dest *d);
+void mig__dst_watch_stop(struct mig_dest *d);
 
 /* dest_recover.c: the postcopy connection broke (@err, @why): phase
  * POSTCOPY_PAUSED, channels and receive pipe dropped (installer, missing
@@ -145,27 +146,27 @@ void dst_watch_stop(struct mig_dest *d);
  * reconnect send what is still missing and the outstanding requests, with
  * a new receive pipe. 0: recovered (phase POSTCOPY); else cancelled
  * (-ECANCELED) or an error setting up the wait. Engine thread. */
-int dst_pc_recover(struct mig_dest *d, int err, const char *why);
+int mig__dst_pc_recover(struct mig_dest *d, int err, const char *why);
 
 /* dest_commit.c: the handlers of VmState, Digest and Commit, and the
  * wait for the Commit after the Ack (0, or the error already recorded
  * in the progress). Engine thread. */
-int dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
-int dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m);
-int dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m);
-int dst_wait_commit(struct mig_dest *d);
+int mig__dst_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
+int mig__dst_on_digest(struct mig_dest *d, const ProtobufCMessage *m);
+int mig__dst_on_commit(struct mig_dest *d, const ProtobufCMessage *m);
+int mig__dst_wait_commit(struct mig_dest *d);
 
 /* dest_postcopy.c: PostcopyUnsent; the postcopy VmState (load, Ack);
  * after the commit, the fault service until every page is in place;
  * the teardown (keeps the installer while a broken postcopy's VM is
  * held). Engine thread. */
-int dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m);
-int dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
-int dst_pc_run(struct mig_dest *d);
-void dst_pc_fini(struct mig_dest *d);
+int mig__dst_pc_on_unsent(struct mig_dest *d, const ProtobufCMessage *m);
+int mig__dst_pc_on_vm_state(struct mig_dest *d, const ProtobufCMessage *m);
+int mig__dst_pc_run(struct mig_dest *d);
+void mig__dst_pc_fini(struct mig_dest *d);
 /* d->pipe installs through the bounce buffers (postcopy_uffd.h). */
-void dst_pc_pipe_install(struct mig_dest *d);
+void mig__dst_pc_pipe_install(struct mig_dest *d);
 /* The gfn of RAM page @idx, UINT64_MAX outside every slot. Any thread. */
-uint64_t dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx);
+uint64_t mig__dst_pc_idx_gfn(const struct mig_dest *d, uint64_t idx);
 
 #endif

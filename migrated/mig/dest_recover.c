@@ -40,7 +40,7 @@
 /* Drop the receive pipe and every channel (the watcher first). */
 static void drop_channels(struct mig_dest *d)
 {
-	dst_watch_stop(d);
+	mig__dst_watch_stop(d);
 	pthread_mutex_lock(&d->lock);
 	for (unsigned i = 0; i < MIG_CHANNELS_MAX; i++)
 		if (d->data[i])
@@ -97,7 +97,7 @@ static int send_missing(struct mig_dest *d)
 			    &r.base, NULL, 0);
 	bytes += mig_frame_size(&r.base);
 	for (size_t i = 0; i < nw; i++)
-		waiting[i] = dst_pc_idx_gfn(d, waiting[i]);
+		waiting[i] = mig__dst_pc_idx_gfn(d, waiting[i]);
 	for (size_t i = 0; !ret && i < nw; i += MIG_PC_REQ_MAX) {
 		Mig__PageRequest q = MIG__PAGE_REQUEST__INIT;
 
@@ -123,7 +123,7 @@ static int take_session(struct mig_dest *d, struct mig_listener *lst,
 	struct mig_session_accept sa;
 	int ret;
 
-	ret = mig_listener_accept_session(lst, d->io_ms, dst_take_conn, d, &sa,
+	ret = mig_listener_accept_session(lst, d->io_ms, mig__dst_take_conn, d, &sa,
 					  why, len);
 	if (ret)
 		return ret;
@@ -136,8 +136,8 @@ static int take_session(struct mig_dest *d, struct mig_listener *lst,
 	ret = mig_recv_pipe_create_hashed(d->data, d->nchan, d->map, d->htab,
 					  &d->pipe);
 	if (!ret) {
-		dst_pc_pipe_install(d);
-		ret = dst_watch_start(d);
+		mig__dst_pc_pipe_install(d);
+		ret = mig__dst_watch_start(d);
 	}
 	if (ret) {
 		snprintf(why, len, "receive pipeline: %s", strerror(-ret));
@@ -149,7 +149,7 @@ static int take_session(struct mig_dest *d, struct mig_listener *lst,
 	return ret;
 }
 
-int dst_pc_recover(struct mig_dest *d, int err, const char *cause)
+int mig__dst_pc_recover(struct mig_dest *d, int err, const char *cause)
 {
 	struct mig_listener_cfg lcfg = {
 		.tls = d->tls,

@@ -65,12 +65,12 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 	int ret;
 
 	mig__prog_phase(&s->prog, MIG_PHASE_ITERATE);
-	n = src_harvest(s); /* initially set: every page */
+	n = mig__src_harvest(s); /* initially set: every page */
 	if (n < 0)
 		FAIL(s, (int)n, "harvest: %s", strerror((int)-n));
 	/* Never-written pages are zeros on both sides: not read, not sent
 	 * (the destination's memory starts as holes too, see dest.c). */
-	ret = src_skip_holes(s);
+	ret = mig__src_skip_holes(s);
 	if (ret)
 		FAIL(s, ret, "memory holes: %s", strerror(-ret));
 	mig_eta_init(&s->eta, s->pending << HV_PAGE_SHIFT);
@@ -87,7 +87,7 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 			     MIG_FP_SRC_ITER, iter);
 		mig_send_pipe_stats(s->pipe, &a);
 		t_s = mig__now_ns();
-		ret = src_send_pass(s, iter);
+		ret = mig__src_send_pass(s, iter);
 		if (ret) {
 			if (ret == -ECANCELED && atomic_load(&s->cancel))
 				FAIL(s, ret, "cancelled in iteration %u", iter);
@@ -116,7 +116,7 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 			bw_pages = (double)(sent << HV_PAGE_SHIFT) / dt;
 			bw_wire = (uint64_t)((double)(b.wire - a.wire) / dt);
 		}
-		n = src_harvest(s);
+		n = mig__src_harvest(s);
 		if (n < 0)
 			FAIL(s, (int)n, "harvest: %s", strerror((int)-n));
 		dirty_rate = (uint64_t)((double)((uint64_t)n << HV_PAGE_SHIFT) *
@@ -139,7 +139,7 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 		out = mig_converge(&in);
 		set_rates(s, iter, bw_wire, dirty_rate,
 			  out.expected_downtime_ms);
-		src_prog_counters(s);
+		mig__src_prog_counters(s);
 		mig__prog_emit(&s->prog, false);
 		hv_dbg("mig", "op=iterate iter=%u sent=%llu pending=%llu "
 			      "bw=%.0f dirty=%llu action=%s",
@@ -147,13 +147,13 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 		       (unsigned long long)s->pending, bw_pages,
 		       (unsigned long long)dirty_rate,
 		       mig_conv_action_name(out.action));
-		ret = src_policy_after_pass(s, &in, &out, iter);
+		ret = mig__src_policy_after_pass(s, &in, &out, iter);
 		if (ret < 0)
 			return ret;
 		if (ret)
 			break;
 		if (out.action == MIG_CONV_THROTTLE) {
-			uint32_t cap = src_throttle_cap(s);
+			uint32_t cap = mig__src_throttle_cap(s);
 			uint32_t pct = HV_MIN(out.throttle_pct, cap);
 
 			if (pct > in.throttle_pct) {
@@ -171,7 +171,7 @@ static int iterate(struct mig_source *s, uint32_t *iter_out)
 }
 
 /* The last heartbeat any vCPU sent before it parked. */
-uint64_t src_last_heartbeat(struct hv_vm *vm)
+uint64_t mig__src_last_heartbeat(struct hv_vm *vm)
 {
 	uint64_t last = 0;
 
@@ -186,7 +186,7 @@ uint64_t src_last_heartbeat(struct hv_vm *vm)
 
 /* The paused VM's state on the control channel (switchover, and the
  * postcopy switch). */
-int src_send_vm_state(struct mig_source *s)
+int mig__src_send_vm_state(struct mig_source *s)
 {
 	Mig__VmStateEnvelope env = MIG__VM_STATE_ENVELOPE__INIT;
 	struct hv_blob blob = { 0 };
@@ -228,7 +228,7 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	if (ret < 0)
 		FAIL(s, ret, "fault point %s", MIG_FP_SRC_SWITCHOVER);
 	t[0] = mig__now_ns();
-	ret = src_pause(s);
+	ret = mig__src_pause(s);
 	if (ret)
 		FAIL(s, ret, "pause: %s", strerror(-ret));
 	t[1] = mig__now_ns();
@@ -237,13 +237,13 @@ static int switchover(struct mig_source *s, uint32_t iter,
 	hv_info("mig", "op=vm_stopped vm=%s why=switchover",
 		hv_vm_name(s->vm));
 	/* The last heartbeat any vCPU sent before it parked. */
-	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
+	*hb_src = mig__mono_to_real(mig__src_last_heartbeat(s->vm));
 	/* The destination must not inherit our throttle: restore it now,
 	 * while paused; the params page is dirty and goes in the final pass. */
 	ret = mig_throttle_restore(&s->thr);
 	if (ret)
 		FAIL(s, ret, "unthrottle: %s", strerror(-ret));
-	n = src_harvest(s);
+	n = mig__src_harvest(s);
 	if (n < 0)
 		FAIL(s, (int)n, "final harvest: %s", strerror((int)-n));
 	so.iteration = iter;
@@ -254,14 +254,14 @@ static int switchover(struct mig_source *s, uint32_t iter,
 		FAIL(s, ret, "send switchover: %s", strerror(-ret));
 	t[2] = mig__now_ns();
 	do {
-		ret = src_send_pass(s, iter);
+		ret = mig__src_send_pass(s, iter);
 	} while (!ret && s->pending);
 	if (!ret)
 		ret = mig_send_pipe_finish(s->pipe);
 	if (ret)
 		FAIL(s, ret, "final pass: %s", strerror(-ret));
 	t[3] = mig__now_ns();
-	ret = src_send_vm_state(s);
+	ret = mig__src_send_vm_state(s);
 	if (ret)
 		return ret;
 	t[4] = mig__now_ns();
@@ -282,7 +282,7 @@ static int switchover(struct mig_source *s, uint32_t iter,
 		FAIL(s, ret, "send digest: %s", strerror(-ret));
 	t[5] = mig__now_ns();
 	mig__prog_phase(&s->prog, MIG_PHASE_COMMIT);
-	ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");
+	ret = mig__src_ctl_expect(s, MIG__MSG_TYPE__MSG_ACK, &m, "waiting for ack");
 	if (ret)
 		return ret;
 	if (((Mig__Ack *)m)->pages != pages) {
@@ -341,19 +341,19 @@ static void *src_thread(void *arg)
 	uint32_t iter = 0;
 	int ret;
 
-	ret = src_connect_channels(s);
+	ret = mig__src_connect_channels(s);
 	if (!ret)
-		ret = src_setup(s);
+		ret = mig__src_setup(s);
 	if (!ret)
 		ret = iterate(s, &iter);
 	if (!ret && s->pc_go)
-		ret = src_pc_switch(s, iter, &dt, &hb_src);
+		ret = mig__src_pc_switch(s, iter, &dt, &hb_src);
 	else if (!ret)
 		ret = switchover(s, iter, &dt, &hb_src);
 	if (!ret)
-		ret = src_commit(s, &dt, hb_src);
+		ret = mig__src_commit(s, &dt, hb_src);
 	if (!ret && s->pc_switched)
-		ret = src_pc_run(s);
+		ret = mig__src_pc_run(s);
 	if (ret && ret != SRC_UNRESOLVED && atomic_load(&s->cancel) &&
 	    !s->committed) {
 		/* Whatever broke, the operator's cancel is the cause. */
@@ -425,14 +425,14 @@ static void *src_thread(void *arg)
 			      "here: ask the destination whether it runs it, "
 			      "then resolve",
 			      p.message[0] ? p.message : strerror(-s->cause));
-		src_stop_logging(s);
+		mig__src_stop_logging(s);
 		hv_err("mig", "op=migrate_out vm=%s result=unresolved err=%d",
 		       hv_vm_name(s->vm), s->cause);
 	} else if (ret) {
-		src_rollback(s, ret);
+		mig__src_rollback(s, ret);
 	} else {
-		ret = src_complete(s);
-		src_stop_logging(s);
+		ret = mig__src_complete(s);
+		mig__src_stop_logging(s);
 		hv_log(ret ? HV_LOG_ERR : HV_LOG_INFO, "mig",
 		       "op=migrate_out vm=%s result=completed err=%d "
 		       "downtime_ms=%.1f guest_downtime_ms=%.1f",
@@ -450,12 +450,12 @@ static void *src_thread(void *arg)
 	if (!s->unresolved) {
 		mig_memmap_destroy(s->map);
 		s->map = NULL;
-		src_dirty_fini(s);
+		mig__src_dirty_fini(s);
 	}
-	src_pc_fini(s);
-	src_prog_counters(s);
+	mig__src_pc_fini(s);
+	mig__src_prog_counters(s);
 	pthread_mutex_lock(&s->prog.lock);
-	src_prog_estimate(s, mig__now_ns()); /* 100% when COMPLETED */
+	mig__src_prog_estimate(s, mig__now_ns()); /* 100% when COMPLETED */
 	pthread_mutex_unlock(&s->prog.lock);
 	s->result = ret;
 	mig__prog_emit(&s->prog, true);
@@ -540,7 +540,7 @@ int mig_source_cancel(struct mig_source *s)
 {
 	int ret = 0;
 
-	if (src_pc_give_up(s))
+	if (mig__src_pc_give_up(s))
 		return 0; /* a paused postcopy gives up recovering */
 	pthread_mutex_lock(&s->lock);
 	if (s->committed || atomic_load(&s->cancel)) {
@@ -573,7 +573,7 @@ int mig_source_postcopy(struct mig_source *s)
 	return 0;
 }
 
-int src_pause(struct mig_source *s)
+int mig__src_pause(struct mig_source *s)
 {
 	int ret = 0;
 
@@ -654,7 +654,7 @@ void mig_source_destroy(struct mig_source *s)
 	}
 	/* Unresolved and never settled: the VM stays paused, the caller's. */
 	mig_memmap_destroy(s->map);
-	src_dirty_fini(s);
+	mig__src_dirty_fini(s);
 	mig_tls_destroy(s->tls);
 	mig__prog_fini(&s->prog);
 	pthread_cond_destroy(&s->pc_cond);

@@ -20,7 +20,7 @@
 #include "migrated/mig/faultpoint.h"
 #include "migrated/mig/source_priv.h"
 
-int src_commit(struct mig_source *s, struct mig_downtime *dt,
+int mig__src_commit(struct mig_source *s, struct mig_downtime *dt,
 	       uint64_t hb_src)
 {
 	Mig__Commit c = MIG__COMMIT__INIT;
@@ -66,7 +66,7 @@ int src_commit(struct mig_source *s, struct mig_downtime *dt,
 	 */
 	ret = mig_faultpoint(MIG_FP_SRC_COMMITTED);
 	if (ret == 0)
-		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
+		ret = mig__src_ctl_expect(s, MIG__MSG_TYPE__MSG_RESUMED, &m,
 				     "waiting for resume report");
 	t1 = mig__now_ns();
 	if (ret == -ECONNABORTED ||
@@ -103,7 +103,7 @@ int src_commit(struct mig_source *s, struct mig_downtime *dt,
 	return SRC_UNRESOLVED;
 }
 
-void src_stop_logging(struct mig_source *s)
+void mig__src_stop_logging(struct mig_source *s)
 {
 	int r;
 
@@ -121,7 +121,7 @@ void src_stop_logging(struct mig_source *s)
 
 /* Everything back as it was before the migration: the VM running, or
  * paused if its operator paused it. */
-void src_rollback(struct mig_source *s, int err)
+void mig__src_rollback(struct mig_source *s, int err)
 {
 	char esc[HV_LOG_ESCAPE_LEN(sizeof(s->prog.p.message))];
 	struct mig_progress p;
@@ -154,7 +154,7 @@ void src_rollback(struct mig_source *s, int err)
 		mig__prog_note(&s->prog, "throttle not removed: %s",
 			       strerror(-r));
 	}
-	src_stop_logging(s);
+	mig__src_stop_logging(s);
 	mig__prog_get(&s->prog, &p);
 	mig__send_abort(s->ctl, err, p.message);
 	hv_log(err == -ECANCELED ? HV_LOG_INFO : HV_LOG_ERR, "mig",
@@ -168,7 +168,7 @@ void src_rollback(struct mig_source *s, int err)
  * the destination acknowledged. 0, or -EBADE (a mismatch, in the
  * progress as an error of a COMPLETED migration).
  */
-int src_complete(struct mig_source *s)
+int mig__src_complete(struct mig_source *s)
 {
 	struct mig_progress p;
 	int r;
@@ -177,7 +177,7 @@ int src_complete(struct mig_source *s)
 	if (r)
 		hv_warn("mig", "op=stop vm=%s err=%d", hv_vm_name(s->vm), r);
 	s->paused = false;
-	r = src_verify(s);
+	r = mig__src_verify(s);
 	mig__prog_get(&s->prog, &p);
 	if (r) {
 		/* Not run: no verdict either way, but it must not look like
@@ -230,7 +230,7 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 			      strerror(-s->cause));
 		s->result = s->cause;
 	} else {
-		ret = src_complete(s);
+		ret = mig__src_complete(s);
 		if (!ret)
 			mig__prog_note(&s->prog, "%s",
 				       "commit unresolved; resolved: the "
@@ -244,7 +244,7 @@ int mig_source_resolve(struct mig_source *s, enum mig_resolve how,
 	s->unresolved = false;
 	mig_memmap_destroy(s->map);
 	s->map = NULL;
-	src_dirty_fini(s);
+	mig__src_dirty_fini(s);
 	if (final)
 		mig__prog_get(&s->prog, final);
 	return ret;

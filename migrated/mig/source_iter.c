@@ -18,7 +18,7 @@
 #include "migrated/mig/digest.h"
 #include "migrated/mig/source_priv.h"
 
-int src_dirty_init(struct mig_source *s)
+int mig__src_dirty_init(struct mig_source *s)
 {
 	unsigned n = hv_vm_slot_count(s->vm);
 
@@ -43,7 +43,7 @@ int src_dirty_init(struct mig_source *s)
 	return 0;
 }
 
-void src_dirty_fini(struct mig_source *s)
+void mig__src_dirty_fini(struct mig_source *s)
 {
 	for (unsigned i = 0; s->slots && i < s->nslots; i++) {
 		free(s->slots[i].bits);
@@ -80,7 +80,7 @@ static uint64_t data_outq(struct mig_source *s)
  * leave the destination seconds of work in the socket buffers after the
  * source's last write; while those drain (the data sockets' unsent bytes
  * shrink) the wait goes on. Returns 0 when a frame (or an error, or a
- * cancel) is there for src_ctl_expect() to read, else -ETIMEDOUT, failed.
+ * cancel) is there for mig__src_ctl_expect() to read, else -ETIMEDOUT, failed.
  */
 static int wait_pass_answer(struct mig_source *s, const char *what)
 {
@@ -107,7 +107,7 @@ static int wait_pass_answer(struct mig_source *s, const char *what)
 	}
 }
 
-int64_t src_harvest(struct mig_source *s)
+int64_t mig__src_harvest(struct mig_source *s)
 {
 	int64_t got = hv_vm_dirty_harvest(s->vm), total = 0;
 
@@ -178,7 +178,7 @@ static int pace(struct mig_source *s)
 	}
 }
 
-void src_prog_counters(struct mig_source *s)
+void mig__src_prog_counters(struct mig_source *s)
 {
 	struct mig_pipe_stats st;
 
@@ -197,7 +197,7 @@ void src_prog_counters(struct mig_source *s)
 	mig_pipe_stats_levels(&st, s->prog.p.compress_levels,
 			      sizeof(s->prog.p.compress_levels));
 	s->prog.p.remaining_bytes = s->pending << HV_PAGE_SHIFT;
-	src_prog_estimate(s, mig__now_ns());
+	mig__src_prog_estimate(s, mig__now_ns());
 	pthread_mutex_unlock(&s->prog.lock);
 }
 
@@ -209,7 +209,7 @@ static int next_run(void *ctx, struct mig_page_run *run)
 
 	if (atomic_load(&s->cancel))
 		return -ECANCELED;
-	ret = src_pass_cut(s);
+	ret = mig__src_pass_cut(s);
 	if (ret)
 		return ret < 0 ? ret : 0;
 	ret = pace(s);
@@ -220,7 +220,7 @@ static int next_run(void *ctx, struct mig_page_run *run)
 	 * as the destination's read timeout. */
 	if (mig__now_ns() - s->run_start_ns > s->pass_limit_ns)
 		return 0;
-	src_prog_counters(s);
+	mig__src_prog_counters(s);
 	mig__prog_emit(&s->prog, false);
 	for (; s->cur_slot < s->nslots; s->cur_slot++, s->cur_word = 0) {
 		struct src_slot *sl = &s->slots[s->cur_slot];
@@ -252,7 +252,7 @@ static int send_ctl(struct mig_source *s, unsigned type,
 	return mig_conn_send(s->ctl, type, m, NULL, 0);
 }
 
-int src_send_pass(struct mig_source *s, uint32_t iteration)
+int mig__src_send_pass(struct mig_source *s, uint32_t iteration)
 {
 	Mig__IterStart is = MIG__ITER_START__INIT;
 	Mig__IterEnd ie = MIG__ITER_END__INIT;
@@ -299,7 +299,7 @@ int src_send_pass(struct mig_source *s, uint32_t iteration)
 		ret = wait_pass_answer(s, what);
 		if (ret)
 			return ret;
-		ret = src_ctl_expect(s, MIG__MSG_TYPE__MSG_ITER_ACK, &m, what);
+		ret = mig__src_ctl_expect(s, MIG__MSG_TYPE__MSG_ITER_ACK, &m, what);
 		if (ret)
 			return ret;
 		if (((Mig__IterAck *)m)->iteration != iteration)
@@ -313,7 +313,7 @@ int src_send_pass(struct mig_source *s, uint32_t iteration)
 	}
 }
 
-int src_table_init(struct mig_source *s)
+int mig__src_table_init(struct mig_source *s)
 {
 	/*
 	 * Entries are stored relative to the zero-page hash (SRC_TABLE_REL):
@@ -358,7 +358,7 @@ static int slot_data_map(struct mig_source *s, const struct src_slot *sl,
 				     sl->npages, data);
 }
 
-int src_skip_holes(struct mig_source *s)
+int mig__src_skip_holes(struct mig_source *s)
 {
 	for (unsigned i = 0; i < s->nslots; i++) {
 		struct src_slot *sl = &s->slots[i];
@@ -389,7 +389,7 @@ int src_skip_holes(struct mig_source *s)
 	return 0;
 }
 
-int src_hash_sent(struct mig_source *s)
+int mig__src_hash_sent(struct mig_source *s)
 {
 	for (unsigned i = 0; i < s->nslots; i++) {
 		struct src_slot *sl = &s->slots[i];
@@ -407,7 +407,7 @@ int src_hash_sent(struct mig_source *s)
 	return 0;
 }
 
-int src_verify(struct mig_source *s)
+int mig__src_verify(struct mig_source *s)
 {
 	uint64_t t0 = mig__now_ns(), bad = 0, first_bad = UINT64_MAX;
 	/* A chunk at a time, as the digest: never a second whole table. */

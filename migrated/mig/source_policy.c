@@ -16,13 +16,13 @@
 #include "migrated/mig/policy.h"
 #include "migrated/mig/source_priv.h"
 
-bool src_may_postcopy(const struct mig_source *s)
+bool mig__src_may_postcopy(const struct mig_source *s)
 {
 	return s->opts.postcopy || s->opts.postcopy_auto ||
 	       s->opts.timeout_policy == MIG_TIMEOUT_POSTCOPY;
 }
 
-uint32_t src_throttle_cap(struct mig_source *s)
+uint32_t mig__src_throttle_cap(struct mig_source *s)
 {
 	uint32_t cap = atomic_load(&s->throttle_max);
 	uint32_t lim = s->opts.postcopy_throttle_max_pct
@@ -34,7 +34,7 @@ uint32_t src_throttle_cap(struct mig_source *s)
 	return cap;
 }
 
-int src_pass_cut(struct mig_source *s)
+int mig__src_pass_cut(struct mig_source *s)
 {
 	if (s->paused)
 		return s->deadline && mig__now_ns() > s->deadline &&
@@ -136,7 +136,7 @@ static int end_precopy(struct mig_source *s, enum mig_switch_cause cause,
 	return 1;
 }
 
-int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
+int mig__src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
 			  const struct mig_conv_out *out, uint32_t iter)
 {
 	bool offered = atomic_load(&s->pc_offered);
@@ -145,7 +145,7 @@ int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
 		return 1;
 	if (atomic_load(&s->so_request))
 		return end_precopy(s, MIG_SWITCH_FORCED, in, out, iter);
-	if (src_pc_due(s))
+	if (mig__src_pc_due(s))
 		return end_precopy(s,
 				   atomic_load(&s->pc_request)
 					   ? MIG_SWITCH_POSTCOPY_REQUEST
@@ -182,7 +182,7 @@ int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
 	}
 }
 
-void src_prog_estimate(struct mig_source *s, uint64_t now_ns)
+void mig__src_prog_estimate(struct mig_source *s, uint64_t now_ns)
 {
 	struct mig_progress *p = &s->prog.p;
 	double bw = s->bw_pages;
@@ -205,7 +205,7 @@ void src_prog_estimate(struct mig_source *s, uint64_t now_ns)
 		bw = (double)(p->pages_sent << HV_PAGE_SHIFT) * 1e9 /
 		     (double)p->elapsed_ns;
 	raw = mig_eta_raw_ns(p->remaining_bytes, bw, (double)s->dirty_rate,
-			     p->throttle_pct < src_throttle_cap(s),
+			     p->throttle_pct < mig__src_throttle_cap(s),
 			     p->expected_downtime_ns);
 	p->eta_ns = mig_eta_update(&s->eta, now_ns, raw);
 }

@@ -49,7 +49,7 @@ static bool bit_get(const uint64_t *b, uint64_t i)
 	return (b[i >> 6] >> (i & 63)) & 1;
 }
 
-bool src_pc_due(struct mig_source *s)
+bool mig__src_pc_due(struct mig_source *s)
 {
 	bool held;
 
@@ -154,7 +154,7 @@ static int wait_ack(struct mig_source *s)
 	for (;;) {
 		const Mig__PageRequest *r;
 
-		ret = src_ctl_expect_or(s, MIG__MSG_TYPE__MSG_ACK,
+		ret = mig__src_ctl_expect_or(s, MIG__MSG_TYPE__MSG_ACK,
 					MIG__MSG_TYPE__MSG_PAGE_REQUEST, &got,
 					&m, "waiting for ack");
 		if (ret)
@@ -208,7 +208,7 @@ static int wait_ack(struct mig_source *s)
 	return ret;
 }
 
-int src_pc_switch(struct mig_source *s, uint32_t iter,
+int mig__src_pc_switch(struct mig_source *s, uint32_t iter,
 		  struct mig_downtime *dt, uint64_t *hb_src)
 {
 	Mig__Switchover so = MIG__SWITCHOVER__INIT;
@@ -220,21 +220,21 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	hv_info("mig", "op=postcopy_switch vm=%s iter=%u pending=%llu",
 		hv_vm_name(s->vm), iter, (unsigned long long)s->pending);
 	t[0] = mig__now_ns();
-	ret = src_pause(s);
+	ret = mig__src_pause(s);
 	if (ret)
 		FAIL(s, ret, "pause: %s", strerror(-ret));
 	t[1] = mig__now_ns();
 	hv_info("mig", "op=vm_stopped vm=%s why=postcopy", hv_vm_name(s->vm));
-	*hb_src = mig__mono_to_real(src_last_heartbeat(s->vm));
+	*hb_src = mig__mono_to_real(mig__src_last_heartbeat(s->vm));
 	s->pc_hb_src = *hb_src;
 	ret = mig_throttle_restore(&s->thr);
 	if (ret)
 		FAIL(s, ret, "unthrottle: %s", strerror(-ret));
-	n = src_harvest(s);
+	n = mig__src_harvest(s);
 	if (n < 0)
 		FAIL(s, (int)n, "final harvest: %s", strerror((int)-n));
 	/* Our copy is frozen from here on: no more logging. */
-	src_stop_logging(s);
+	mig__src_stop_logging(s);
 	ret = split_dirty_set(s);
 	if (ret)
 		FAIL(s, ret, "postcopy unsent set: %s", strerror(-ret));
@@ -245,14 +245,14 @@ int src_pc_switch(struct mig_source *s, uint32_t iter,
 	if (ret)
 		FAIL(s, ret, "send switchover: %s", strerror(-ret));
 	t[2] = mig__now_ns();
-	ret = src_send_pass(s, iter);
+	ret = mig__src_send_pass(s, iter);
 	if (ret)
 		FAIL(s, ret, "postcopy switch pass: %s", strerror(-ret));
 	ret = send_unsent(s);
 	if (ret)
 		FAIL(s, ret, "send the unsent set: %s", strerror(-ret));
 	t[3] = mig__now_ns();
-	ret = src_send_vm_state(s);
+	ret = mig__src_send_vm_state(s);
 	if (ret)
 		return ret;
 	t[4] = mig__now_ns();
@@ -513,7 +513,7 @@ static int check_done(struct mig_source *s, const Mig__PostcopyDone *d)
 			if (bit_get(s->pc_unsent, sl->tidx + p))
 				sl->sent[p >> 6] |= 1ull << (p & 63);
 	}
-	ret = src_hash_sent(s);
+	ret = mig__src_hash_sent(s);
 	if (!ret)
 		ret = mig_digest_table_rel(s->map, s->table,
 					   mig_zero_page_hash(), digest);
@@ -590,7 +590,7 @@ static enum pc_end pc_serve(struct mig_source *s, struct mig_batch_enc *enc,
 				break;
 			}
 			ret = 0;
-			src_prog_counters(s);
+			mig__src_prog_counters(s);
 			mig__prog_emit(&s->prog, false);
 			continue;
 		}
@@ -678,7 +678,7 @@ static enum pc_end pc_serve(struct mig_source *s, struct mig_batch_enc *enc,
 	return end;
 }
 
-int src_pc_run(struct mig_source *s)
+int mig__src_pc_run(struct mig_source *s)
 {
 	struct mig_batch_enc_cfg ecfg = {
 		.encoding = MIG__ENCODING__ENCODING_RAW,
@@ -706,7 +706,7 @@ int src_pc_run(struct mig_source *s)
 		    PC_BROKEN)
 			break;
 		/* Not a failure: paused until recovered (or given up). */
-		ret = src_pc_recover(s, ret, why);
+		ret = mig__src_pc_recover(s, ret, why);
 		if (ret)
 			break;
 	}
@@ -728,7 +728,7 @@ int src_pc_run(struct mig_source *s)
 	return ret;
 }
 
-void src_pc_fini(struct mig_source *s)
+void mig__src_pc_fini(struct mig_source *s)
 {
 	mig_pc_sched_destroy(s->pc_sched);
 	s->pc_sched = NULL;

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The source engine's object, shared by source.c (API, setup, switchover,
- * commit, rollback) and source_iter.c (dirty set, page source, one
- * iteration). Not a public contract.
+ * The source engine's object, shared by the seven files that implement
+ * it: source.c (the API, the engine thread, the pause and the VM state
+ * sent), source_setup.c (channels, Hellos, the setup exchange),
+ * source_iter.c (dirty set, page source, one iteration), source_policy.c
+ * (when and how precopy ends, the estimate), source_commit.c (Commit,
+ * rollback, resolve), source_postcopy.c and source_recover.c (postcopy
+ * and its recovery). Not a public contract: its functions are mig__src_*
+ * (the mig__ prefix of migrated/mig's private names).
  */
 #ifndef MIG_SOURCE_PRIV_H
 #define MIG_SOURCE_PRIV_H
@@ -31,7 +36,7 @@ struct src_slot {
 	uint64_t npages;
 	uint64_t nwords;
 	uint64_t *bits;
-	uint64_t *sent;	 /* pages to hash by src_hash_sent() */
+	uint64_t *sent;	 /* pages to hash by mig__src_hash_sent() */
 	uint64_t tidx;	 /* first entry of this slot in the page table */
 	uint8_t *host;	 /* the slot's memory on this host */
 };
@@ -164,28 +169,28 @@ struct mig_source {
 /* source_commit.c */
 /*
  * After the Ack: Commit, then wait for the destination's word.
- * 0: Resumed, the VM runs there (ours still paused: src_complete() stops
+ * 0: Resumed, the VM runs there (ours still paused: mig__src_complete() stops
  * it). SRC_UNRESOLVED: no word after the Commit went out (s->cause says
  * why). Other: the destination cannot run the VM (the Commit was not
  * sent, or it answered Abort/Cancel): roll back.
  */
-int src_commit(struct mig_source *s, struct mig_downtime *dt,
+int mig__src_commit(struct mig_source *s, struct mig_downtime *dt,
 	       uint64_t hb_src);
 /* Dirty logging off; a failure goes into the progress message. */
-void src_stop_logging(struct mig_source *s);
+void mig__src_stop_logging(struct mig_source *s);
 /* Everything back as before the migration, VM running (or said not to
  * be), the peer told. */
-void src_rollback(struct mig_source *s, int err);
+void mig__src_rollback(struct mig_source *s, int err);
 /* The destination runs the VM: stop ours, verify. 0 or -EBADE. */
-int src_complete(struct mig_source *s);
+int mig__src_complete(struct mig_source *s);
 
 /* source_setup.c: connect the control channel and the data channels to
  * s->host:s->port and exchange Hellos (session id s->sid). */
-int src_connect_channels(struct mig_source *s);
+int mig__src_connect_channels(struct mig_source *s);
 /* source_setup.c: the setup exchange after the channels are up (the
  * layout offered, the destination's answer or refusal). 0 or negative
  * errno, the failure recorded in s->prog. */
-int src_setup(struct mig_source *s);
+int mig__src_setup(struct mig_source *s);
 
 /* source_recover.c */
 /*
@@ -197,85 +202,85 @@ int src_setup(struct mig_source *s);
  * recovery was given up (mig_source_cancel()): @err, the progress says
  * so. Engine thread.
  */
-int src_pc_recover(struct mig_source *s, int err, const char *why);
+int mig__src_pc_recover(struct mig_source *s, int err, const char *why);
 /* mig_source_cancel() on a paused postcopy: give up (true), or not
  * paused (false: cancel as usual). Any thread. */
-bool src_pc_give_up(struct mig_source *s);
+bool mig__src_pc_give_up(struct mig_source *s);
 
 /* source_postcopy.c */
 /* After a pass: should the migration switch to postcopy now? */
-bool src_pc_due(struct mig_source *s);
+bool mig__src_pc_due(struct mig_source *s);
 /* The postcopy switch: pause, send what the destination must hold before
  * it resumes, the unsent set and the state; wait for the Ack. */
-int src_pc_switch(struct mig_source *s, uint32_t iter,
+int mig__src_pc_switch(struct mig_source *s, uint32_t iter,
 		  struct mig_downtime *dt, uint64_t *hb_src);
 /* After Resumed: serve requests first, push the rest, until the
  * destination's PostcopyDone; its digest must match ours. */
-int src_pc_run(struct mig_source *s);
-void src_pc_fini(struct mig_source *s);
+int mig__src_pc_run(struct mig_source *s);
+void mig__src_pc_fini(struct mig_source *s);
 
 /* source_policy.c */
 /* Whether this migration may switch to postcopy (then it never sends
  * deltas: postcopy installs pages without a base copy). */
-bool src_may_postcopy(const struct mig_source *s);
+bool mig__src_may_postcopy(const struct mig_source *s);
 /*
  * After a pass and mig_converge(): end precopy now? 1: yes (s->pc_go
  * set: by postcopy; else by a switchover), with the cause recorded in
  * the progress; 0: iterate on; negative errno: failed (time limit with
  * policy abort, or postcopy asked and not offered), progress says why.
  */
-int src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
+int mig__src_policy_after_pass(struct mig_source *s, const struct mig_conv_in *in,
 			  const struct mig_conv_out *out, uint32_t iter);
 /* The throttle ceiling now: the operator's, and with postcopy auto
  * that the destination offers, no more than its policy limit. */
-uint32_t src_throttle_cap(struct mig_source *s);
+uint32_t mig__src_throttle_cap(struct mig_source *s);
 /* Page source, in a pass: 0 go on, 1 end the pass now (the rest stays
  * dirty: a forced switchover, or the time limit under a policy that is
  * not abort), -ETIMEDOUT (time limit, policy abort). */
-int src_pass_cut(struct mig_source *s);
+int mig__src_pass_cut(struct mig_source *s);
 /* Fill percent and eta_ns of s->prog.p (its lock held). */
-void src_prog_estimate(struct mig_source *s, uint64_t now_ns);
+void mig__src_prog_estimate(struct mig_source *s, uint64_t now_ns);
 
 /* source_iter.c */
-int src_dirty_init(struct mig_source *s);
-void src_dirty_fini(struct mig_source *s);
+int mig__src_dirty_init(struct mig_source *s);
+void mig__src_dirty_fini(struct mig_source *s);
 /* Harvest the VM's logs and OR them into the dirty set; returns the pages
  * newly taken from the VM or a negative errno. */
-int64_t src_harvest(struct mig_source *s);
+int64_t mig__src_harvest(struct mig_source *s);
 /* IterStart, every page of the dirty set through the pipe, IterEnd. */
-int src_send_pass(struct mig_source *s, uint32_t iteration);
+int mig__src_send_pass(struct mig_source *s, uint32_t iteration);
 /* Pause the VM for the switchover (unless its operator has) under the
  * lock; 0 or hv_vm_pause()'s error. Engine thread. */
-int src_pause(struct mig_source *s);
+int mig__src_pause(struct mig_source *s);
 
 /* The paused VM's state (VmStateEnvelope) on the control channel. */
-int src_send_vm_state(struct mig_source *s);
+int mig__src_send_vm_state(struct mig_source *s);
 /* The last heartbeat (monotonic ns) any vCPU of @vm sent; 0 if none. */
-uint64_t src_last_heartbeat(struct hv_vm *vm);
+uint64_t mig__src_last_heartbeat(struct hv_vm *vm);
 /* Receive the control reply of type @want (*@m to free with
  * mig_frame_msg_free); an Abort, a Cancel or anything else fails the
  * migration with the peer's reason. 0 or negative errno. */
-int src_ctl_expect(struct mig_source *s, unsigned want, ProtobufCMessage **m,
+int mig__src_ctl_expect(struct mig_source *s, unsigned want, ProtobufCMessage **m,
 		   const char *what);
 /* The same, accepting type @want or @also; *@got (when not NULL) says
  * which came. */
-int src_ctl_expect_or(struct mig_source *s, unsigned want, unsigned also,
+int mig__src_ctl_expect_or(struct mig_source *s, unsigned want, unsigned also,
 		      unsigned *got, ProtobufCMessage **m, const char *what);
 /* The page table (after the memory map exists): entries are page hashes
  * stored ^ the zero-page hash (mig_hash_range_rel()), all 0 at first (a
  * lazily zero calloc); each slot's index and host address filled. */
-int src_table_init(struct mig_source *s);
+int mig__src_table_init(struct mig_source *s);
 /* Drop the holes of the guest's memfd from the dirty set (call right
  * after the first harvest: every later write is logged). */
-int src_skip_holes(struct mig_source *s);
+int mig__src_skip_holes(struct mig_source *s);
 /* Hash the pages marked in the slots' sent bitmaps into the page table
  * and clear the marks. The pipe hashes what it sends itself
  * (mig_send_pipe_cfg.table): only postcopy's end marks pages here. */
-int src_hash_sent(struct mig_source *s);
+int mig__src_hash_sent(struct mig_source *s);
 /* After commit: re-hash all of the (stopped) VM's memory and compare it
  * with the page table; fills the verify_* fields of the progress. */
-int src_verify(struct mig_source *s);
+int mig__src_verify(struct mig_source *s);
 /* Refresh the counters of the progress snapshot from the pipe. */
-void src_prog_counters(struct mig_source *s);
+void mig__src_prog_counters(struct mig_source *s);
 
 #endif

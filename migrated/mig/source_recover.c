@@ -27,7 +27,7 @@
 #include "migrated/mig/postcopy_sched.h"
 #include "migrated/mig/source_priv.h"
 
-bool src_pc_give_up(struct mig_source *s)
+bool mig__src_pc_give_up(struct mig_source *s)
 {
 	bool paused;
 
@@ -175,7 +175,7 @@ static int reconnect(struct mig_source *s, char *why, size_t len)
 	struct mig_progress p;
 	int ret;
 
-	ret = src_connect_channels(s);
+	ret = mig__src_connect_channels(s);
 	if (ret) {
 		/* Its FAIL recorded why (our error was 0 while paused). */
 		mig__prog_get(&s->prog, &p);
@@ -198,7 +198,7 @@ static int reconnect(struct mig_source *s, char *why, size_t len)
 	return 0;
 }
 
-int src_pc_recover(struct mig_source *s, int err, const char *cause)
+int mig__src_pc_recover(struct mig_source *s, int err, const char *cause)
 {
 	char why[160];
 

@@ -76,13 +76,13 @@ static int unwanted_reply(struct mig_source *s, const struct mig_frame_hdr *h,
 
 /* Receive the reply of @want type; an Abort/Cancel from the peer or any
  * other message is an error, with the peer's reason in the message. */
-int src_ctl_expect(struct mig_source *s, unsigned want,
+int mig__src_ctl_expect(struct mig_source *s, unsigned want,
 		      ProtobufCMessage **m, const char *what)
 {
-	return src_ctl_expect_or(s, want, want, NULL, m, what);
+	return mig__src_ctl_expect_or(s, want, want, NULL, m, what);
 }
 
-int src_ctl_expect_or(struct mig_source *s, unsigned want, unsigned also,
+int mig__src_ctl_expect_or(struct mig_source *s, unsigned want, unsigned also,
 		      unsigned *got, ProtobufCMessage **m, const char *what)
 {
 	struct mig_frame_hdr h;
@@ -119,7 +119,7 @@ static const char *connect_why(int err)
 	}
 }
 
-int src_connect_channels(struct mig_source *s)
+int mig__src_connect_channels(struct mig_source *s)
 {
 	struct mig_hello_info hi;
 	struct mig_conn *c;
@@ -203,7 +203,7 @@ static const char *refuse_name(unsigned reason)
 	return v ? v->name : "unknown reason";
 }
 
-int src_setup(struct mig_source *s)
+int mig__src_setup(struct mig_source *s)
 {
 	struct mig_send_pipe_cfg pcfg = { 0 };
 	Mig__VmLayout *layout = NULL;
@@ -260,15 +260,15 @@ int src_setup(struct mig_source *s)
 	 * Postcopy pages are installed from a bounce buffer that holds no
 	 * base page, so a migration that may switch sends none either. */
 	peer_delta = ((Mig__SetupAccept *)m)->features & MIG_FEATURE_DELTA &&
-		     !src_may_postcopy(s);
+		     !mig__src_may_postcopy(s);
 	atomic_store(&s->pc_offered, ((Mig__SetupAccept *)m)->features &
 					     MIG_FEATURE_POSTCOPY);
-	if (src_may_postcopy(s) && !atomic_load(&s->pc_offered))
+	if (mig__src_may_postcopy(s) && !atomic_load(&s->pc_offered))
 		hv_warn("mig", "op=setup vm=%s postcopy=unsupported_by_peer",
 			hv_vm_name(s->vm));
 	mig_frame_msg_free(m);
 
-	ret = src_dirty_init(s);
+	ret = mig__src_dirty_init(s);
 	if (ret)
 		FAIL(s, ret, "dirty set: %s", strerror(-ret));
 	ms = calloc(s->nslots, sizeof(*ms));
@@ -289,7 +289,7 @@ int src_setup(struct mig_source *s)
 	free(ms);
 	if (ret)
 		FAIL(s, ret, "memory map: %s", strerror(-ret));
-	ret = src_table_init(s);
+	ret = mig__src_table_init(s);
 	if (ret)
 		FAIL(s, ret, "page table: %s", strerror(-ret));
 	pcfg.encoding = s->opts.zstd_level < 0 ? MIG__ENCODING__ENCODING_RAW

@@ -34,7 +34,7 @@ static const struct {
 	  "          [--net TAP[,mac=XX:XX:XX:XX:XX:XX]]  (a virtio-net NIC\n"
 	  "          on a tap of the daemon's host)\n"
 	  "          (a Linux guest: paths on the daemon's host; not with\n"
-	  "          the workload options; it is not migrated or updated)\n"
+	  "          the workload options; migrated precopy only)\n"
 	  "  vm console NAME [--follow] [--from-start] [--until TEXT]\n"
 	  "          [--input FILE|-]  (a Linux guest's serial console:\n"
 	  "          interactive on a terminal, Ctrl-] detaches; else the\n"

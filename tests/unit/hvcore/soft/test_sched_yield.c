@@ -57,7 +57,7 @@ static void teardown(struct world *w)
 	pthread_mutex_lock(&w->s->lock);
 	for (unsigned i = 0; i < 3; i++) {
 		if (all[i]->state == SCHED_WAITING) {
-			sched_unlink(all[i]);
+			hv_soft_sched_unlink(all[i]);
 			all[i]->state = SCHED_DONE;
 		}
 	}
