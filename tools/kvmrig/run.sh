@@ -76,6 +76,19 @@ single | multi) ;;
 *) echo "kvmrig: --tcg-thread is single or multi, not '$tcg_thread'" >&2; exit 2 ;;
 esac
 
+# /tmp, /run and /var/tmp are the rig's own tmpfs: a repository or a
+# working directory there is not what the rig sees. Refused as a usage
+# error (2), not as a rig failure (125), which the test command would
+# report without failing.
+for d in "$top" "$(pwd -P)"; do
+	case "$d/" in
+	/tmp/* | /run/* | /var/tmp/*)
+		echo "kvmrig: $d is under /tmp, /run or /var/tmp, which the" \
+			"rig replaces with its own tmpfs: clone or cd elsewhere" >&2
+		exit 2 ;;
+	esac
+done
+
 lock=${KVMRIG_LOCK:-/tmp/kvmrig.lock}
 if [ "$lock" != none ]; then
 	exec 9>>"$lock" || die "cannot open the lock $lock"
