@@ -76,18 +76,20 @@ single | multi) ;;
 *) echo "kvmrig: --tcg-thread is single or multi, not '$tcg_thread'" >&2; exit 2 ;;
 esac
 
-# /tmp, /run and /var/tmp are the rig's own tmpfs: a repository or a
-# working directory there is not what the rig sees. Refused as a usage
-# error (2), not as a rig failure (125), which the test command would
-# report without failing.
-for d in "$top" "$(pwd -P)"; do
-	case "$d/" in
-	/tmp/* | /run/* | /var/tmp/*)
-		echo "kvmrig: $d is under /tmp, /run or /var/tmp, which the" \
-			"rig replaces with its own tmpfs: clone or cd elsewhere" >&2
-		exit 2 ;;
-	esac
-done
+# /tmp, /run and /var/tmp are the rig's own tmpfs: the repository is
+# mounted on top of it (a clone in /tmp works), but another working
+# directory there is not what the rig sees. Refused as a usage error
+# (2), not as a rig failure (125), which the test command reports
+# without failing.
+cwd=$(pwd -P)
+case "$cwd/" in
+"$top"/*) ;;
+/tmp/* | /run/* | /var/tmp/*)
+	echo "kvmrig: the working directory $cwd is under /tmp, /run or" \
+		"/var/tmp, which the rig replaces with its own tmpfs: cd into" \
+		"the repository or elsewhere" >&2
+	exit 2 ;;
+esac
 
 lock=${KVMRIG_LOCK:-/tmp/kvmrig.lock}
 if [ "$lock" != none ]; then
