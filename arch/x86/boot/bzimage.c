@@ -129,7 +129,7 @@ int x86_bzimage_parse(const void *file, uint64_t size, struct x86_bzimage *out)
 }
 
 /* End of RAM below the hole (gpa == RAM offset there). */
-static uint64_t low_ram_end(const struct hv_ram_layout *l)
+uint64_t x86_low_ram_end(const struct hv_ram_layout *l)
 {
 	if (l->hole_start == l->hole_end || l->ram_bytes <= l->hole_start)
 		return l->ram_bytes;
@@ -139,7 +139,7 @@ static uint64_t low_ram_end(const struct hv_ram_layout *l)
 int x86_e820_build(const struct hv_ram_layout *l, struct x86_e820 *out,
 		   unsigned max)
 {
-	uint64_t low = low_ram_end(l);
+	uint64_t low = x86_low_ram_end(l);
 	unsigned n = 0;
 
 	if (max < 5 || low < 2 * X86_BOOT_HIGH_GPA)
@@ -163,7 +163,7 @@ int x86_initrd_place(const struct x86_bzimage *bz,
 		     const struct hv_ram_layout *l, uint64_t kernel_end,
 		     uint64_t bytes, uint64_t *gpa)
 {
-	uint64_t top = low_ram_end(l), at;
+	uint64_t top = x86_low_ram_end(l), at;
 
 	if ((uint64_t)bz->initrd_addr_max + 1 < top)
 		top = (uint64_t)bz->initrd_addr_max + 1;
@@ -189,7 +189,7 @@ int x86_initrd_place(const struct x86_bzimage *bz,
 static int place_kernel(const struct x86_bzimage *bz,
 			const struct hv_ram_layout *l, uint64_t *load)
 {
-	uint64_t low = low_ram_end(l), need = bz->init_size;
+	uint64_t low = x86_low_ram_end(l), need = bz->init_size;
 
 	if (bz->relocatable && bz->pref_address >= X86_BOOT_HIGH_GPA &&
 	    bz->pref_address < low && need <= low - bz->pref_address) {

@@ -78,6 +78,10 @@ struct x86_bzimage {
  */
 int x86_bzimage_parse(const void *file, uint64_t size, struct x86_bzimage *out);
 
+/* The end of RAM below the MMIO hole (all of RAM without one): where
+ * gpa == RAM offset, and where the loaders place the kernel and initrd. */
+uint64_t x86_low_ram_end(const struct hv_ram_layout *l);
+
 /* One e820 entry as boot_params holds it. */
 struct x86_e820 {
 	uint64_t addr;

@@ -19,14 +19,6 @@ bool x86_is_elf(const void *file, uint64_t size)
 	return size >= SELFMAG && !memcmp(file, ELFMAG, SELFMAG);
 }
 
-/* RAM below the hole (or all of it): where gpa == RAM offset. */
-static uint64_t low_ram_end(const struct hv_ram_layout *l)
-{
-	if (l->hole_start == l->hole_end || l->ram_bytes <= l->hole_start)
-		return l->ram_bytes;
-	return l->hole_start;
-}
-
 static int write_start_info(uint8_t *ram, const struct hv_ram_layout *l,
 			    const struct x86_linux_boot *in,
 			    const struct x86_pvh_linux_entry *e)
@@ -91,7 +83,7 @@ int x86_pvh_linux_load(uint8_t *ram, const struct hv_ram_layout *l,
 		return -E2BIG;
 	}
 	ret = x86_pvh_load_buf(in->kernel, in->kernel_bytes, ram,
-			       low_ram_end(l), &img);
+			       x86_low_ram_end(l), &img);
 	if (ret) {
 		hv_err("boot", "op=pvh_load err=%d reason=not_a_pvh_vmlinux",
 		       ret);
